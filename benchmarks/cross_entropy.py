@@ -1,0 +1,52 @@
+"""cross_entropy_with_grad: greyhound vs torch eager/compile, Liger and fla, over the vocabulary size."""
+import torch
+import torch.nn.functional as F
+
+from . import harness
+from .harness import DEVICE, DTYPES, MODES, ON_GPU
+
+PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "fla"]
+
+
+def _torch_cross_entropy(logits, target):
+    return F.cross_entropy(logits, target)
+
+
+class CrossEntropyWithGrad(harness.KernelSuite):
+    kernel_name = "cross_entropy_with_grad"
+    x_name = "vocab_size"
+    param_names = ["provider", "mode", "batch_size", "vocab_size", "dtype"]
+    if ON_GPU:
+        params = [PROVIDERS, MODES, [8192], [32768, 65536, 128256, 262144], ["bfloat16"]]
+    else:  # what the CPU can serve: greyhound through TRITON_INTERPRET=1
+        params = [PROVIDERS, MODES, [32], [1000, 4096], ["float32"]]
+
+    def make_inputs(self, batch_size, vocab_size, dtype):
+        logits = torch.randn(batch_size, vocab_size, device=DEVICE, dtype=DTYPES[dtype])
+        target = torch.randint(0, vocab_size, (batch_size,), device=DEVICE)
+        return {"logits": logits, "target": target}, ["logits"]
+
+    def reference(self, logits, target):
+        return F.cross_entropy(logits, target)
+
+    def provider_fn(self, provider, **shape):
+        if provider == "greyhound":
+            from greyhound import cross_entropy_with_grad
+            return cross_entropy_with_grad
+        if provider == "torch-eager":
+            return _torch_cross_entropy
+        if provider == "torch-compile":
+            return torch.compile(_torch_cross_entropy)
+        if provider == "liger":  # note: Liger writes the gradient into the caller's logits
+            from liger_kernel.transformers import LigerCrossEntropyLoss
+            return LigerCrossEntropyLoss()
+        if provider == "fla":
+            from fla.modules import FusedCrossEntropyLoss
+            return FusedCrossEntropyLoss()
+        raise ValueError(f"provider {provider!r} is not one of {PROVIDERS}")
+
+    def time_cross_entropy_with_grad(self, *params):
+        self.timed_call()
+
+    def track_peakmem_cross_entropy_with_grad(self, *params):
+        return self.peak_memory()
