@@ -1,0 +1,111 @@
+"""End to end on the CPU: asv over two commits, the regression gate both ways, export -> CSV -> plots -> publish.
+
+The repository's tracked files are copied into a temporary git repository; asv runs one tiny greyhound benchmark
+(through TRITON_INTERPRET=1) with the real asv.conf.json and environment plugin.
+"""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = r"time_cross_entropy_with_grad\('greyhound', 'forward', 32, 1000,"
+SLOWDOWN = "import time as _t; _t.sleep(0.05)  # injected by the regression-gate test\n"
+
+pytestmark = pytest.mark.slow
+
+
+def _git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
+
+
+def _commit(repo, message):
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("asv-e2e")
+    repo = tmp / "greyhound"
+    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout.split()
+    for rel in tracked:
+        src = ROOT / rel
+        if src.is_file() and not rel.startswith(("results/", "docs/data/", "docs/public/")):
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, repo / rel)
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, "base")
+    env = dict(os.environ, HOME=str(tmp), GREYHOUND_BENCH_DEVICE="cpu", TRITON_INTERPRET="1")
+    return repo, env
+
+
+def _asv(repo, env, *args):
+    return subprocess.run([sys.executable, "-m", "asv", *args], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def test_run_gate_export_plot_publish(repo):
+    repo, env = repo
+    subprocess.run([sys.executable, "-m", "tools.asv_machine", "--machine", "e2e"], cwd=repo, env=env, check=True)
+    (repo / "NOTES.txt").write_text("a commit that changes no code\n")
+    _commit(repo, "unchanged code")
+
+    run = _asv(repo, env, "run", "--machine", "e2e", "--record-samples", "-b", BENCH, "ALL")
+    assert run.returncode == 0, run.stdout + run.stderr
+    result_files = sorted(p for p in (repo / "results" / "e2e").glob("*.json") if p.name != "machine.json")
+    assert len(result_files) == 2, [p.name for p in result_files]
+    data = json.loads(result_files[0].read_text())
+    assert data["params"]["gpu_name"] == "cpu" and data["params"]["torch"]  # machine fields reach every result
+    columns = data["result_columns"]
+    entry = data["results"]["cross_entropy.CrossEntropyWithGrad.time_cross_entropy_with_grad"]
+    samples = [s for s in entry[columns.index("samples")] if s]
+    assert samples and len(samples[0]) >= 10  # samples recorded: p20/p80 come from them
+
+    same = _asv(repo, env, "continuous", "--machine", "e2e", "--record-samples", "-f", "2", "-b", BENCH,
+                "HEAD~1", "HEAD")
+    assert same.returncode == 0, same.stdout + same.stderr
+
+    op = repo / "greyhound" / "ops" / "cross_entropy.py"
+    text = op.read_text()
+    marker = "def cross_entropy_with_grad("
+    head, tail = text.split(marker, 1)
+    signature_end = tail.index(":\n") + 2
+    body_indent = "    "
+    # The public function's first statement sleeps: a deliberate 50 ms slowdown per call.
+    op.write_text(head + marker + tail[:signature_end] + body_indent + SLOWDOWN + tail[signature_end:])
+    _commit(repo, "inject a slowdown")
+    slow = _asv(repo, env, "continuous", "--machine", "e2e", "--record-samples", "-f", "2", "-b", BENCH,
+                "HEAD~1", "HEAD")
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    assert "PERFORMANCE DECREASED" in slow.stdout or "Performance degradation" in slow.stdout, slow.stdout
+
+    csv_path = repo / "docs" / "data" / "benchmark_data.csv"
+    export = subprocess.run([sys.executable, "-m", "tools.export", "--results", "results", "--csv", str(csv_path)],
+                            cwd=repo, env=env, capture_output=True, text=True)
+    assert export.returncode == 0, export.stdout + export.stderr
+    with open(csv_path) as f:
+        rows = list(csv.DictReader(f))
+    ours = [r for r in rows if r["kernel_name"] == "cross_entropy_with_grad" and r["kernel_provider"] == "greyhound"]
+    assert len({r["git_commit"] for r in ours}) == 3  # base..slowdown: three commits measured
+    assert all(r["x_name"] == "vocab_size" and r["x_value"] == "1000" and r["y_value_20"] for r in ours)
+    slow_row = max(ours, key=lambda r: float(r["y_value_50"]))
+    assert float(slow_row["y_value_50"]) >= 50.0  # the injected 50 ms shows in the exported p50 (ms)
+
+    out = repo / "docs" / "public" / "assets"
+    plot = subprocess.run([sys.executable, "-m", "tools.plot", "--csv", str(csv_path), "--out", str(out)],
+                          cwd=repo, env=env, capture_output=True, text=True)
+    assert plot.returncode == 0, plot.stdout + plot.stderr
+    pngs = list((out / "plots").glob("cross_entropy_with_grad*.png"))
+    assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+    publish = _asv(repo, env, "publish")
+    assert publish.returncode == 0, publish.stdout + publish.stderr
+    assert (repo / ".asv" / "html" / "index.html").is_file()
+    assert (repo / ".asv" / "html" / "graphs").is_dir()
