@@ -1,0 +1,296 @@
+"""cross_entropy_with_grad against the fp64 reference (itself checked against F.cross_entropy): values, gradients,
+every option, in-place semantics and argument errors. On CPU the kernels run through TRITON_INTERPRET=1."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import greyhound.ops.cross_entropy as ce
+from greyhound.ops.cross_entropy import CrossEntropyOutput, cross_entropy_reference, cross_entropy_with_grad
+
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
+
+
+def rel_err(out, ref):
+    out, ref = out.double(), ref.double()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Force BLOCK_V=128 so small vocabularies still take several blocks plus a ragged tail."""
+    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", (128, 4))
+
+
+def make_inputs(rows, V, dtype, device, *, ignored=(), scale=3.0, target_dtype=torch.int64):
+    logits = (torch.randn(rows, V, device=device) * scale).to(dtype)
+    target = torch.randint(0, V, (rows,), device=device, dtype=target_dtype)
+    for row in ignored:
+        target[row] = -100
+    return logits, target
+
+
+def check_against_reference(logits, target, grad_output=None, **options):
+    """Run ours and the fp64 reference on the same values; compare loss, outputs and the logits gradient."""
+    dtype = logits.dtype
+    ours_in = logits.clone().requires_grad_()
+    ref_in = logits.detach().double().requires_grad_()
+    out = cross_entropy_with_grad(ours_in, target, return_per_token_loss=True, return_lse=True, **options)
+    ref = cross_entropy_reference(ref_in, target, return_per_token_loss=True, return_lse=True, **options)
+    assert isinstance(out, CrossEntropyOutput) and out.loss.dtype == torch.float32
+    assert out.loss.shape == ref.loss.shape
+    if grad_output is None:
+        grad_output = torch.randn_like(ref.loss)
+    out.loss.backward(grad_output.float())
+    ref.loss.backward(grad_output.double())
+    assert ours_in.grad.dtype == dtype
+    assert rel_err(out.loss, ref.loss) < 1e-5
+    assert rel_err(out.per_token_loss, ref.per_token_loss) < 1e-5
+    assert rel_err(out.lse, ref.lse) < 1e-5
+    assert rel_err(ours_in.grad, ref_in.grad) < TOLERANCE[dtype]
+    ignored = target == options.get("ignore_index", -100)
+    assert torch.all(ours_in.grad[ignored] == 0) and torch.all(out.per_token_loss[ignored] == 0)
+    return out, ours_in.grad
+
+
+def test_reference_matches_torch():
+    logits, target = make_inputs(13, 301, torch.float64, "cpu", ignored=(2, 7))
+    for reduction in ("mean", "sum", "none"):
+        for smoothing in (0.0, 0.3):
+            ours = cross_entropy_reference(logits, target, reduction=reduction, label_smoothing=smoothing)
+            torch.testing.assert_close(
+                ours, F.cross_entropy(logits, target, reduction=reduction, label_smoothing=smoothing))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("options", [
+    {},
+    {"label_smoothing": 0.1},
+    {"softcap": 4.0},
+    {"lse_square_scale": 1e-2},
+    {"label_smoothing": 0.2, "softcap": 7.5, "lse_square_scale": 3e-3, "ignore_index": 5},
+], ids=["plain", "smoothing", "softcap", "zloss", "all"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_matches_reference(device, small_blocks, dtype, options, reduction):
+    logits, target = make_inputs(19, 517, dtype, device, ignored=(0, 11))
+    if "ignore_index" in options:
+        target[target == -100] = options["ignore_index"]
+    check_against_reference(logits, target, reduction=reduction, **options)
+
+
+@pytest.mark.parametrize("V", [1, 7, 1000, 2999, 9001])
+def test_default_config_odd_vocab(device, V):
+    # 9001 > 8192: the default BLOCK_V takes two blocks, the second mostly masked
+    logits, target = make_inputs(5, V, torch.float32, device, ignored=(1,))
+    check_against_reference(logits, target)
+
+
+def test_matches_torch_cross_entropy(device):
+    logits, target = make_inputs(23, 1031, torch.float32, device, ignored=(4,))
+    ours_in = logits.clone().requires_grad_()
+    torch_in = logits.clone().requires_grad_()
+    loss = cross_entropy_with_grad(ours_in, target, label_smoothing=0.05)
+    expected = F.cross_entropy(torch_in, target, label_smoothing=0.05)
+    loss.backward()
+    expected.backward()
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ours_in.grad, torch_in.grad, rtol=1e-5, atol=1e-7)
+
+
+def test_int32_target_and_scalar_grad_output(device, small_blocks):
+    logits, target = make_inputs(9, 300, torch.float16, device, ignored=(3,), target_dtype=torch.int32)
+    for reduction in ("mean", "sum"):
+        check_against_reference(logits, target, grad_output=torch.tensor(-2.5), reduction=reduction)
+
+
+def test_neg_inf_logits(device, small_blocks):
+    # masked vocabulary entries: whole leading blocks of -inf must not turn the online max into nan
+    logits, target = make_inputs(6, 600, torch.float32, device)
+    logits[:, :300] = float("-inf")
+    target = torch.randint(300, 600, (6,), device=device)
+    out, grad = check_against_reference(logits, target, label_smoothing=0.0, softcap=None)
+    assert torch.all(grad[:, :300] == 0) and torch.isfinite(out.loss)
+
+
+def test_all_ignored_mean_is_nan_with_zero_grad(device):
+    logits, target = make_inputs(4, 50, torch.float32, device, ignored=range(4))
+    ours_in = logits.clone().requires_grad_()
+    torch_in = logits.clone().requires_grad_()
+    loss = cross_entropy_with_grad(ours_in, target, label_smoothing=0.1)
+    expected = F.cross_entropy(torch_in, target, label_smoothing=0.1)
+    assert torch.isnan(loss) and torch.isnan(expected)  # 0 / 0, as torch
+    loss.backward()
+    expected.backward()
+    assert torch.all(ours_in.grad == 0) and torch.all(torch_in.grad == 0)
+    assert cross_entropy_with_grad(logits, target, reduction="sum").item() == 0.0
+
+
+def test_empty_batch(device):
+    logits = torch.randn(0, 10, device=device, requires_grad=True)
+    target = torch.zeros(0, dtype=torch.long, device=device)
+    assert torch.isnan(cross_entropy_with_grad(logits, target))
+    loss = cross_entropy_with_grad(logits, target, reduction="sum")
+    loss.backward()
+    assert loss.item() == 0.0 and logits.grad.shape == (0, 10)
+
+
+def test_return_types(device):
+    logits, target = make_inputs(5, 40, torch.float32, device)
+    assert isinstance(cross_entropy_with_grad(logits, target), torch.Tensor)
+    out = cross_entropy_with_grad(logits, target, return_lse=True)
+    assert out.per_token_loss is None and out.lse.shape == (5,) and out.loss.dim() == 0
+    out = cross_entropy_with_grad(logits.requires_grad_(), target, reduction="none", return_per_token_loss=True)
+    assert out.lse is None and out.loss.shape == (5,) and out.loss.requires_grad
+    assert not out.per_token_loss.requires_grad and torch.equal(out.per_token_loss, out.loss.detach())
+
+
+def test_no_grad_path_matches_and_writes_nothing(device, small_blocks):
+    logits, target = make_inputs(8, 333, torch.bfloat16, device)
+    leaf = logits.clone().requires_grad_()
+    before = leaf.detach().clone()
+    with torch.no_grad():
+        loss = cross_entropy_with_grad(leaf, target, softcap=3.0, inplace_backward=True)
+    assert not loss.requires_grad and torch.equal(leaf.detach(), before)
+    expected = cross_entropy_reference(logits.double(), target, softcap=3.0)
+    assert rel_err(loss, expected) < 1e-5
+
+
+def test_noncontiguous_logits(device, small_blocks):
+    logits, target = make_inputs(11, 300, torch.float32, device)
+    transposed = logits.t().contiguous().t()  # strides (1, 11): not unit stride along V
+    assert transposed.stride(1) != 1
+    check_against_reference(transposed, target)
+
+
+def test_logits_untouched_without_inplace(device, small_blocks):
+    logits, target = make_inputs(7, 260, torch.float32, device)
+    leaf = logits.clone().requires_grad_()
+    cross_entropy_with_grad(leaf, target).backward()
+    assert torch.equal(leaf.detach(), logits)
+
+
+def test_inplace_backward_writes_gradient_into_logits(device, small_blocks):
+    hidden = torch.randn(11, 16, device=device, requires_grad=True)
+    weight = torch.randn(390, 16, device=device, requires_grad=True)
+    target = torch.randint(0, 390, (11,), device=device)
+    target[2] = -100
+    logits = hidden @ weight.t()
+    logits_before = logits.detach().clone()
+    loss = cross_entropy_with_grad(logits, target, softcap=6.0, label_smoothing=0.1, inplace_backward=True)
+    assert not torch.equal(logits.detach(), logits_before)  # the storage now holds the gradient
+    loss.backward(torch.tensor(0.5))
+    ref_hidden = hidden.detach().double().requires_grad_()
+    ref_weight = weight.detach().double().requires_grad_()
+    expected = cross_entropy_reference(ref_hidden @ ref_weight.t(), target, softcap=6.0, label_smoothing=0.1)
+    (0.5 * expected).backward()
+    assert rel_err(loss, expected) < 1e-5
+    assert rel_err(hidden.grad, ref_hidden.grad) < 1e-5 and rel_err(weight.grad, ref_weight.grad) < 1e-5
+
+
+def test_inplace_backward_bumps_version_for_other_users(device):
+    logits = torch.randn(6, 80, device=device).requires_grad_()
+    target = torch.randint(0, 80, (6,), device=device)
+    scaled = logits * 1.0
+    other_user = (scaled ** 2).sum()  # pow saves `scaled`, which the loss below overwrites
+    version = scaled._version
+    loss = cross_entropy_with_grad(scaled, target, inplace_backward=True)
+    assert scaled._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (loss + other_user).backward()
+
+
+def test_inplace_backward_later_modification_raises(device):
+    logits = torch.randn(6, 80, device=device).requires_grad_()
+    target = torch.randint(0, 80, (6,), device=device)
+    scaled = logits * 1.0
+    loss = cross_entropy_with_grad(scaled, target, inplace_backward=True)
+    scaled.mul_(2.0)  # overwrites the saved gradient
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_backward_twice_raises(device):
+    logits = torch.randn(4, 30, device=device, requires_grad=True)
+    target = torch.randint(0, 30, (4,), device=device)
+    loss = cross_entropy_with_grad(logits, target)
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="backward ran twice"):
+        loss.backward()
+
+
+def test_gradient_is_not_copied(device, monkeypatch):
+    # the kernel's gradient buffer becomes logits.grad as is: full mode costs BT x V once, no clone
+    buffers = []
+    launch = ce._cross_entropy_rows
+    monkeypatch.setattr(ce, "_cross_entropy_rows",
+                        lambda logits, target, grad=None, *a, **k: buffers.append(grad) or launch(logits, target, grad,
+                                                                                              *a, **k))
+    logits = torch.randn(4, 30, device=device, requires_grad=True)
+    cross_entropy_with_grad(logits, torch.randint(0, 30, (4,), device=device)).backward()
+    assert logits.grad.data_ptr() == buffers[0].data_ptr()
+
+
+@pytest.mark.parametrize("bad_target", [10, -1, -101])
+def test_out_of_range_target_raises(device, bad_target):
+    logits, target = make_inputs(4, 10, torch.float32, device)
+    target[1] = bad_target
+    with pytest.raises(ValueError, match="target"):
+        cross_entropy_with_grad(logits, target)
+    with pytest.raises(ValueError, match="target"):
+        cross_entropy_with_grad(logits.requires_grad_(), target)
+
+
+def test_bad_arguments(device):
+    logits, target = make_inputs(4, 10, torch.float32, device)
+    cases = [
+        (TypeError, "logits", dict(logits=logits.double())),
+        (TypeError, "logits", dict(logits=logits.long())),
+        (ValueError, "logits", dict(logits=logits[0])),
+        (ValueError, "logits", dict(logits=logits[:, :0])),
+        (TypeError, "target", dict(target=target.float())),
+        (ValueError, "target", dict(target=target[:3])),
+        (ValueError, "target", dict(target=target[:, None])),
+        (ValueError, "target", dict(target=target.to("meta"))),
+        (ValueError, "reduction", dict(reduction="avg")),
+        (ValueError, "label_smoothing", dict(label_smoothing=1.0)),
+        (ValueError, "label_smoothing", dict(label_smoothing=-0.1)),
+        (ValueError, "softcap", dict(softcap=0.0)),
+        (ValueError, "softcap", dict(softcap=-2.0)),
+        (ValueError, "lse_square_scale", dict(lse_square_scale=-1e-4)),
+        (TypeError, "ignore_index", dict(ignore_index=-100.0)),
+    ]
+    for error, name, change in cases:
+        args = {"logits": logits, "target": target, **change}
+        with pytest.raises(error, match=name):
+            cross_entropy_with_grad(args.pop("logits"), args.pop("target"), **args)
+    strided = torch.randn(10, 4, device=device).t().requires_grad_()
+    with pytest.raises(ValueError, match="inplace_backward"):
+        cross_entropy_with_grad(strided * 1.0, target, inplace_backward=True)
+    if device == "cpu":
+        import greyhound._validate as validate
+        assert validate.triton_interpreting()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_gpu_large_vocab(dtype):
+    logits, target = make_inputs(64, 262144, dtype, "cuda", ignored=(3,))
+    check_against_reference(logits, target, label_smoothing=0.1, softcap=30.0, lse_square_scale=1e-4)
+
+
+@pytest.mark.gpu
+def test_gpu_beyond_int32_elements():
+    # BT x V = 16400 x 131072 > 2**31: row offsets must be int64
+    rows, V = 16400, 131072
+    logits = torch.randn(rows, V, device="cuda", dtype=torch.bfloat16)
+    target = torch.randint(0, V, (rows,), device="cuda")
+    tail_ref = cross_entropy_reference(logits[-64:].double(), target[-64:], reduction="none")
+    tail_logits = logits[-64:].double().requires_grad_()
+    cross_entropy_reference(tail_logits, target[-64:], reduction="sum").backward()
+    with torch.no_grad():
+        per_token = cross_entropy_with_grad(logits, target, reduction="none")
+    assert rel_err(per_token[-64:], tail_ref) < 1e-5
+    logits.requires_grad_()
+    loss = cross_entropy_with_grad(logits, target, reduction="sum", inplace_backward=True)
+    loss.backward()
+    assert rel_err(loss, per_token.double().sum()) < 1e-5
+    assert rel_err(logits.grad[-64:], tail_logits.grad) < TOLERANCE[torch.bfloat16]
