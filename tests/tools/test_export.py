@@ -1,0 +1,425 @@
+"""tools.export: asv results -> CSV, on real asv output (django-asv) and on made-up results directories."""
+import csv
+import datetime
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # plain `pytest` does not put the repository root on sys.path
+
+from tools import CSV_COLUMNS  # noqa: E402
+from tools import export  # noqa: E402
+
+DJANGO = Path(__file__).resolve().parents[3] / "shared/fixtures/asv-results/django-asv"
+
+TIME = "cross_entropy.CrossEntropyWithGrad.time_cross_entropy_with_grad"
+PEAKMEM = "cross_entropy.CrossEntropyWithGrad.track_peakmem_cross_entropy_with_grad"
+PARAM_NAMES = ["provider", "mode", "batch_size", "vocab_size", "dtype"]
+PARAMS = [["'greyhound'", "'torch-eager'"], ["'full'", "'forward'"], ["8"], ["1000", "4096", "32768"],
+          ["'bfloat16'"]]
+N_COMBOS = 2 * 2 * 1 * 3 * 1
+V2_COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
+              "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+DATE = 1_764_000_000_000  # asv's commit date: a JavaScript timestamp (ms)
+COMMIT_A = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+COMMIT_B = "b2c3d4e5f60718293a4b5c6d7e8f901234567890"
+
+
+# --- building made-up asv results directories -----------------------------------------------------------------------
+def meta(name, type_, unit, version="v1", param_names=PARAM_NAMES, params=PARAMS, **attrs):
+    return {"name": name, "type": type_, "unit": unit, "version": version, "param_names": param_names,
+            "params": params, **attrs}
+
+
+GREYHOUND_BENCHMARKS = {
+    TIME: meta(TIME, "time", "seconds", kernel_name="cross_entropy_with_grad", x_name="vocab_size"),
+    PEAKMEM: meta(PEAKMEM, "track", "bytes", kernel_name="cross_entropy_with_grad", x_name="vocab_size"),
+}
+
+
+def write_json(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))  # json writes float NaN as the bare NaN token, as asv does
+    return path
+
+
+def make_results_dir(root, benchmarks, machine="h200", machine_json=None):
+    write_json(root / "benchmarks.json", {**benchmarks, "version": 2})
+    write_json(root / machine / "machine.json", machine_json or {"machine": machine, "version": 1})
+    return root
+
+
+def entry(values, params=PARAMS, version="v1", samples=None, q25=None, q75=None, started_at=DATE + 5):
+    row = [values, params, version, started_at, 1.5, None, None, q25, q75, None, None, samples]
+    while row and row[-1] is None:
+        row.pop()
+    return row
+
+
+def write_result(root, commit, results, machine="h200", env="virtualenv-py3.11", date=DATE, gpu_name="NVIDIA H200"):
+    params = {"machine": machine, "python": "3.11", "torch": "2.11.0"}
+    if gpu_name is not None:
+        params["gpu_name"] = gpu_name
+    data = {"commit_hash": commit, "env_name": env, "date": date, "params": params, "python": "3.11",
+            "requirements": {}, "env_vars": {}, "result_columns": V2_COLUMNS, "results": results, "durations": {},
+            "version": 2}
+    return write_json(root / machine / f"{commit[:8]}-{env}.json", data)
+
+
+def random_time_results(rng, n=N_COMBOS):
+    samples = [list(rng.uniform(1e-4, 5e-3, size=int(rng.integers(5, 15)))) for _ in range(n)]
+    values = [float(np.median(s)) for s in samples]
+    return values, samples
+
+
+def run_export(results, csv_path, *extra):
+    return export.main(["--results", str(results), "--csv", str(csv_path), *extra])
+
+
+def read_rows(csv_path):
+    with open(csv_path, newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == CSV_COLUMNS
+        return list(reader)
+
+
+def combos(params=PARAMS):
+    import itertools
+    return list(itertools.product(*params))
+
+
+def iso(js_ms):
+    return datetime.datetime.fromtimestamp(js_ms / 1000, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- the greyhound convention ----------------------------------------------------------------------------------------
+def test_greyhound_suite_rows_percentiles_units_and_metadata(tmp_path, capsys):
+    rng = np.random.default_rng()
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(rng)
+    q25 = [123.0] * N_COMBOS  # asv's quartiles: must never show up as p20/p80
+    peak_bytes = [int(b) for b in rng.integers(1, 2**34, size=N_COMBOS)]
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples, q25=q25, q75=q25),
+                                  PEAKMEM: entry(peak_bytes)})
+    csv_path = tmp_path / "out" / "data.csv"
+    assert run_export(root, csv_path) == 0
+    rows = read_rows(csv_path)
+    assert len(rows) == 2 * N_COMBOS
+    out = capsys.readouterr().out
+    assert f"{N_COMBOS} rows without samples (p20/p80 left empty)" in out  # the peak-memory rows
+
+    by_key = {(r["metric_name"], r["kernel_provider"], r["kernel_operation_mode"], r["x_value"]): r for r in rows}
+    for (provider, mode, batch, vocab, dtype), s, peak in zip(combos(), samples, peak_bytes):
+        key = (provider.strip("'"), mode.strip("'"), vocab)
+        speed, memory = by_key[("speed", *key)], by_key[("memory", *key)]
+        p20, p50, p80 = np.percentile(s, [20, 50, 80])
+        assert float(speed["y_value_50"]) == pytest.approx(p50 * 1e3, rel=1e-12)
+        assert float(speed["y_value_20"]) == pytest.approx(p20 * 1e3, rel=1e-12)
+        assert float(speed["y_value_80"]) == pytest.approx(p80 * 1e3, rel=1e-12)
+        assert float(speed["y_value_20"]) <= float(speed["y_value_50"]) <= float(speed["y_value_80"])
+        assert float(memory["y_value_50"]) == pytest.approx(peak / 2**20, rel=1e-12)
+        assert memory["y_value_20"] == memory["y_value_80"] == ""
+        for row, unit in ((speed, "ms"), (memory, "MB")):
+            assert row["metric_unit"] == unit
+            assert row["kernel_name"] == "cross_entropy_with_grad"
+            assert row["x_name"] == "vocab_size" and row["x_label"] == "Vocabulary size (V)"
+            assert json.loads(row["extra_benchmark_config_str"]) == {"batch_size": 8, "dtype": "bfloat16"}
+            assert row["extra_benchmark_config_str"] == '{"batch_size": 8, "dtype": "bfloat16"}'  # sorted keys
+            assert row["gpu_name"] == "NVIDIA H200"
+            assert row["git_commit"] == COMMIT_A
+            assert row["timestamp"] == iso(DATE)
+    assert not list(csv_path.parent.glob(".*"))  # the atomic write left no temporary file
+
+
+def test_nan_token_and_null_results_are_left_out_and_counted(tmp_path, capsys):
+    rng = np.random.default_rng()
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(rng)
+    values[1] = float("nan")  # skipped: asv writes a bare NaN
+    values[4] = None  # failed
+    samples[1] = samples[4] = None
+    path = write_result(root, COMMIT_A, {TIME: entry(values, samples=samples),
+                                         PEAKMEM: entry(None)})  # the whole benchmark failed
+    assert "NaN" in path.read_text()
+    assert run_export(root, tmp_path / "data.csv") == 0
+    rows = read_rows(tmp_path / "data.csv")
+    assert len(rows) == N_COMBOS - 2
+    assert all(r["metric_name"] == "speed" and r["y_value_20"] for r in rows)
+    exported = {(r["kernel_provider"], r["kernel_operation_mode"], r["x_value"]) for r in rows}
+    for i in (1, 4):
+        provider, mode, _, vocab, _ = combos()[i]
+        assert (provider.strip("'"), mode.strip("'"), vocab) not in exported
+    assert f"{2 + N_COMBOS} failed/skipped results left out" in capsys.readouterr().out
+
+
+def test_fallbacks_without_greyhound_attributes(tmp_path, capsys):
+    names = {
+        "plain.Suite.time_softmax": meta("plain.Suite.time_softmax", "time", "seconds",
+                                         param_names=["n_rows", "dtype"], params=[["64", "128"], ["'float16'"]]),
+        "plain.Suite.peakmem_softmax": meta("plain.Suite.peakmem_softmax", "peakmemory", "bytes",
+                                            param_names=[], params=[]),
+        "plain.Suite.track_bandwidth": meta("plain.Suite.track_bandwidth", "track", "GB/s",
+                                            param_names=[], params=[]),
+        "plain.Suite.time_bad_x": meta("plain.Suite.time_bad_x", "time", "seconds", param_names=["seq_len"],
+                                       params=[["16"]], x_name="not_a_param", kernel_name=""),
+    }
+    root = make_results_dir(tmp_path / "results", names, machine="cpu-box")
+    write_result(root, COMMIT_A, {
+        "plain.Suite.time_softmax": entry([0.25, 0.5], params=[["64", "128"], ["'float16'"]]),
+        "plain.Suite.peakmem_softmax": entry([3 * 2**20], params=[]),
+        "plain.Suite.track_bandwidth": entry([1234.5], params=[]),
+        "plain.Suite.time_bad_x": entry([0.125], params=[["16"]]),
+    }, machine="cpu-box", gpu_name="cpu")
+    assert run_export(root, tmp_path / "data.csv") == 0
+    rows = {(r["kernel_name"], r["x_value"]): r for r in read_rows(tmp_path / "data.csv")}
+    assert len(rows) == 5
+    for row in rows.values():
+        assert row["kernel_provider"] == "default" and row["kernel_operation_mode"] == "full"
+        assert row["gpu_name"] == "cpu-box"  # gpu_name "cpu": the machine name tells CPU machines apart
+    soft = rows[("softmax", "128")]
+    assert (soft["metric_name"], soft["metric_unit"], soft["x_name"], soft["x_label"]) == ("speed", "ms", "n_rows",
+                                                                                        "Rows")
+    assert float(soft["y_value_50"]) == 500.0 and soft["extra_benchmark_config_str"] == '{"dtype": "float16"}'
+    mem = rows[("softmax", "")]
+    assert (mem["metric_name"], mem["metric_unit"], mem["x_name"], float(mem["y_value_50"])) == ("memory", "MB",
+                                                                                               "none", 3.0)
+    track = rows[("bandwidth", "")]
+    assert (track["metric_name"], track["metric_unit"], float(track["y_value_50"])) == ("track", "GB/s", 1234.5)
+    bad_x = rows[("bad_x", "16")]
+    assert bad_x["x_name"] == "seq_len" and bad_x["x_label"] == "Sequence length (T)"
+    assert "x_name 'not_a_param'" in capsys.readouterr().err
+
+
+def test_gpu_name_from_machine_json_when_results_lack_it(tmp_path):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS,
+                            machine_json={"machine": "h200", "gpu_name": "NVIDIA H200 NVL", "version": 1})
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)}, gpu_name=None)
+    assert run_export(root, tmp_path / "data.csv") == 0
+    assert {r["gpu_name"] for r in read_rows(tmp_path / "data.csv")} == {"NVIDIA H200 NVL"}
+
+
+def test_unknown_and_stale_benchmarks_are_left_out_and_counted(tmp_path, capsys):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {
+        TIME: entry(values, samples=samples),
+        PEAKMEM: entry([1.0] * N_COMBOS, version="an-older-version"),
+        "gone.Suite.time_removed": entry([0.1], params=[]),
+    })
+    assert run_export(root, tmp_path / "data.csv") == 0
+    assert len(read_rows(tmp_path / "data.csv")) == N_COMBOS
+    out = capsys.readouterr().out
+    assert "1 results of benchmarks not in benchmarks.json left out" in out
+    assert f"{N_COMBOS} results of an older benchmark version" in out
+
+
+# --- older format, broken files ----------------------------------------------------------------------------------------
+def test_version_1_results_format(tmp_path):
+    plain = "plain.Suite.time_plain"
+    root = make_results_dir(tmp_path / "results", {**GREYHOUND_BENCHMARKS,
+                                                   plain: meta(plain, "time", "seconds", param_names=[], params=[])})
+    rng = np.random.default_rng()
+    values, samples = random_time_results(rng)
+    stats = [{"ci_99": [v * 0.9, v * 1.1], "q_25": 9.0, "q_75": 9.5, "number": 1, "repeat": len(s)}
+             for v, s in zip(values, samples)]
+    plain_value = float(rng.uniform(0.001, 0.1))
+    v1 = {"version": 1, "commit_hash": COMMIT_A, "date": DATE, "python": "3.8", "requirements": {},
+          "env_name": "conda-py3.8", "params": {"machine": "h200", "python": "3.8", "gpu_name": "NVIDIA H200"},
+          "results": {TIME: {"result": values, "params": PARAMS, "samples": samples, "stats": stats},
+                      plain: plain_value}}
+    write_json(root / "h200" / f"{COMMIT_A[:8]}-conda-py3.8.json", v1)
+    assert run_export(root, tmp_path / "data.csv") == 0
+    rows = read_rows(tmp_path / "data.csv")
+    assert len(rows) == N_COMBOS + 1
+    plain_row = next(r for r in rows if r["kernel_name"] == "plain")
+    assert float(plain_row["y_value_50"]) == pytest.approx(plain_value * 1e3, rel=1e-12)
+    assert plain_row["y_value_20"] == "" and plain_row["x_name"] == "none"
+    speed = {(r["kernel_provider"], r["kernel_operation_mode"], r["x_value"]): r
+             for r in rows if r["kernel_name"] == "cross_entropy_with_grad"}
+    for (provider, mode, _, vocab, _), s in zip(combos(), samples):
+        row = speed[(provider.strip("'"), mode.strip("'"), vocab)]
+        assert float(row["y_value_80"]) == pytest.approx(np.percentile(s, 80) * 1e3, rel=1e-12)
+        assert row["git_commit"] == COMMIT_A
+
+
+def test_unreadable_file_is_named_and_the_rest_exported(tmp_path, capsys):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    corrupt = write_result(root, COMMIT_B, {TIME: entry(values, samples=samples)})
+    corrupt.write_text(corrupt.read_text()[:200])  # truncated mid-write
+    future = root / "h200" / "c3d4e5f6-virtualenv-py3.11.json"
+    future.write_text(json.dumps({"version": 99, "results": {}}))
+    assert run_export(root, tmp_path / "data.csv") == 1
+    err_lines = capsys.readouterr().err.strip().splitlines()
+    assert len(err_lines) == 2
+    assert any(str(corrupt) in line and "not valid JSON" in line for line in err_lines)
+    assert any(str(future) in line and "version 99" in line for line in err_lines)
+    rows = read_rows(tmp_path / "data.csv")
+    assert len(rows) == N_COMBOS and {r["git_commit"] for r in rows} == {COMMIT_A}
+
+
+def test_reexport_replaces_same_key_keeps_other_rows_never_duplicates(tmp_path):
+    rng = np.random.default_rng()
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(rng)
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path) == 0
+    first = csv_path.read_bytes()
+    assert run_export(root, csv_path) == 0
+    assert csv_path.read_bytes() == first  # idempotent, byte for byte
+
+    foreign = dict(read_rows(csv_path)[0], kernel_name="logprobs", y_value_50="7.5")
+    with open(csv_path, "a", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerow([foreign[c] for c in CSV_COLUMNS])
+    new_values, new_samples = random_time_results(rng)
+    write_result(root, COMMIT_A, {TIME: entry(new_values, samples=new_samples)})  # re-measured, same key
+    assert run_export(root, csv_path) == 0
+    rows = read_rows(csv_path)
+    assert len(rows) == N_COMBOS + 1
+    assert len({tuple(r[c] for c in export.KEY_COLUMNS) for r in rows}) == len(rows)
+    assert [r for r in rows if r["kernel_name"] == "logprobs"] == [foreign]
+    ours = sorted(float(r["y_value_50"]) for r in rows if r["kernel_name"] != "logprobs")
+    assert ours == pytest.approx(sorted(np.median(s) * 1e3 for s in new_samples), rel=1e-12)
+
+    write_result(root, COMMIT_B, {TIME: entry(values, samples=samples)}, date=DATE + 86_400_000)
+    assert run_export(root, csv_path) == 0
+    rows = read_rows(csv_path)
+    assert len(rows) == 2 * N_COMBOS + 1
+    assert {r["git_commit"] for r in rows if r["kernel_name"] != "logprobs"} == {COMMIT_A, COMMIT_B}
+
+
+def test_same_key_from_two_environments_keeps_the_latest_run(tmp_path, capsys):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    rng = np.random.default_rng()
+    old_values, old_samples = random_time_results(rng)
+    new_values, new_samples = random_time_results(rng)
+    write_result(root, COMMIT_A, {TIME: entry(new_values, samples=new_samples, started_at=DATE + 100)}, env="py3.12")
+    write_result(root, COMMIT_A, {TIME: entry(old_values, samples=old_samples, started_at=DATE + 50)}, env="py3.11")
+    assert run_export(root, tmp_path / "data.csv") == 0
+    rows = read_rows(tmp_path / "data.csv")
+    assert len(rows) == N_COMBOS
+    assert sorted(float(r["y_value_50"]) for r in rows) == pytest.approx(
+        sorted(np.median(s) * 1e3 for s in new_samples), rel=1e-12)
+    assert f"{N_COMBOS} rows measured more than once" in capsys.readouterr().out
+
+
+def test_commit_and_latest_filters(tmp_path):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    write_result(root, COMMIT_B, {TIME: entry(values, samples=samples)}, date=DATE + 1000)
+    assert run_export(root, tmp_path / "latest.csv", "--latest") == 0
+    assert {r["git_commit"] for r in read_rows(tmp_path / "latest.csv")} == {COMMIT_B}
+    assert run_export(root, tmp_path / "a.csv", "--commit", COMMIT_A[:6]) == 0
+    assert {r["git_commit"] for r in read_rows(tmp_path / "a.csv")} == {COMMIT_A}
+
+
+# --- fatal errors: exit 2, nothing written ---------------------------------------------------------------------------
+def test_csv_with_unexpected_columns_is_left_untouched(tmp_path, capsys):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    csv_path = tmp_path / "data.csv"
+    for content in ("kernel,provider,ms\nce,greyhound,1.0\n",
+                    ",".join(CSV_COLUMNS) + "\n" + "only,three,fields\n"):
+        csv_path.write_text(content)
+        assert run_export(root, csv_path) == 2
+        assert csv_path.read_text() == content
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(csv_path) in err
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_missing_results_directory_or_benchmarks_json(tmp_path, capsys):
+    csv_path = tmp_path / "data.csv"
+    assert run_export(tmp_path / "no-such-dir", csv_path) == 2
+    assert not csv_path.exists()
+    assert "no-such-dir" in capsys.readouterr().err
+    csv_path.write_text(",".join(CSV_COLUMNS) + "\n")
+    before = csv_path.read_bytes()
+    empty = tmp_path / "empty-results"
+    empty.mkdir()
+    assert run_export(empty, csv_path) == 2
+    assert "benchmarks.json" in capsys.readouterr().err
+    (empty / "benchmarks.json").write_text("{not json")
+    assert run_export(empty, csv_path) == 2
+    assert csv_path.read_bytes() == before
+
+
+def test_help_runs_as_a_module():
+    done = subprocess.run([sys.executable, "-m", "tools.export", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and "--results" in done.stdout and "--latest" in done.stdout
+
+
+# --- real asv output that no one here wrote ------------------------------------------------------------------------
+def _django_expectations(results):
+    """Independent reading of the fixture's JSON: {(machine, commit, kernel): (seconds, date)} and skip counts."""
+    benchmarks = json.loads((results / "benchmarks.json").read_text())
+    expected, unknown, stale, failed = {}, 0, 0, 0
+    files = sorted(p for p in results.glob("*/*.json") if p.name != "machine.json")
+    for path in files:
+        data = json.loads(path.read_text())
+        assert path.name.startswith(data["commit_hash"][:8] + "-")
+        for name, values in data["results"].items():
+            fields = dict(zip(data["result_columns"], values))
+            if name not in benchmarks:
+                unknown += 1
+            elif fields.get("version") not in (None, benchmarks[name]["version"]):
+                stale += 1
+            elif fields["result"] is None or fields["result"][0] is None or math.isnan(fields["result"][0]):
+                failed += 1
+            else:
+                kernel = name.rsplit(".", 1)[1].removeprefix("time_")
+                expected[(path.parent.name, data["commit_hash"], kernel)] = (fields["result"][0], data["date"])
+    return files, expected, unknown, stale, failed
+
+
+def test_real_asv_results_django(tmp_path, capsys):
+    results = DJANGO / "results"
+    assert results.is_dir(), f"fixture missing: {results} (the shared/ folder sits beside the clone)"
+    files, expected, unknown, stale, failed = _django_expectations(results)
+    assert len(files) == 62 and len(expected) > 1000
+    csv_path = tmp_path / "django.csv"
+    assert run_export(results, csv_path) == 0
+    rows = read_rows(csv_path)
+    assert len(rows) == len(expected)
+    for row in rows:
+        seconds, date = expected[(row["gpu_name"], row["git_commit"], row["kernel_name"])]
+        assert float(row["y_value_50"]) == pytest.approx(seconds * 1e3, rel=1e-12)
+        assert row["y_value_20"] == row["y_value_80"] == ""  # django-asv records no samples
+        assert row["timestamp"] == iso(date)
+        assert (row["metric_name"], row["metric_unit"], row["x_name"], row["x_value"]) == ("speed", "ms", "none", "")
+        assert (row["kernel_provider"], row["kernel_operation_mode"]) == ("default", "full")
+        assert row["extra_benchmark_config_str"] == "{}"
+    file_names = {(p.parent.name, p.name.split("-")[0]) for p in files}
+    assert {(r["gpu_name"], r["git_commit"][:8]) for r in rows} <= file_names
+    assert len({r["git_commit"] for r in rows}) == 31 and all(len(r["git_commit"]) == 40 for r in rows)
+    out = capsys.readouterr().out
+    assert f"{len(expected)} rows without samples (p20/p80 left empty)" in out
+    assert f"{unknown} results of benchmarks not in benchmarks.json left out" in out
+    assert f"{stale} results of an older benchmark version" in out
+    assert failed == 0 and "failed/skipped" not in out
+    assert len(expected) + unknown + stale + failed == sum(
+        len(json.loads(p.read_text())["results"]) for p in files)  # every result accounted for
+
+
+def test_real_asv_results_django_latest(tmp_path):
+    results = DJANGO / "results"
+    files, expected, _, _, _ = _django_expectations(results)
+    newest = {}
+    for (machine, commit, _), (_, date) in expected.items():
+        newest[machine] = max(newest.get(machine, (0, "")), (date, commit))
+    assert run_export(results, tmp_path / "latest.csv", "--latest") == 0
+    rows = read_rows(tmp_path / "latest.csv")
+    assert {(r["gpu_name"], r["git_commit"]) for r in rows} == {(m, c) for m, (_, c) in newest.items()}
+    assert len(rows) == sum(1 for (m, c, _) in expected if newest[m][1] == c)

@@ -1,0 +1,438 @@
+"""Export asv results into greyhound's benchmark CSV (`python -m tools.export --results results --csv ...`).
+
+Input is asv's results directory: `benchmarks.json` (benchmark metadata), `<machine>/machine.json` and
+`<machine>/<commit[:8]>-<env>.json` result files, format version 2 or the older version 1, read through asv's own
+`asv.results.Results` (version 1 is converted by asv's `Results.update_to_2`). One CSV row per benchmark result
+per parameter combination, columns `tools.CSV_COLUMNS`.
+
+Greyhound suites (benchmarks/harness.py) follow one convention:
+  * benchmark names end in `.time_<kernel_name>` (speed) or `.track_peakmem_<kernel_name>` (peak CUDA memory,
+    unit "bytes"); params are `provider`, `mode` (full/forward/backward), then the shape params (dtype, ...);
+  * the methods carry `kernel_name` and `x_name` attributes, which asv copies into benchmarks.json (asv copies
+    function attributes, asv_runner >= 0.3; plain class attributes never reach benchmarks.json).
+Mapping: kernel_name = the attribute, else the method name minus its time_/track_peakmem_/peakmem_/track_/mem_
+prefix; kernel_provider = the `provider` param, else "default"; kernel_operation_mode = the `mode` param, else
+"full"; metric_name = "speed" (time benchmarks), "memory" (track_peakmem_/peakmem_), else asv's benchmark type;
+metric_unit = "ms" (asv seconds x 1000), "MB" (bytes / 2**20), else asv's unit; x_name = the `x_name` attribute,
+else the first param other than provider/mode, else "none" (x_value then empty); x_label = the `x_label`
+attribute, else a readable label for known names, else the name; extra_benchmark_config_str = JSON (sorted keys)
+of the remaining benchmark params only (machine fields such as torch/triton versions stay out); gpu_name = the
+`gpu_name` machine field (tools.asv_machine writes it into every result's params; machine.json is the fallback),
+or the machine name where that is absent or "cpu"; git_commit = the full hash; timestamp = asv's result date
+(the commit's date) as ISO-8601 UTC.
+
+y_value_50/20/80 are numpy's linear percentiles of the recorded samples (`asv run --record-samples`); asv's
+stats_q_25/q_75 are never relabelled. A result without samples gives y_value_50 = asv's value and empty p20/p80
+(counted). Failed (null) and skipped (NaN) results give no row (counted). Results of benchmarks that are not in
+benchmarks.json, or whose version or parameter names differ from it, are left out as asv itself leaves them out
+(counted), since their parameters cannot be named reliably.
+
+Re-exporting replaces rows with the same key (KEY_COLUMNS) and keeps the CSV's rows of other keys; the CSV is
+sorted and written atomically. Exit status: 0 = everything read; 1 = a file could not be read (a one-line warning
+names it; everything else is exported and written, so CI notices); 2 = the results directory or benchmarks.json is
+missing or unreadable, or the existing CSV is unreadable or has unexpected columns (nothing is written).
+"""
+import argparse
+import ast
+import csv
+import datetime
+import io
+import itertools
+import json
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tools import CSV_COLUMNS
+from tools._atomic import write_atomic
+
+KEY_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
+               "extra_benchmark_config_str", "gpu_name", "git_commit")
+# Longest first: a track_peakmem_ method must not be read as a plain track_ one.
+METHOD_PREFIXES = ("track_peakmem_", "peakmem_", "time_", "track_", "mem_")
+X_LABELS = {
+    "vocab_size": "Vocabulary size (V)",
+    "batch_size": "Batch size (B)",
+    "seq_len": "Sequence length (T)",
+    "num_tokens": "Tokens (B×T)",
+    "tokens": "Tokens (B×T)",
+    "bt": "Tokens (B×T)",
+    "hidden_size": "Hidden size (d_model)",
+    "d_model": "Model width (d_model)",
+    "d_ff": "MLP width (d_ff)",
+    "num_heads": "Heads (H)",
+    "head_dim": "Head dimension (D)",
+    "kernel_size": "Kernel size (K)",
+    "dilation": "Dilation",
+    "chunk_size": "Chunk size",
+    "n_rows": "Rows",
+}
+NOT_A_GPU = {"", "cpu", "none", "unknown"}
+
+
+class ExportError(Exception):
+    """A problem that stops the export before anything is written (exit status 2)."""
+
+
+@dataclass
+class ExportSummary:
+    rows_exported: int = 0
+    rows_in_csv: int = 0
+    result_files: int = 0
+    no_samples: int = 0
+    failed: int = 0
+    unknown_benchmark: int = 0
+    stale: int = 0
+    collisions: int = 0
+    warnings: list = field(default_factory=list)  # one line each; any warning makes the exit status 1
+    notes: list = field(default_factory=list)  # informational; the exit status stays 0
+
+
+# --- reading asv's files --------------------------------------------------------------------------------------
+def load_benchmarks(results_dir):
+    """benchmarks.json as {benchmark name: metadata}."""
+    path = results_dir / "benchmarks.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExportError(f"{path} is missing: {results_dir} is not an asv results directory") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ExportError(f"cannot read {path}: {err}") from None
+    if not isinstance(data, dict):
+        raise ExportError(f"cannot read {path}: expected a JSON object, got {type(data).__name__}")
+    return {name: meta for name, meta in data.items() if name != "version" and isinstance(meta, dict)}
+
+
+def load_results(path, machine_name):
+    """One result file as an asv `Results`; raises (any exception) when it cannot be read."""
+    from asv import util as asv_util
+    from asv.results import Results
+
+    try:  # json accepts the bare NaN / Infinity tokens asv writes for skipped benchmarks
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    version = data.get("version")
+    if version == Results.api_version:
+        return Results.load(str(path), machine_name=machine_name)
+    if version == 1:
+        converted = Results.update_to_2({k: v for k, v in data.items() if k != "version"})
+        with tempfile.TemporaryDirectory() as tmp:  # asv loads from a path; the input file is never rewritten
+            converted_path = os.path.join(tmp, path.name)
+            asv_util.write_json(converted_path, converted, api_version=Results.api_version, compact=True)
+            return Results.load(converted_path, machine_name=machine_name)
+    raise ValueError(f"results format version {version!r} is not 1 or 2")
+
+
+def read_machine_json(machine_dir, summary):
+    path = machine_dir / "machine.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        return data
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        summary.warnings.append(f"{path}: cannot read machine info ({err}); using the result files' params")
+        return {}
+
+
+def gpu_name_of(result_params, machine_info, machine_name):
+    for source in (result_params, machine_info):
+        name = str(source.get("gpu_name") or "").strip()
+        if name.lower() not in NOT_A_GPU:
+            return name
+    # CPU machines: the machine name (e.g. cpu-<hostname>) keeps different CPUs apart
+    return str(result_params.get("machine") or machine_info.get("machine") or machine_name or "unknown")
+
+
+# --- mapping one benchmark to rows ------------------------------------------------------------------------------
+def parse_param(value_repr):
+    """asv stores parameter values as repr strings: returns (display text, JSON value). "'bf16'" -> bf16, "8" -> 8."""
+    try:
+        value = ast.literal_eval(value_repr)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value_repr, value_repr
+    if isinstance(value, str):
+        return value, value
+    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
+        return value_repr, value
+    return value_repr, value_repr
+
+
+def readable_label(x_name):
+    if x_name == "none":
+        return ""
+    return X_LABELS.get(x_name, x_name)
+
+
+@dataclass
+class BenchmarkSpec:
+    kernel_name: str
+    metric_name: str
+    metric_unit: str
+    scale: float
+    x_name: str
+    x_label: str
+
+
+def describe_benchmark(name, meta, summary):
+    method = name.rsplit(".", 1)[-1]
+    prefix = next((p for p in METHOD_PREFIXES if method.startswith(p)), "")
+    kernel_name = meta.get("kernel_name")
+    if not (isinstance(kernel_name, str) and kernel_name):
+        kernel_name = method[len(prefix):] or method
+    bench_type = str(meta.get("type") or "")
+    if bench_type == "time":
+        metric_name = "speed"
+    elif prefix in ("track_peakmem_", "peakmem_") or bench_type == "peakmemory":
+        metric_name = "memory"
+    else:
+        metric_name = bench_type or "value"
+    unit = str(meta.get("unit") or "")
+    metric_unit, scale = {"seconds": ("ms", 1e3), "bytes": ("MB", 1.0 / 2**20)}.get(unit, (unit, 1.0))
+
+    shape_params = [p for p in meta.get("param_names") or [] if p not in ("provider", "mode")]
+    x_name = meta.get("x_name")
+    if x_name is not None and x_name not in shape_params:
+        summary.notes.append(f"{name}: x_name {x_name!r} is not one of its params {shape_params}; "
+                             f"using {shape_params[0] if shape_params else 'none'!r}")
+        x_name = None
+    x_name = x_name or (shape_params[0] if shape_params else "none")
+    x_label = meta.get("x_label")
+    if not (isinstance(x_label, str) and x_label):
+        x_label = readable_label(x_name)
+    return BenchmarkSpec(kernel_name, metric_name, metric_unit, scale, x_name, x_label)
+
+
+def _finite_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number_text(value):
+    return repr(float(value))
+
+
+def iso_utc(js_timestamp):
+    """asv dates are JavaScript timestamps (milliseconds since the epoch)."""
+    if not _finite_number(js_timestamp):
+        return ""
+    moment = datetime.datetime.fromtimestamp(js_timestamp / 1000.0, tz=datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rows_of_benchmark(result, name, meta, gpu_name, summary):
+    """The CSV rows of one benchmark in one result file (several when it is parameterised)."""
+    params = result.get_result_params(name) or []
+    combos = list(itertools.product(*params))
+    param_names = list(meta.get("param_names") or [])
+    stored_version = result.benchmark_version.get(name)
+    if (stored_version is not None and stored_version != meta.get("version")) or len(param_names) != len(params):
+        summary.stale += len(combos)
+        return []
+    spec = describe_benchmark(name, meta, summary)
+    values = result.get_result_value(name, params)
+    samples = result.get_result_samples(name, params)
+    rows = []
+    for combo, value, combo_samples in zip(combos, values, samples):
+        if not _finite_number(value):
+            summary.failed += 1
+            continue
+        named = {param: parse_param(value_repr) for param, value_repr in zip(param_names, combo)}
+        provider = named.pop("provider", ("default", None))[0]
+        mode = named.pop("mode", ("full", None))[0]
+        x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
+        extra = json.dumps({param: json_value for param, (_, json_value) in named.items()}, sort_keys=True)
+        finite_samples = [s for s in combo_samples or [] if _finite_number(s)]
+        if finite_samples:
+            p20, p50, p80 = np.percentile(np.asarray(finite_samples, dtype=np.float64), [20, 50, 80])
+            y50, y20, y80 = (_number_text(v * spec.scale) for v in (p50, p20, p80))
+        else:
+            summary.no_samples += 1
+            y50, y20, y80 = _number_text(value * spec.scale), "", ""
+        rows.append({
+            "kernel_name": spec.kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
+            "metric_name": spec.metric_name, "metric_unit": spec.metric_unit,
+            "x_name": spec.x_name, "x_label": spec.x_label, "x_value": x_value,
+            "y_value_50": y50, "y_value_20": y20, "y_value_80": y80,
+            "extra_benchmark_config_str": extra, "gpu_name": gpu_name,
+            "git_commit": result.commit_hash or "", "timestamp": iso_utc(result.date),
+        })
+    return rows
+
+
+# --- the CSV ------------------------------------------------------------------------------------------------------
+def row_key(row):
+    return tuple(row[c] for c in KEY_COLUMNS)
+
+
+def _number_first(text):
+    try:
+        number = float(text)
+    except ValueError:
+        return (1, 0.0, text)
+    return (1, 0.0, text) if math.isnan(number) else (0, number, text)
+
+
+def sort_key(row):
+    return (row["kernel_name"], row["kernel_operation_mode"], row["metric_name"], row["gpu_name"],
+            row["extra_benchmark_config_str"], row["x_name"], row["kernel_provider"], _number_first(row["x_value"]),
+            row["timestamp"], row["git_commit"], row["metric_unit"])
+
+
+def read_csv_rows(path):
+    """The rows of an existing CSV (none when it does not exist); ExportError if it is not ours."""
+    if not path.exists():
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():
+            return []
+        reader = csv.reader(io.StringIO(text))
+        header = next(reader)
+        if tuple(header) != CSV_COLUMNS:
+            raise ExportError(f"{path} has columns {header}, expected {list(CSV_COLUMNS)}; left it untouched")
+        rows = []
+        for fields in reader:
+            if not fields:
+                continue
+            if len(fields) != len(CSV_COLUMNS):
+                raise ExportError(f"{path} line {reader.line_num} has {len(fields)} fields, expected "
+                                  f"{len(CSV_COLUMNS)}; left it untouched")
+            rows.append(dict(zip(CSV_COLUMNS, fields)))
+        return rows
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ExportError(f"cannot read {path}: {err}; left it untouched") from None
+
+
+def csv_text(rows):
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in sorted(rows, key=sort_key):
+        writer.writerow([row[c] for c in CSV_COLUMNS])
+    return buffer.getvalue()
+
+
+# --- the export -------------------------------------------------------------------------------------------------
+def export(results_dir, csv_path, commit=None, latest=False):
+    """Read `results_dir`, merge its rows into `csv_path` (written atomically) and return an ExportSummary."""
+    results_dir, csv_path = Path(results_dir), Path(csv_path)
+    if not results_dir.is_dir():
+        raise ExportError(f"results directory {results_dir} does not exist or is not a directory")
+    benchmarks = load_benchmarks(results_dir)
+    existing = read_csv_rows(csv_path)  # before any work: a CSV that is not ours stops the export untouched
+    summary = ExportSummary()
+    try:
+        machine_dirs = sorted(p for p in results_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError as err:
+        raise ExportError(f"cannot list {results_dir}: {err}") from None
+
+    loaded = []  # (machine name, gpu name, path, Results)
+    for machine_dir in machine_dirs:
+        files = sorted(p for p in machine_dir.glob("*.json") if p.name != "machine.json")
+        if not files:
+            continue
+        machine_info = read_machine_json(machine_dir, summary)
+        machine_results = []
+        for path in files:
+            try:
+                result = load_results(path, machine_dir.name)
+            except Exception as err:  # noqa: BLE001 - any unreadable file is reported by name and skipped
+                summary.warnings.append(f"{path}: cannot read results ({type(err).__name__}: {err})")
+                continue
+            if commit and not (result.commit_hash or "").lower().startswith(commit.lower()):
+                continue
+            machine_results.append((path, result))
+        if latest and machine_results:
+            newest = max(r.date or 0 for _, r in machine_results)
+            machine_results = [(p, r) for p, r in machine_results if (r.date or 0) == newest]
+        for path, result in machine_results:
+            gpu_name = gpu_name_of(result.params or {}, machine_info, machine_dir.name)
+            loaded.append((path, gpu_name, result))
+    summary.result_files = len(loaded)
+
+    exported = {}  # key -> (started_at, path, row)
+    for path, gpu_name, result in loaded:
+        for name in sorted(result.get_all_result_keys()):
+            meta = benchmarks.get(name)
+            if meta is None:
+                summary.unknown_benchmark += len(list(itertools.product(*(result.get_result_params(name) or []))))
+                continue
+            try:
+                rows = rows_of_benchmark(result, name, meta, gpu_name, summary)
+            except Exception as err:  # noqa: BLE001 - a malformed entry is reported and the rest exported
+                summary.warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err})")
+                continue
+            started_at = result.started_at.get(name) or 0
+            for row in rows:
+                key = row_key(row)
+                if key in exported:  # same commit and GPU measured twice (another environment or machine)
+                    summary.collisions += 1
+                    if (started_at, str(path)) < exported[key][:2]:
+                        continue
+                exported[key] = (started_at, str(path), row)
+
+    new_rows = {key: row for key, (_, _, row) in exported.items()}
+    kept = [row for row in existing if row_key(row) not in new_rows]
+    merged = kept + list(new_rows.values())
+    write_atomic(csv_path, csv_text(merged))
+    summary.rows_exported = len(new_rows)
+    summary.rows_in_csv = len(merged)
+    return summary
+
+
+def report_lines(summary, csv_path):
+    lines = [f"exported {summary.rows_exported} rows from {summary.result_files} result files into {csv_path} "
+             f"({summary.rows_in_csv} rows in total)"]
+    if summary.no_samples:
+        lines.append(f"{summary.no_samples} rows without samples (p20/p80 left empty)")
+    if summary.failed:
+        lines.append(f"{summary.failed} failed/skipped results left out")
+    if summary.unknown_benchmark:
+        lines.append(f"{summary.unknown_benchmark} results of benchmarks not in benchmarks.json left out")
+    if summary.stale:
+        lines.append(f"{summary.stale} results of an older benchmark version (version or params differ from "
+                     f"benchmarks.json) left out")
+    if summary.collisions:
+        lines.append(f"{summary.collisions} rows measured more than once (same key: another environment, or a "
+                     f"machine with the same gpu_name); kept the most recently run")
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.export", description=__doc__.splitlines()[0],
+        epilog="Exit status: 0 ok; 1 some result files could not be read (named; the rest exported); "
+               "2 bad results directory or CSV (nothing written).")
+    parser.add_argument("--results", default="results", help="asv results directory (default: results)")
+    parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
+                        help="CSV to create or update (default: docs/data/benchmark_data.csv)")
+    parser.add_argument("--commit", help="only results whose commit hash starts with this prefix")
+    parser.add_argument("--latest", action="store_true", help="only the newest commit of each machine")
+    args = parser.parse_args(argv)
+    try:
+        summary = export(args.results, args.csv, commit=args.commit, latest=args.latest)
+    except ExportError as err:
+        print(f"tools.export: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # e.g. the CSV's folder is not writable; the old CSV is intact (atomic write)
+        print(f"tools.export: error: cannot write {args.csv}: {err}", file=sys.stderr)
+        return 2
+    for line in dict.fromkeys(summary.notes):  # the same note comes from every result file
+        print(f"tools.export: note: {line}", file=sys.stderr)
+    for line in summary.warnings:
+        print(f"tools.export: warning: {line}", file=sys.stderr)
+    for line in report_lines(summary, args.csv):
+        print(line)
+    return 1 if summary.warnings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
