@@ -423,3 +423,20 @@ def test_real_asv_results_django_latest(tmp_path):
     rows = read_rows(tmp_path / "latest.csv")
     assert {(r["gpu_name"], r["git_commit"]) for r in rows} == {(m, c) for m, (_, c) in newest.items()}
     assert len(rows) == sum(1 for (m, c, _) in expected if newest[m][1] == c)
+
+
+def test_exported_csv_feeds_the_plots(tmp_path):
+    from tools import plot
+
+    rng = np.random.default_rng()
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(rng)
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples),
+                                  PEAKMEM: entry([int(b) for b in rng.integers(1, 2**30, size=N_COMBOS)])})
+    assert run_export(root, tmp_path / "data.csv") == 0
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(tmp_path / "data.csv"), "--out", str(out)]) == 0
+    stem = "cross_entropy_with_grad__{}__{}__batch_size-8_dtype-bfloat16__NVIDIA-H200.png"
+    for mode in ("full", "forward"):
+        for metric in ("speed", "memory", "pareto"):
+            assert (out / "plots" / stem.format(mode, metric)).read_bytes()[:4] == b"\x89PNG"

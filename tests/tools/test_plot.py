@@ -1,0 +1,160 @@
+"""tools.plot: CSV -> sweep PNGs, memory-speed Pareto PNGs and plotly HTML for 2-D sweeps."""
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # plain `pytest` does not put the repository root on sys.path
+
+from tools import CSV_COLUMNS  # noqa: E402
+from tools import plot  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+GPU = "NVIDIA H200"
+NEW, OLD = "c" * 40, "a" * 40
+CE_CONFIG = {"batch_size": 8192, "dtype": "bfloat16"}
+
+
+def make_row(kernel, provider, metric, x, y, config, mode="full", commit=NEW, timestamp="2026-11-29T10:00:00Z",
+             band=True, x_name="vocab_size"):
+    unit = {"speed": "ms", "memory": "MB"}[metric]
+    return {"kernel_name": kernel, "kernel_provider": provider, "kernel_operation_mode": mode,
+            "metric_name": metric, "metric_unit": unit, "x_name": x_name, "x_label": "Vocabulary size (V)",
+            "x_value": str(x), "y_value_50": repr(y), "y_value_20": repr(0.9 * y) if band else "",
+            "y_value_80": repr(1.1 * y) if band else "", "extra_benchmark_config_str": json.dumps(config, sort_keys=True),
+            "gpu_name": GPU, "git_commit": commit, "timestamp": timestamp}
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def sample_rows(rng):
+    rows = []
+    for provider in ("greyhound", "torch-eager"):
+        for vocab in (32768, 65536, 131072):
+            time_ms, mem_mb = float(rng.uniform(0.1, 5)), float(rng.uniform(100, 4000))
+            rows.append(make_row("cross_entropy_with_grad", provider, "speed", vocab, time_ms, CE_CONFIG))
+            rows.append(make_row("cross_entropy_with_grad", provider, "memory", vocab, mem_mb, CE_CONFIG, band=False))
+            for d_model in (1024, 2048):  # 2-D sweep: vocab_size x d_model
+                rows.append(make_row("chunked_linear_cross_entropy", provider, "speed", vocab,
+                                     float(rng.uniform(1, 20)), {"d_model": d_model, "dtype": "bfloat16"}))
+    rows.append(make_row("cross_entropy_with_grad", "greyhound", "speed", 32768, 99.0, CE_CONFIG, commit=OLD,
+                         timestamp="2026-11-01T10:00:00Z"))  # an older commit: not drawn
+    return rows
+
+
+def test_writes_sweeps_pareto_and_html(tmp_path, capsys):
+    csv_path = write_csv(tmp_path / "data.csv", sample_rows(np.random.default_rng()))
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(csv_path), "--out", str(out)]) == 0
+    ce = "batch_size-8192_dtype-bfloat16__NVIDIA-H200"
+    expected_pngs = {
+        f"cross_entropy_with_grad__full__speed__{ce}.png",
+        f"cross_entropy_with_grad__full__memory__{ce}.png",
+        f"cross_entropy_with_grad__full__pareto__{ce}.png",
+        "chunked_linear_cross_entropy__full__speed__d_model-1024_dtype-bfloat16__NVIDIA-H200.png",
+        "chunked_linear_cross_entropy__full__speed__d_model-2048_dtype-bfloat16__NVIDIA-H200.png",
+    }
+    html_name = "chunked_linear_cross_entropy__full__speed__vocab_size-by-d_model__NVIDIA-H200.html"
+    assert {p.name for p in (out / "plots").iterdir()} == expected_pngs  # no temporary files left either
+    assert {p.name for p in (out / "plots_html").iterdir()} == {html_name, "plotly.min.js"}
+    for name in expected_pngs:
+        data = (out / "plots" / name).read_bytes()
+        assert data[:8] == PNG_MAGIC and len(data) > 10_000
+    html = (out / "plots_html" / html_name).read_text()
+    assert "greyhound" in html and "torch-eager" in html and "d_model=2048" in html
+    assert 'src="plotly.min.js"' in html and "cdn.plot.ly" not in html  # works offline
+    assert (out / "plots_html" / "plotly.min.js").stat().st_size > 1_000_000
+    assert "wrote 4 sweep PNGs and 1 Pareto PNGs" in capsys.readouterr().out
+
+
+def test_2d_sweep_with_another_varying_param_gets_panels(tmp_path):
+    rows = [make_row("linear_logprobs", provider, "speed", vocab, float(vocab * d_model) * 1e-9,
+                     {"d_model": d_model, "dtype": dtype}, mode="forward")
+            for provider in ("greyhound", "liger") for vocab in (4096, 8192) for d_model in (512, 1024, 4096)
+            for dtype in ("bfloat16", "float32")]
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(write_csv(tmp_path / "data.csv", rows)), "--out", str(out)]) == 0
+    html = (out / "plots_html" / "linear_logprobs__forward__speed__vocab_size-by-d_model__NVIDIA-H200.html").read_text()
+    assert "dtype=bfloat16" in html and "dtype=float32" in html and "liger" in html
+    assert len(list((out / "plots").glob("linear_logprobs__forward__speed__*.png"))) == 6
+
+
+
+def test_no_html_when_only_the_config_varies(tmp_path):
+    rows = [make_row("k", "greyhound", "speed", 4096, 1.0 + d_model / 1024, {"d_model": d_model})
+            for d_model in (512, 1024)]  # one x value: two 1-D plots, not a 2-D sweep
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(write_csv(tmp_path / "data.csv", rows)), "--out", str(out)]) == 0
+    assert len(list((out / "plots").glob("k__full__speed__d_model-*__NVIDIA-H200.png"))) == 2
+    assert not (out / "plots_html").exists()
+
+def test_latest_commit_per_provider():
+    rows = [make_row("k", "greyhound", "speed", 1, 1.0, {}, commit=OLD, timestamp="2026-01-01T00:00:00Z"),
+            make_row("k", "greyhound", "speed", 2, 1.0, {}, commit=OLD, timestamp="2026-01-01T00:00:00Z"),
+            make_row("k", "greyhound", "speed", 1, 2.0, {}, commit=NEW, timestamp="2026-02-01T00:00:00Z"),
+            make_row("k", "liger", "speed", 1, 3.0, {}, commit=OLD, timestamp="2026-01-01T00:00:00Z")]
+    frame = pd.DataFrame(rows)
+    latest = plot.latest_per_provider(frame, plot.SWEEP_COLUMNS)
+    assert sorted(zip(latest["kernel_provider"], latest["git_commit"], latest["x_value"])) == [
+        ("greyhound", NEW, "1"), ("liger", OLD, "1")]
+
+
+def test_pareto_front():
+    assert plot.pareto_front([1.0, 2.0, 3.0, 1.5], [3.0, 1.0, 2.0, 3.0]) == [0, 1]
+    assert plot.pareto_front([1.0, 1.0], [2.0, 2.0]) == [0, 1]  # exact ties: neither beats the other
+    assert plot.pareto_front([1.0, 2.0], [1.0, 2.0]) == [0]
+
+
+def test_file_name_parts_and_axis_choice():
+    assert plot.sanitize("NVIDIA H200") == "NVIDIA-H200"
+    assert plot.sanitize("a/b: c..d") == "a-b-c..d"
+    assert plot.fixed_params_part({"dtype": "bfloat16", "batch_size": 8192}) == "batch_size-8192_dtype-bfloat16"
+    assert plot.fixed_params_part({}) == "none"
+    namer = plot.FileNamer()
+    assert namer.name(["k", "full", "speed", "none", GPU], ".png", "n") == "k__full__speed__none__NVIDIA-H200.png"
+    assert namer.name(["k", "full", "speed", "none", GPU], ".png", "n") == "k__full__speed__none__NVIDIA-H200__x-n.png"
+    assert len(namer.name(["k" * 300], ".png", "n")) <= 200
+    assert plot.powers_of_two_ish(np.array([4096.0, 32000.0, 128256.0]))
+    assert plot.powers_of_two_ish(np.array([100.0, 10000.0]))
+    assert not plot.powers_of_two_ish(np.array([1000.0, 2000.0, 3000.0]))
+    assert plot.second_axis([{"d": 1, "t": "bf16"}, {"d": 2, "t": "fp32"}]) == ("d", ["t"])
+    assert plot.second_axis([{"d": 1, "t": "bf16"}, {"d": 1, "t": "fp32"}]) == (None, [])
+
+
+def test_empty_csv_writes_nothing(tmp_path, capsys):
+    csv_path = write_csv(tmp_path / "data.csv", [])
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(csv_path), "--out", str(out)]) == 0
+    assert not out.exists()
+    assert "no rows to plot; nothing written" in capsys.readouterr().out
+
+
+def test_bad_input_exits_2(tmp_path, capsys):
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(tmp_path / "missing.csv"), "--out", str(out)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("kernel,provider,ms\nce,greyhound,1.0\n")
+    assert plot.main(["--csv", str(wrong), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "expected" in err and "kernel_name" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("module", ["tools.plot"])
+def test_help_runs_as_a_module(module):
+    done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and "--csv" in done.stdout and "--out" in done.stdout

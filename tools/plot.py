@@ -1,0 +1,420 @@
+"""Draw greyhound's benchmark CSV (`python -m tools.plot --csv docs/data/benchmark_data.csv --out docs/public/assets`).
+
+Reads only the CSV (columns `tools.CSV_COLUMNS`, as tools.export writes it) and writes, each file atomically:
+  <out>/plots/<kernel>__<mode>__<metric>__<fixed params>__<gpu>.png    one per 1-D sweep (kernel, mode, metric,
+      fixed params = extra_benchmark_config_str, GPU): p50 against x, a line per provider, p20-p80 band where the
+      CSV has one, log2 x-axis for powers-of-two-ish sweeps;
+  <out>/plots/<kernel>__<mode>__pareto__<fixed params>__<gpu>.png      where speed and memory rows pair up (same
+      kernel, mode, x, config, GPU, provider and commit): peak memory against time, one panel per x value, the
+      Pareto front (no other provider both faster and smaller) marked;
+  <out>/plots_html/<kernel>__<mode>__<metric>__<x>-by-<param>__<gpu>.html   2-D sweeps, where the rows vary in the
+      x param and in a numeric param of the config (e.g. vocab_size x d_model): plotly lines per provider and
+      param value, a panel per value of any other varying param.
+Every plot shows, for each provider, its latest measured commit (newest timestamp). HTML pages load plotly.js from
+`plots_html/plotly.min.js`, written once beside them (include_plotlyjs="directory"): they work offline and on the
+static site without storing the 4.6 MB library in every page. File names keep letters, digits, '-', '_' and '.'.
+Exit status: 0 ok (an empty CSV writes nothing and says so); 2 missing/unreadable CSV or unexpected columns.
+"""
+import argparse
+import hashlib
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+
+from tools import CSV_COLUMNS
+from tools._atomic import atomic_path, write_atomic
+
+SWEEP_COLUMNS = ["kernel_name", "kernel_operation_mode", "metric_name", "metric_unit", "x_name",
+                 "extra_benchmark_config_str", "gpu_name"]
+PAIR_COLUMNS = ["kernel_name", "kernel_operation_mode", "x_name", "x_value", "extra_benchmark_config_str",
+                "gpu_name", "kernel_provider", "git_commit", "timestamp"]
+Y_COLUMNS = ["y_value_50", "y_value_20", "y_value_80"]
+METRIC_LABELS = {"speed": "Time", "memory": "Peak memory"}
+DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
+PNG_DPI = 120
+
+
+class PlotError(Exception):
+    """Bad input: exit status 2."""
+
+
+# --- reading ------------------------------------------------------------------------------------------------------
+def read_benchmark_csv(path):
+    """The CSV as strings plus float y columns (NaN where empty); PlotError when it is missing or not ours."""
+    path = Path(path)
+    if not path.is_file():
+        raise PlotError(f"CSV {path} does not exist")
+    if path.stat().st_size == 0:
+        return pd.DataFrame(columns=list(CSV_COLUMNS))
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise PlotError(f"cannot read {path}: {err}") from None
+    if tuple(frame.columns) != CSV_COLUMNS:
+        raise PlotError(f"{path} has columns {list(frame.columns)}, expected {list(CSV_COLUMNS)}")
+    for column in Y_COLUMNS:
+        frame[column] = pd.to_numeric(frame[column].replace("", np.nan), errors="coerce")
+    return frame
+
+
+def latest_per_provider(frame, group_columns):
+    """Within each group, keep each provider's rows from its latest commit (newest timestamp, then hash)."""
+    keys = group_columns + ["kernel_provider"]
+    commits = frame[keys + ["timestamp", "git_commit"]].drop_duplicates()
+    newest = commits.sort_values(["timestamp", "git_commit"]).groupby(keys, sort=False).tail(1)
+    return frame.merge(newest, on=keys + ["timestamp", "git_commit"])
+
+
+def parse_config(text):
+    try:
+        config = json.loads(text) if text else {}
+    except ValueError:
+        return {"config": text}  # not JSON: still a fixed parameter, shown as is
+    return config if isinstance(config, dict) else {"config": text}
+
+
+def as_numbers(values):
+    """Floats for the values, or None when any is not a finite number."""
+    try:
+        numbers = np.array([float(v) for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    return numbers if np.isfinite(numbers).all() else None
+
+
+def powers_of_two_ish(xs):
+    """A log2 axis for positive sweeps that sit near powers of two (4096, 32000, 128256) or span 16x or more."""
+    if xs is None or len(set(xs)) < 2 or (xs <= 0).any():
+        return False
+    octaves = np.log2(xs)
+    return bool((np.abs(octaves - np.round(octaves)) <= 0.15).all() or xs.max() / xs.min() >= 16)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _text(value):
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _tick_text(x):
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+# --- naming -------------------------------------------------------------------------------------------------------
+def sanitize(text):
+    """Letters, digits, '-', '_' and '.' only: 'NVIDIA H200' -> 'NVIDIA-H200'."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "none"
+
+
+def fixed_params_part(config):
+    return "_".join(f"{sanitize(k)}-{sanitize(_text(v))}" for k, v in sorted(config.items())) or "none"
+
+
+def fixed_params_title(config):
+    return ", ".join(f"{k}={_text(v)}" for k, v in sorted(config.items())) or "no fixed params"
+
+
+class FileNamer:
+    """Unique, bounded file names within one run (two sweeps that differ only in x get the x name appended)."""
+
+    def __init__(self):
+        self.used = set()
+
+    def name(self, parts, suffix, disambiguator):
+        stem = "__".join(sanitize(p) for p in parts)
+        if stem in self.used:
+            stem = f"{stem}__x-{sanitize(disambiguator)}"
+        if len(stem) > 180:  # file systems cap names at 255 bytes
+            stem = f"{stem[:160]}-{hashlib.sha1(stem.encode()).hexdigest()[:12]}"
+        base, n = stem, 1
+        while stem in self.used:
+            n += 1
+            stem = f"{base}-{n}"
+        self.used.add(stem)
+        return stem + suffix
+
+
+def provider_colors(providers):
+    """One colour per provider for the whole run; greyhound first so it is always blue."""
+    ordered = sorted(set(providers), key=lambda p: (p != "greyhound", p))
+    palette = colormaps["tab10"]
+    return {p: to_hex(palette(i % 10)) for i, p in enumerate(ordered)}
+
+
+def metric_axis_label(metric, unit):
+    label = METRIC_LABELS.get(metric, metric)
+    return f"{label} ({unit})" if unit else label
+
+
+def _save_png(fig, path):
+    FigureCanvasAgg(fig)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=PNG_DPI, bbox_inches="tight")
+
+
+# --- 1-D sweeps ---------------------------------------------------------------------------------------------------
+def plot_sweeps(latest, colors, plots_dir, namer):
+    written = []
+    for keys, group in latest.groupby(SWEEP_COLUMNS, sort=True):
+        kernel, mode, metric, unit, x_name, config_text, gpu = keys
+        config = parse_config(config_text)
+        x_values = sorted(set(group["x_value"]), key=_x_order)
+        xs = as_numbers(x_values)
+        log2_x = powers_of_two_ish(xs)
+        position = dict(zip(x_values, xs if xs is not None else range(len(x_values))))
+
+        fig = Figure(figsize=(7.5, 4.8), layout="constrained")
+        ax = fig.add_subplot()
+        all_y = []
+        for provider in sorted(set(group["kernel_provider"]), key=lambda p: (p != "greyhound", p)):
+            rows = group[group["kernel_provider"] == provider].copy()
+            rows["_x"] = rows["x_value"].map(position)
+            rows = rows.sort_values("_x")
+            color = colors[provider]
+            commit = rows["git_commit"].iloc[0][:8]
+            label = f"{provider} @ {commit}" if commit else provider
+            ax.plot(rows["_x"], rows["y_value_50"], marker="o", color=color, label=label)
+            banded = rows["y_value_20"].notna() & rows["y_value_80"].notna()
+            if banded.any():
+                ax.fill_between(rows["_x"], rows["y_value_20"].fillna(rows["y_value_50"]),
+                                rows["y_value_80"].fillna(rows["y_value_50"]), where=banded.to_numpy(),
+                                color=color, alpha=0.2, linewidth=0)
+            all_y.extend(rows["y_value_50"].tolist())
+        if log2_x:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(list(position.values()))
+        tick_labels = [_tick_text(x) for x in xs] if xs is not None else [x or "-" for x in x_values]
+        ax.set_xticklabels(tick_labels, rotation=30 if len(x_values) > 6 else 0)
+        ax.minorticks_off()
+        positive = [y for y in all_y if y > 0]
+        if positive and len(positive) == len(all_y) and max(positive) / min(positive) > 100:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
+        x_label = group["x_label"].iloc[0] or x_name
+        ax.set_xlabel(f"{x_label}{' (log2 scale)' if log2_x else ''}")
+        ax.set_ylabel(f"{metric_axis_label(metric, unit)}: p50, band p20-p80")
+        ax.set_title(f"{kernel} · {mode} · {metric}\n{fixed_params_title(config)} · {gpu}", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        path = plots_dir / namer.name([kernel, mode, metric, fixed_params_part(config), gpu], ".png", x_name)
+        _save_png(fig, path)
+        written.append(path)
+    return written
+
+
+def _x_order(x):
+    try:
+        number = float(x)
+    except ValueError:
+        return (1, 0.0, x)
+    return (0, number, x) if math.isfinite(number) else (1, 0.0, x)
+
+
+# --- memory-speed Pareto --------------------------------------------------------------------------------------------
+def pareto_front(times, memories):
+    """Indices of the points no other point beats on both time and memory (ties on both keep every copy)."""
+    front = []
+    for i, (t, m) in enumerate(zip(times, memories)):
+        dominated = any(t2 <= t and m2 <= m and (t2 < t or m2 < m) for t2, m2 in zip(times, memories))
+        if not dominated:
+            front.append(i)
+    return front
+
+
+def paired_speed_memory(frame):
+    speed = frame[frame["metric_name"] == "speed"]
+    memory = frame[frame["metric_name"] == "memory"]
+    pairs = speed.merge(memory, on=PAIR_COLUMNS, suffixes=("_time", "_mem"))
+    if pairs.empty:
+        return pairs
+    return latest_per_provider(pairs, ["kernel_name", "kernel_operation_mode", "x_name",
+                                       "extra_benchmark_config_str", "gpu_name"])
+
+
+def plot_pareto(frame, colors, plots_dir, namer):
+    pairs = paired_speed_memory(frame)
+    written = []
+    if pairs.empty:
+        return written
+    for keys, group in pairs.groupby(["kernel_name", "kernel_operation_mode", "x_name",
+                                      "extra_benchmark_config_str", "gpu_name"], sort=True):
+        kernel, mode, x_name, config_text, gpu = keys
+        config = parse_config(config_text)
+        x_values = sorted(set(group["x_value"]), key=_x_order)
+        ncols = min(4, len(x_values))
+        nrows = math.ceil(len(x_values) / ncols)
+        fig = Figure(figsize=(4.2 * ncols, 3.6 * nrows + 0.9), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax in axes[len(x_values):]:
+            ax.set_visible(False)
+        for ax, x_value in zip(axes, x_values):
+            at_x = group[group["x_value"] == x_value].sort_values("kernel_provider")
+            times, memories = at_x["y_value_50_time"].to_numpy(), at_x["y_value_50_mem"].to_numpy()
+            front = pareto_front(times, memories)
+            for i, (provider, t, m) in enumerate(zip(at_x["kernel_provider"], times, memories)):
+                on_front = i in front
+                ax.scatter([t], [m], color=colors[provider], s=70 if on_front else 40,
+                           edgecolors="black" if on_front else "none", linewidths=1.2, zorder=3)
+                ax.annotate(provider, (t, m), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            order = sorted(front, key=lambda i: times[i])
+            ax.plot(times[order], memories[order], "k--", linewidth=0.8, drawstyle="steps-post", zorder=2)
+            x_label = at_x["x_label_time"].iloc[0] or x_name
+            ax.margins(0.15)  # room for the provider labels beside the points
+            ax.set_title(f"{x_label} = {x_value or '-'}", fontsize=9)
+            ax.set_xlabel(metric_axis_label("speed", at_x["metric_unit_time"].iloc[0]) + ", p50", fontsize=8)
+            ax.set_ylabel(metric_axis_label("memory", at_x["metric_unit_mem"].iloc[0]) + ", p50", fontsize=8)
+            ax.grid(True, alpha=0.3)
+        fig.suptitle(f"{kernel} · {mode} · memory vs time (Pareto front: black edges, dashed)\n"
+                     f"{fixed_params_title(config)} · {gpu}", fontsize=10)
+        path = plots_dir / namer.name([kernel, mode, "pareto", fixed_params_part(config), gpu], ".png", x_name)
+        _save_png(fig, path)
+        written.append(path)
+    return written
+
+
+# --- 2-D sweeps (plotly) ------------------------------------------------------------------------------------------
+def second_axis(configs):
+    """(the numeric config param that varies most, other varying params) or (None, []) when the sweep is 1-D."""
+    keys = sorted({k for c in configs for k in c})
+    varying = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
+    numeric = [k for k in varying if all(_is_number(c.get(k)) for c in configs)]
+    if not numeric:
+        return None, []
+    second = min(numeric, key=lambda k: (-len({c[k] for c in configs}), k))
+    return second, [k for k in varying if k != second]
+
+
+def plot_2d_sweeps(latest, colors, html_dir, namer):
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    written = []
+    for keys, group in latest.groupby(["kernel_name", "kernel_operation_mode", "metric_name", "metric_unit",
+                                       "gpu_name", "x_name"], sort=True):
+        kernel, mode, metric, unit, gpu, x_name = keys
+        if group["x_value"].nunique() < 2:
+            continue
+        group = group.assign(_config=group["extra_benchmark_config_str"].map(parse_config))
+        second, facet_keys = second_axis(list(group["_config"]))
+        if second is None:
+            continue
+        group = group.assign(_second=group["_config"].map(lambda c: c[second]),
+                             _facet=group["_config"].map(lambda c: tuple(_text(c.get(k)) for k in facet_keys)))
+        facets = sorted(set(group["_facet"]))
+        titles = [", ".join(f"{k}={v}" for k, v in zip(facet_keys, f)) or " " for f in facets]
+        fig = make_subplots(rows=len(facets), cols=1, subplot_titles=titles, vertical_spacing=0.12 / len(facets))
+        x_values = sorted(set(group["x_value"]), key=_x_order)
+        xs = as_numbers(x_values)
+        log2_x = powers_of_two_ish(xs)
+        second_values = sorted(set(group["_second"]))
+        for row_index, facet in enumerate(facets, start=1):
+            in_facet = group[group["_facet"] == facet]
+            for provider in sorted(set(in_facet["kernel_provider"]), key=lambda p: (p != "greyhound", p)):
+                for j, value in enumerate(second_values):
+                    rows = in_facet[(in_facet["kernel_provider"] == provider) & (in_facet["_second"] == value)]
+                    if rows.empty:
+                        continue
+                    rows = rows.assign(_order=rows["x_value"].map(_x_order)).sort_values("_order")
+                    x = [float(v) for v in rows["x_value"]] if xs is not None else list(rows["x_value"])
+                    p50, p20, p80 = (rows[c].to_numpy() for c in Y_COLUMNS)
+                    has_band = bool(np.isfinite(p20).all() and np.isfinite(p80).all())
+                    fig.add_trace(go.Scatter(
+                        x=x, y=p50, mode="lines+markers", name=f"{provider} · {second}={_text(value)}",
+                        legendgroup=provider, showlegend=row_index == 1,
+                        line={"color": colors[provider], "dash": DASHES[j % len(DASHES)]},
+                        marker={"symbol": SYMBOLS[j % len(SYMBOLS)], "size": 7},
+                        error_y={"type": "data", "symmetric": False, "array": p80 - p50,
+                                 "arrayminus": p50 - p20, "thickness": 1} if has_band else None,
+                        customdata=list(rows["git_commit"].str[:8]),
+                        hovertemplate=(f"{provider}, {second}={_text(value)}<br>{x_name}=%{{x}}<br>"
+                                       f"p50=%{{y:.4g}} {unit}<br>commit %{{customdata}}<extra></extra>"),
+                    ), row=row_index, col=1)
+            fig.update_yaxes(title_text=f"{metric_axis_label(metric, unit)}, p50 (bars p20-p80)",
+                             row=row_index, col=1)
+            x_axis = {"title_text": group["x_label"].iloc[0] or x_name}
+            if log2_x:
+                x_axis.update(type="log", tickvals=list(xs), ticktext=[_tick_text(v) for v in xs])
+            fig.update_xaxes(row=row_index, col=1, **x_axis)
+        fixed = {k: v for k, v in group["_config"].iloc[0].items() if k != second and k not in facet_keys}
+        fig.update_layout(
+            title=f"{kernel} · {mode} · {metric} · {gpu}: {x_name} × {second}<br>"
+                  f"<sup>{fixed_params_title(fixed)}; latest commit per provider</sup>",
+            height=380 * len(facets) + 140, template="plotly_white", legend={"groupclick": "toggleitem"})
+        name = namer.name([kernel, mode, metric, f"{x_name}-by-{second}", gpu], ".html", x_name)
+        html = fig.to_html(include_plotlyjs="directory", full_html=True, div_id=Path(name).stem)
+        write_atomic(html_dir / name, html)
+        written.append(html_dir / name)
+    if written:
+        _write_plotlyjs(html_dir)
+    return written
+
+
+def _write_plotlyjs(html_dir):
+    from plotly.offline import get_plotlyjs
+
+    path = html_dir / "plotly.min.js"
+    library = get_plotlyjs().encode("utf-8")
+    if not path.is_file() or path.read_bytes() != library:
+        write_atomic(path, library)
+
+
+# --- main -----------------------------------------------------------------------------------------------------------
+def plot_all(frame, out_dir):
+    """Write every plot for the rows of `frame`; returns {'sweeps': [...], 'pareto': [...], 'html': [...]}."""
+    out_dir = Path(out_dir)
+    plots_dir, html_dir = out_dir / "plots", out_dir / "plots_html"
+    colors = provider_colors(frame["kernel_provider"])
+    latest = latest_per_provider(frame, SWEEP_COLUMNS)
+    namer = FileNamer()
+    return {
+        "sweeps": plot_sweeps(latest, colors, plots_dir, namer),
+        "pareto": plot_pareto(frame, colors, plots_dir, namer),
+        "html": plot_2d_sweeps(latest, colors, html_dir, namer),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tools.plot", description=__doc__.splitlines()[0],
+                                     epilog="Exit status: 0 ok (an empty CSV writes nothing); 2 bad CSV.")
+    parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
+                        help="benchmark CSV written by tools.export (default: docs/data/benchmark_data.csv)")
+    parser.add_argument("--out", default="docs/public/assets",
+                        help="writes <out>/plots/*.png and <out>/plots_html/*.html (default: docs/public/assets)")
+    args = parser.parse_args(argv)
+    try:
+        frame = read_benchmark_csv(args.csv)
+    except PlotError as err:
+        print(f"tools.plot: error: {err}", file=sys.stderr)
+        return 2
+    unusable = frame["y_value_50"].isna() if len(frame) else pd.Series(dtype=bool)
+    if unusable.any():
+        print(f"tools.plot: note: {int(unusable.sum())} rows without a numeric y_value_50 left out", file=sys.stderr)
+        frame = frame[~unusable]
+    if frame.empty:
+        print(f"tools.plot: {args.csv} has no rows to plot; nothing written")
+        return 0
+    try:
+        written = plot_all(frame, args.out)
+    except OSError as err:
+        print(f"tools.plot: error: cannot write under {args.out}: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(written['sweeps'])} sweep PNGs and {len(written['pareto'])} Pareto PNGs to "
+          f"{Path(args.out) / 'plots'}, {len(written['html'])} HTML pages to {Path(args.out) / 'plots_html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
