@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tools import CSV_COLUMNS
+from tools import CSV_COLUMNS, is_finite_number, x_value_order
 from tools._atomic import write_atomic
 
 KEY_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
@@ -113,22 +113,25 @@ def load_results(path, machine_name):
     from asv import util as asv_util
     from asv.results import Results
 
-    try:  # json accepts the bare NaN / Infinity tokens asv writes for skipped benchmarks
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
-        raise ValueError(f"not valid JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    version = data.get("version")
-    if version == Results.api_version:
+    try:
         return Results.load(str(path), machine_name=machine_name)
-    if version == 1:
-        converted = Results.update_to_2({k: v for k, v in data.items() if k != "version"})
-        with tempfile.TemporaryDirectory() as tmp:  # asv loads from a path; the input file is never rewritten
-            converted_path = os.path.join(tmp, path.name)
-            asv_util.write_json(converted_path, converted, api_version=Results.api_version, compact=True)
-            return Results.load(converted_path, machine_name=machine_name)
-    raise ValueError(f"results format version {version!r} is not 1 or 2")
+    except asv_util.UserError:
+        try:  # json accepts the bare NaN / Infinity tokens asv writes for skipped benchmarks
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as err:
+            raise ValueError(f"not valid JSON ({err})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}") from None
+        version = data.get("version")
+        if version == Results.api_version:
+            raise  # asv's own reason: a missing key, another machine's file
+        if version != 1:
+            raise ValueError(f"results format version {version!r} is not 1 or 2") from None
+    converted = Results.update_to_2({k: v for k, v in data.items() if k != "version"})
+    with tempfile.TemporaryDirectory() as tmp:  # asv loads from a path; the input file is never rewritten
+        converted_path = os.path.join(tmp, path.name)
+        asv_util.write_json(converted_path, converted, api_version=Results.api_version, compact=True)
+        return Results.load(converted_path, machine_name=machine_name)
 
 
 def read_machine_json(machine_dir, summary):
@@ -211,17 +214,13 @@ def describe_benchmark(name, meta, summary):
     return BenchmarkSpec(kernel_name, metric_name, metric_unit, scale, x_name, x_label)
 
 
-def _finite_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _number_text(value):
     return repr(float(value))
 
 
 def iso_utc(js_timestamp):
     """asv dates are JavaScript timestamps (milliseconds since the epoch)."""
-    if not _finite_number(js_timestamp):
+    if not is_finite_number(js_timestamp):
         return ""
     moment = datetime.datetime.fromtimestamp(js_timestamp / 1000.0, tz=datetime.timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -241,7 +240,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary):
     samples = result.get_result_samples(name, params)
     rows = []
     for combo, value, combo_samples in zip(combos, values, samples):
-        if not _finite_number(value):
+        if not is_finite_number(value):
             summary.failed += 1
             continue
         named = {param: parse_param(value_repr) for param, value_repr in zip(param_names, combo)}
@@ -249,7 +248,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary):
         mode = named.pop("mode", ("full", None))[0]
         x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
         extra = json.dumps({param: json_value for param, (_, json_value) in named.items()}, sort_keys=True)
-        finite_samples = [s for s in combo_samples or [] if _finite_number(s)]
+        finite_samples = [s for s in combo_samples or [] if is_finite_number(s)]
         if finite_samples:
             p20, p50, p80 = np.percentile(np.asarray(finite_samples, dtype=np.float64), [20, 50, 80])
             y50, y20, y80 = (_number_text(v * spec.scale) for v in (p50, p20, p80))
@@ -272,17 +271,9 @@ def row_key(row):
     return tuple(row[c] for c in KEY_COLUMNS)
 
 
-def _number_first(text):
-    try:
-        number = float(text)
-    except ValueError:
-        return (1, 0.0, text)
-    return (1, 0.0, text) if math.isnan(number) else (0, number, text)
-
-
 def sort_key(row):
     return (row["kernel_name"], row["kernel_operation_mode"], row["metric_name"], row["gpu_name"],
-            row["extra_benchmark_config_str"], row["x_name"], row["kernel_provider"], _number_first(row["x_value"]),
+            row["extra_benchmark_config_str"], row["x_name"], row["kernel_provider"], x_value_order(row["x_value"]),
             row["timestamp"], row["git_commit"], row["metric_unit"])
 
 
@@ -334,7 +325,7 @@ def export(results_dir, csv_path, commit=None, latest=False):
     except OSError as err:
         raise ExportError(f"cannot list {results_dir}: {err}") from None
 
-    loaded = []  # (machine name, gpu name, path, Results)
+    loaded = []  # (path, gpu name, asv Results)
     for machine_dir in machine_dirs:
         files = sorted(p for p in machine_dir.glob("*.json") if p.name != "machine.json")
         if not files:

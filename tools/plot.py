@@ -30,7 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from tools import CSV_COLUMNS
+from tools import CSV_COLUMNS, is_finite_number, x_value_order
 from tools._atomic import atomic_path, write_atomic
 
 SWEEP_COLUMNS = ["kernel_name", "kernel_operation_mode", "metric_name", "metric_unit", "x_name",
@@ -100,10 +100,6 @@ def powers_of_two_ish(xs):
     return bool((np.abs(octaves - np.round(octaves)) <= 0.15).all() or xs.max() / xs.min() >= 16)
 
 
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _text(value):
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -146,9 +142,14 @@ class FileNamer:
         return stem + suffix
 
 
+def provider_order(providers):
+    """greyhound first, then the others alphabetically: the same legend order and colours in every plot."""
+    return sorted(set(providers), key=lambda p: (p != "greyhound", p))
+
+
 def provider_colors(providers):
     """One colour per provider for the whole run; greyhound first so it is always blue."""
-    ordered = sorted(set(providers), key=lambda p: (p != "greyhound", p))
+    ordered = provider_order(providers)
     palette = colormaps["tab10"]
     return {p: to_hex(palette(i % 10)) for i, p in enumerate(ordered)}
 
@@ -170,7 +171,7 @@ def plot_sweeps(latest, colors, plots_dir, namer):
     for keys, group in latest.groupby(SWEEP_COLUMNS, sort=True):
         kernel, mode, metric, unit, x_name, config_text, gpu = keys
         config = parse_config(config_text)
-        x_values = sorted(set(group["x_value"]), key=_x_order)
+        x_values = sorted(set(group["x_value"]), key=x_value_order)
         xs = as_numbers(x_values)
         log2_x = powers_of_two_ish(xs)
         position = dict(zip(x_values, xs if xs is not None else range(len(x_values))))
@@ -178,7 +179,7 @@ def plot_sweeps(latest, colors, plots_dir, namer):
         fig = Figure(figsize=(7.5, 4.8), layout="constrained")
         ax = fig.add_subplot()
         all_y = []
-        for provider in sorted(set(group["kernel_provider"]), key=lambda p: (p != "greyhound", p)):
+        for provider in provider_order(group["kernel_provider"]):
             rows = group[group["kernel_provider"] == provider].copy()
             rows["_x"] = rows["x_value"].map(position)
             rows = rows.sort_values("_x")
@@ -215,14 +216,6 @@ def plot_sweeps(latest, colors, plots_dir, namer):
     return written
 
 
-def _x_order(x):
-    try:
-        number = float(x)
-    except ValueError:
-        return (1, 0.0, x)
-    return (0, number, x) if math.isfinite(number) else (1, 0.0, x)
-
-
 # --- memory-speed Pareto --------------------------------------------------------------------------------------------
 def pareto_front(times, memories):
     """Indices of the points no other point beats on both time and memory (ties on both keep every copy)."""
@@ -253,7 +246,7 @@ def plot_pareto(frame, colors, plots_dir, namer):
                                       "extra_benchmark_config_str", "gpu_name"], sort=True):
         kernel, mode, x_name, config_text, gpu = keys
         config = parse_config(config_text)
-        x_values = sorted(set(group["x_value"]), key=_x_order)
+        x_values = sorted(set(group["x_value"]), key=x_value_order)
         ncols = min(4, len(x_values))
         nrows = math.ceil(len(x_values) / ncols)
         fig = Figure(figsize=(4.2 * ncols, 3.6 * nrows + 0.9), layout="constrained")
@@ -290,7 +283,7 @@ def second_axis(configs):
     """(the numeric config param that varies most, other varying params) or (None, []) when the sweep is 1-D."""
     keys = sorted({k for c in configs for k in c})
     varying = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
-    numeric = [k for k in varying if all(_is_number(c.get(k)) for c in configs)]
+    numeric = [k for k in varying if all(is_finite_number(c.get(k)) for c in configs)]
     if not numeric:
         return None, []
     second = min(numeric, key=lambda k: (-len({c[k] for c in configs}), k))
@@ -316,18 +309,18 @@ def plot_2d_sweeps(latest, colors, html_dir, namer):
         facets = sorted(set(group["_facet"]))
         titles = [", ".join(f"{k}={v}" for k, v in zip(facet_keys, f)) or " " for f in facets]
         fig = make_subplots(rows=len(facets), cols=1, subplot_titles=titles, vertical_spacing=0.12 / len(facets))
-        x_values = sorted(set(group["x_value"]), key=_x_order)
+        x_values = sorted(set(group["x_value"]), key=x_value_order)
         xs = as_numbers(x_values)
         log2_x = powers_of_two_ish(xs)
         second_values = sorted(set(group["_second"]))
         for row_index, facet in enumerate(facets, start=1):
             in_facet = group[group["_facet"] == facet]
-            for provider in sorted(set(in_facet["kernel_provider"]), key=lambda p: (p != "greyhound", p)):
+            for provider in provider_order(in_facet["kernel_provider"]):
                 for j, value in enumerate(second_values):
                     rows = in_facet[(in_facet["kernel_provider"] == provider) & (in_facet["_second"] == value)]
                     if rows.empty:
                         continue
-                    rows = rows.assign(_order=rows["x_value"].map(_x_order)).sort_values("_order")
+                    rows = rows.assign(_order=rows["x_value"].map(x_value_order)).sort_values("_order")
                     x = [float(v) for v in rows["x_value"]] if xs is not None else list(rows["x_value"])
                     p50, p20, p80 = (rows[c].to_numpy() for c in Y_COLUMNS)
                     has_band = bool(np.isfinite(p20).all() and np.isfinite(p80).all())
