@@ -1,0 +1,129 @@
+"""CheriBlock: causal dilated depthwise conv -> LayerNorm over channels -> MLP (GELU) -> residual, on (N, C, L).
+
+A thin module over greyhound.ops.cheri_conv_norm (docs/kernels/cheri_block.md defines it and its paths):
+  * grad enabled (training-fwd): Triton conv + LayerNorm with a Triton backward, then the MLP in eager PyTorch;
+  * grad disabled and hidden width (expansion * n_filters) a multiple of 16: the inference megakernel. In
+    eval mode it reads the MLP weights' bf16 cast cached by .eval(); in train mode it casts them every call;
+  * grad disabled otherwise: the training-fwd path without autograd.
+CPU tensors without TRITON_INTERPRET=1 run the same paths as eager PyTorch with the same numerics.
+"""
+import torch
+from torch import nn
+
+from greyhound._validate import check_choice, check_tensor
+from greyhound.ops.cheri_conv_norm import (
+    FP32_DOT_MODES,
+    MlpDotWeights,
+    cheri_block_forward,
+    cheri_block_megakernel,
+    cheri_block_reference,
+    mlp_dot_mode,
+    prepare_mlp_weights,
+)
+
+_CACHE_BUFFERS = ("_mlp_fc1_hi", "_mlp_fc1_lo", "_mlp_fc2_hi", "_mlp_fc2_lo")
+
+
+class CheriBlock(nn.Module):
+    """out = x + fc2(GELU(fc1(LayerNorm_C(causal_depthwise_conv(x))))) for x of shape (N, n_filters, L).
+
+    Parameters are ordinary submodules (conv: depthwise nn.Conv1d used causally, norm: nn.LayerNorm,
+    fc1/fc2: nn.Linear), so state dicts match an eager implementation. `fp32_dot` picks how an fp32 model's
+    megakernel multiplies: "bf16x3" (hi/lo bf16 splits, ~1e-6 relative), "tf32x3" or "ieee" (slow)."""
+
+    def __init__(self, n_filters, kernel_size=3, dilation=1, expansion=4, eps=1e-5, fp32_dot="bf16x3",
+                 device=None, dtype=None):
+        super().__init__()
+        for name, value in (("n_filters", n_filters), ("kernel_size", kernel_size), ("dilation", dilation),
+                            ("expansion", expansion)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.fp32_dot = check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
+        self.n_filters, self.kernel_size, self.dilation, self.expansion = n_filters, kernel_size, dilation, expansion
+        self.hidden = expansion * n_filters
+        factory = {"device": device, "dtype": dtype}
+        self.conv = nn.Conv1d(n_filters, n_filters, kernel_size, dilation=dilation, groups=n_filters, **factory)
+        self.norm = nn.LayerNorm(n_filters, eps=eps, **factory)
+        self.fc1 = nn.Linear(n_filters, self.hidden, **factory)
+        self.fc2 = nn.Linear(self.hidden, n_filters, **factory)
+        for name in _CACHE_BUFFERS:  # non-persistent: never in state_dict, rebuilt from the weights
+            self.register_buffer(name, None, persistent=False)
+        self._cache_key = None
+
+    def extra_repr(self):
+        return (f"n_filters={self.n_filters}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"expansion={self.expansion}, eps={self.norm.eps}, fp32_dot={self.fp32_dot!r}")
+
+    # -------------------------------------------------------------------------------------------- forward
+    def forward(self, x):
+        self._check_input(x)
+        if x.numel() == 0:
+            return x.clone()
+        params = self._params()
+        if torch.is_grad_enabled() or not self.uses_megakernel_when_no_grad:
+            return cheri_block_forward(x, *params, dilation=self.dilation, eps=self.norm.eps)
+        mlp_weights = None if self.training else self._cached_mlp_weights()
+        return cheri_block_megakernel(x, *params, dilation=self.dilation, eps=self.norm.eps,
+                                      mlp_weights=mlp_weights, fp32_dot=self.fp32_dot)
+
+    def reference_forward(self, x):
+        """The same block in plain PyTorch with these parameters (torch-eager / torch.compile provider)."""
+        return cheri_block_reference(x, *self._params(), dilation=self.dilation, eps=self.norm.eps)
+
+    @property
+    def uses_megakernel_when_no_grad(self):
+        """The dispatch rule: the megakernel tiles the hidden layer 16 columns at a time."""
+        return self.hidden % 16 == 0
+
+    def _params(self):
+        return (self.conv.weight, self.conv.bias, self.norm.weight, self.norm.bias,
+                self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias)
+
+    def _check_input(self, x):
+        weight = self.fc1.weight
+        check_tensor("x", x, dtypes=(weight.dtype,), ndim=3, like=weight)
+        if x.shape[1] != self.n_filters:
+            raise ValueError(f"x must have shape (N, {self.n_filters}, L) for n_filters={self.n_filters}, "
+                             f"got {tuple(x.shape)}")
+
+    # ---------------------------------------------------------------------- eval-mode MLP weight cache
+    def train(self, mode=True):
+        super().train(mode)
+        if mode:
+            self.clear_inference_cache()
+        else:
+            self._cached_mlp_weights()  # build the cast once here, outside any (compiled) forward
+        return self
+
+    def clear_inference_cache(self):
+        """Drops the cached weight cast (train() does this; call it after editing weights through `.data`)."""
+        for name in _CACHE_BUFFERS:
+            setattr(self, name, None)
+        self._cache_key = None
+
+    def _weights_key(self):
+        # An in-place update (optimizer step, load_state_dict) bumps _version; .to()/reassignment moves data_ptr.
+        return tuple((w.data_ptr(), w._version, w.dtype, w.device) for w in (self.fc1.weight, self.fc2.weight)) + (
+            self.fp32_dot,)
+
+    def _cached_mlp_weights(self):
+        key = self._weights_key()
+        mode = mlp_dot_mode(self.fc1.weight.dtype, self.fp32_dot)
+        if key != self._cache_key or self._mlp_fc1_hi is None:
+            with torch.no_grad():
+                weights = prepare_mlp_weights(self.fc1.weight, self.fc2.weight, self.fp32_dot)
+                for name, tensor in zip(_CACHE_BUFFERS, weights[1:]):
+                    setattr(self, name, tensor)  # a bf16 model's cast is its weights: an alias, no copy
+            self._cache_key = self._weights_key()
+        return MlpDotWeights(mode, self._mlp_fc1_hi, self._mlp_fc1_lo, self._mlp_fc2_hi, self._mlp_fc2_lo)
+
+
+class CheriBlockReference(nn.Module):
+    """Plain-PyTorch CheriBlock sharing `block`'s parameters: the torch-eager / torch.compile benchmark provider."""
+
+    def __init__(self, block: CheriBlock):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        return self.block.reference_forward(x)

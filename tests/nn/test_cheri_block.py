@@ -1,0 +1,324 @@
+"""CheriBlock: every path against an fp64 reference, the dispatch rule, the eval-mode weight cache, bad input.
+
+On CPU the Triton kernels run in the interpreter; there the megakernel's bf16 dots run as fp32 dots on
+bf16-rounded operands (same products, exact in fp32). The real bf16 tl.dot is checked by the `gpu` tests.
+"""
+import pytest
+import torch
+
+import greyhound.nn.cheri_block as cheri_module
+import greyhound.ops.cheri_conv_norm as cheri_ops
+from greyhound import CheriBlock
+from greyhound.nn.cheri_block import CheriBlockReference
+
+HALF_BOUNDS = {torch.bfloat16: 3e-2, torch.float16: 4e-3}  # megakernel max-abs drift vs fp64 at unit scale
+
+
+def rel_err(out, ref):
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
+def max_abs(out, ref):
+    return (out.double() - ref.double()).abs().max().item()
+
+
+def make_block(n_filters=20, kernel_size=3, dilation=2, expansion=4, dtype=torch.float32, device="cpu", **kwargs):
+    """A block with fresh random weights (default init, then LayerNorm affine and biases moved off 1 and 0)."""
+    block = CheriBlock(n_filters, kernel_size, dilation, expansion, device=device, **kwargs)
+    with torch.no_grad():
+        block.norm.weight.copy_(1 + 0.3 * torch.randn(n_filters))
+        for bias in (block.conv.bias, block.norm.bias, block.fc1.bias, block.fc2.bias):
+            bias.add_(0.2 * torch.randn_like(bias))
+    return block.to(dtype)
+
+
+def fp64_twin(block):
+    twin = CheriBlock(block.n_filters, block.kernel_size, block.dilation, block.expansion, eps=block.norm.eps,
+                      device=block.fc1.weight.device, dtype=torch.float64)
+    twin.load_state_dict({k: v.double() for k, v in block.state_dict().items()})
+    return twin
+
+
+class CallRecorder:
+    """Wraps a module-level function and counts calls (the dispatch and cache tests spy with it)."""
+
+    def __init__(self, monkeypatch, module, name):
+        self.calls = 0
+        original = getattr(module, name)
+
+        def wrapper(*args, **kwargs):
+            self.calls += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, wrapper)
+
+
+# ------------------------------------------------------------------------------------------------ training path
+@pytest.mark.parametrize("dtype,value_tol,grad_tol", [(torch.float32, 1e-5, 1e-5), (torch.float16, 5e-3, 1e-2)])
+@pytest.mark.parametrize("kernel_size,dilation", [(3, 2), (2, 5), (1, 1)])
+def test_training_path_values_and_gradients_match_fp64(device, dtype, value_tol, grad_tol, kernel_size, dilation):
+    block = make_block(20, kernel_size, dilation, expansion=4, dtype=dtype, device=device)
+    twin = fp64_twin(block)
+    x = torch.randn(2, 20, 37, device=device, dtype=dtype, requires_grad=True)
+    out = block(x)
+    x64 = x.detach().double().requires_grad_()
+    ref = twin.reference_forward(x64)
+    assert out.dtype == dtype and out.shape == x.shape
+    assert rel_err(out, ref) < value_tol
+    grad_out = torch.randn_like(out)
+    out.backward(grad_out)
+    ref.backward(grad_out.double())
+    assert rel_err(x.grad, x64.grad) < grad_tol
+    for (name, p), (_, p64) in zip(block.named_parameters(), twin.named_parameters()):
+        assert p.grad is not None and p.grad.dtype == dtype, name
+        assert rel_err(p.grad, p64.grad) < grad_tol, name
+
+
+@pytest.mark.parametrize("programs", [1, 3])
+def test_conv_norm_backward_across_tiles_matches_fp64(device, programs):
+    """Small tiles and few programs: dx needs dy from the next tile (shift = 2*dilation) and partials loop."""
+    channels, length, dilation = 24, 64, 3
+    block = make_block(channels, 3, dilation, device=device)
+    params = [p.detach() for p in (block.conv.weight, block.conv.bias, block.norm.weight, block.norm.bias)]
+    x = torch.randn(2, channels, length, device=device)
+    z, mean, rstd = cheri_ops._conv_norm_forward(x, *params, dilation, 1e-5, save_stats=True, block_l=16)
+    dz = torch.randn_like(z)
+    grads = cheri_ops._conv_norm_backward(dz, x, params[0], params[1], params[2], mean, rstd, dilation,
+                                          block_l=16, target_programs=programs)
+    leaves = [t.double().requires_grad_() for t in (x, *params)]
+    y = cheri_ops.causal_depthwise_conv(leaves[0], leaves[1], leaves[2], dilation)
+    z64 = torch.nn.functional.layer_norm(y.transpose(1, 2), (channels,), leaves[3], leaves[4], 1e-5)
+    assert rel_err(z, z64) < 1e-6
+    z64.backward(dz.double())
+    for name, grad, leaf in zip(("x", "conv_w", "conv_b", "gamma", "beta"), grads, leaves):
+        assert rel_err(grad, leaf.grad) < 1e-5, name
+
+
+# ------------------------------------------------------------------------------------------------ megakernel
+@pytest.mark.parametrize("fp32_dot", ["bf16x3", "tf32x3", "ieee"])
+def test_megakernel_fp32_agrees_with_training_forward(device, fp32_dot):
+    block = make_block(32, 3, 4, expansion=4, device=device, fp32_dot=fp32_dot)
+    x = torch.randn(2, 32, 45, device=device)
+    ref = fp64_twin(block).reference_forward(x.double())
+    training_fwd = block(x)  # grad enabled
+    with torch.no_grad():
+        mega_no_eval = block(x)
+        block.eval()
+        mega_eval = block(x)
+    assert max_abs(training_fwd, ref) < 1e-5
+    assert max_abs(mega_eval, training_fwd) < 1e-5
+    assert max_abs(mega_eval, ref) < 1e-5
+    assert torch.equal(mega_eval, mega_no_eval)  # the cache holds exactly the inline cast
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_megakernel_half_models_within_drift_bounds(device, dtype):
+    block = make_block(32, 3, 4, expansion=4, dtype=dtype, device=device)
+    x = torch.randn(2, 32, 45, device=device, dtype=dtype)
+    ref = fp64_twin(block).reference_forward(x.double())
+    with torch.no_grad():
+        block.eval()
+        out = block(x)
+    assert out.dtype == dtype
+    assert max_abs(out, ref) < HALF_BOUNDS[dtype]
+    assert rel_err(out, ref) < (2e-2 if dtype == torch.bfloat16 else 5e-3)
+    assert max_abs(out, ref) > 1e-6  # the MLP really ran on rounded operands, not an fp64 shortcut
+
+
+def test_megakernel_functional_config_and_cached_weights(device):
+    """A fixed tile config and precomputed weights give the same answer as the default launch."""
+    block = make_block(16, 3, 1, expansion=2, device=device)
+    params = block._params()
+    x = torch.randn(1, 16, 40, device=device)
+    with torch.no_grad():
+        weights = cheri_ops.prepare_mlp_weights(block.fc1.weight, block.fc2.weight)
+        a = cheri_ops.cheri_block_megakernel(x, *params, dilation=1, mlp_weights=weights)
+        b = cheri_ops.cheri_block_megakernel(x, *params, dilation=1, config=(16, 16, 4, 1))
+    ref = fp64_twin(block).reference_forward(x.double())
+    assert max_abs(a, ref) < 1e-5 and max_abs(b, ref) < 1e-5
+
+
+# ------------------------------------------------------------------------------------------------ dispatch
+@pytest.mark.parametrize("n_filters,expansion,expect_megakernel", [(12, 3, False), (12, 4, True), (20, 4, True)])
+def test_dispatch_rule(device, monkeypatch, n_filters, expansion, expect_megakernel):
+    mega = CallRecorder(monkeypatch, cheri_module, "cheri_block_megakernel")
+    train = CallRecorder(monkeypatch, cheri_module, "cheri_block_forward")
+    block = make_block(n_filters, 3, 2, expansion=expansion, device=device)
+    x = torch.randn(2, n_filters, 30, device=device)
+    ref = fp64_twin(block).reference_forward(x.double())
+    out_grad = block(x)
+    assert (mega.calls, train.calls) == (0, 1)  # grad enabled: always the training-fwd path
+    with torch.no_grad():
+        out = block(x)
+    assert block.uses_megakernel_when_no_grad == expect_megakernel
+    assert (mega.calls, train.calls) == ((1, 1) if expect_megakernel else (0, 2))
+    with torch.inference_mode():
+        block.eval()
+        out_eval = block(x)
+    assert mega.calls == (2 if expect_megakernel else 0)
+    for result in (out_grad, out, out_eval):
+        assert max_abs(result, ref) < 1e-5
+
+
+# ------------------------------------------------------------------------------------------------ cache lifecycle
+def test_eval_cache_lifecycle(device, monkeypatch):
+    prepare = CallRecorder(monkeypatch, cheri_module, "prepare_mlp_weights")  # cache builds
+    inline_cast = CallRecorder(monkeypatch, cheri_ops, "prepare_mlp_weights")  # casts inside the op
+    block = make_block(16, 3, 2, expansion=4, device=device)
+    x = torch.randn(1, 16, 24, device=device)
+    assert block._mlp_fc1_hi is None
+    block.eval()  # builds the cast here, outside forward
+    assert prepare.calls == 1 and block._mlp_fc1_hi.dtype == torch.bfloat16 and block._mlp_fc1_lo is not None
+    cached = block._mlp_fc1_hi
+    with torch.no_grad():
+        first = block(x)
+        second = block(x)
+    assert prepare.calls == 1 and block._mlp_fc1_hi is cached and torch.equal(first, second)  # reused
+    assert inline_cast.calls == 0
+    assert not any(k.startswith("_mlp") for k in block.state_dict())  # non-persistent
+
+    # An optimizer step changes the weights in place: the next eval forward rebuilds and sees them.
+    optimizer = torch.optim.SGD(block.parameters(), lr=0.01)
+    block(x).sum().backward()  # eval mode with grad: training-fwd, no cache use
+    assert prepare.calls == 1
+    optimizer.step()
+    with torch.no_grad():
+        after_step = block(x)
+    assert prepare.calls == 2
+    assert rel_err(after_step, fp64_twin(block).reference_forward(x.double())) < 1e-5
+    assert rel_err(after_step, first) > 1e-3
+
+    # load_state_dict copies in place: rebuilt again.
+    other = make_block(16, 3, 2, expansion=4, device=device)
+    block.load_state_dict(other.state_dict())
+    with torch.no_grad():
+        loaded = block(x)
+    assert prepare.calls == 3
+    assert rel_err(loaded, fp64_twin(other).reference_forward(x.double())) < 1e-5
+
+    # train() drops the cache; no_grad in train mode casts inline every call and caches nothing.
+    block.train()
+    assert all(getattr(block, name) is None for name in cheri_module._CACHE_BUFFERS)
+    with torch.no_grad():
+        inline = block(x)
+        block(x)
+    assert prepare.calls == 3 and inline_cast.calls == 2 and block._mlp_fc1_hi is None
+    assert torch.equal(inline, loaded)
+
+
+def test_training_never_uses_cache(device, monkeypatch):
+    block = make_block(16, 3, 2, expansion=4, device=device).eval()
+    cache = CallRecorder(monkeypatch, CheriBlock, "_cached_mlp_weights")
+    x = torch.randn(1, 16, 24, device=device, requires_grad=True)
+    block(x).sum().backward()
+    block.train()
+    block(x).sum().backward()
+    assert cache.calls == 0
+
+
+def test_dtype_change_rebuilds_cache(device):
+    block = make_block(16, 3, 2, expansion=4, device=device).eval()
+    x = torch.randn(1, 16, 24, device=device)
+    block.half()  # also casts the cached buffers: the key must notice the new weights
+    with torch.no_grad():
+        out = block(x.half())
+    assert block._mlp_fc1_hi.dtype == torch.bfloat16 and block._mlp_fc1_lo is None
+    assert max_abs(out, fp64_twin(block).reference_forward(x.half().double())) < HALF_BOUNDS[torch.float16]
+
+
+# ------------------------------------------------------------------------------------------------ CPU eager path
+def test_cpu_eager_path_matches_kernels(monkeypatch):
+    """CPU tensors without TRITON_INTERPRET run eager PyTorch with the kernels' numerics."""
+    x = torch.randn(2, 32, 33)
+    results = {}
+    for interpreting in (True, False):
+        monkeypatch.setattr(cheri_ops, "triton_interpreting", lambda value=interpreting: value)
+        torch.manual_seed(7)
+        for dtype in (torch.float32, torch.bfloat16):
+            block = make_block(32, 3, 3, expansion=4, dtype=dtype)
+            xg = x.to(dtype).clone().requires_grad_()
+            out = block(xg)
+            out.float().square().sum().backward()
+            with torch.no_grad():
+                mega = block.eval()(x.to(dtype))
+            results[interpreting, dtype] = (out, xg.grad, block.fc1.weight.grad, mega, block)
+    for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
+        kernel, eager = results[True, dtype], results[False, dtype]
+        ref = fp64_twin(eager[4]).reference_forward(x.double())
+        for a, b in zip(kernel[:4], eager[:4]):
+            assert rel_err(a, b) < tol
+        assert max_abs(eager[3], ref) < (1e-5 if dtype == torch.float32 else HALF_BOUNDS[dtype])
+
+
+def test_reference_module_shares_parameters(device):
+    block = make_block(16, 2, 3, expansion=2, device=device)
+    reference = CheriBlockReference(block)
+    x = torch.randn(2, 16, 20, device=device)
+    assert rel_err(reference(x), fp64_twin(block).reference_forward(x.double())) < 1e-6
+    assert {n for n, _ in reference.named_parameters()} == {f"block.{n}" for n, _ in block.named_parameters()}
+
+
+def test_empty_input(device):
+    block = make_block(16, device=device)
+    for shape in ((0, 16, 10), (2, 16, 0)):
+        x = torch.randn(shape, device=device)
+        assert block(x).shape == shape
+        with torch.no_grad():
+            assert block.eval()(x).shape == shape
+        block.train()
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+def test_bad_inputs(device):
+    block = make_block(16, device=device)
+    with pytest.raises(ValueError, match="x must be 3-D"):
+        block(torch.randn(16, 10, device=device))
+    with pytest.raises(ValueError, match=r"x must have shape \(N, 16, L\)"):
+        block(torch.randn(2, 15, 10, device=device))
+    with pytest.raises(TypeError, match="x must have dtype in \\(float32\\), got float16"):
+        block(torch.randn(2, 16, 10, device=device, dtype=torch.float16))
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        block([[1.0]])
+    with pytest.raises(ValueError, match="x must be on"):
+        block(torch.randn(2, 16, 10, device="meta"))
+    with pytest.raises(ValueError, match="fp32_dot must be one of"):
+        CheriBlock(16, fp32_dot="tf32")
+    with pytest.raises(ValueError, match="n_filters must be a positive int"):
+        CheriBlock(0)
+    with pytest.raises(ValueError, match="dilation must be a positive int"):
+        CheriBlock(16, dilation=1.5)
+
+
+def test_functional_bad_inputs(device):
+    block = make_block(12, 3, 2, expansion=3, device=device)
+    params = block._params()
+    x = torch.randn(1, 12, 10, device=device)
+    with torch.no_grad():
+        with pytest.raises(ValueError, match="multiple of 16"):
+            cheri_ops.cheri_block_megakernel(x, *params)
+        with pytest.raises(ValueError, match=r"conv_weight must have shape \(12, 1, kernel_size\)"):
+            cheri_ops.conv_norm(x, torch.randn(12, 2, 3), *params[1:4])
+        with pytest.raises(ValueError, match=r"norm_weight must have shape \(12,\)"):
+            cheri_ops.conv_norm(x, params[0], params[1], torch.randn(11), params[3])
+        wide = make_block(16, device=device)
+        weights = cheri_ops.prepare_mlp_weights(wide.fc1.weight, wide.fc2.weight, "tf32x3")
+        with pytest.raises(ValueError, match="mlp_weights must be prepare_mlp_weights"):
+            cheri_ops.cheri_block_megakernel(torch.randn(1, 16, 10, device=device), *wide._params(),
+                                             mlp_weights=weights)
+
+
+# ------------------------------------------------------------------------------------------------ GPU only
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_megakernel_real_bf16_dots_on_gpu(dtype):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda")
+    x = torch.randn(4, 128, 1024, device="cuda", dtype=dtype)
+    ref = fp64_twin(block).reference_forward(x.double())
+    training_fwd = block(x)
+    with torch.no_grad():
+        mega = block.eval()(x)
+    bound = 1e-5 if dtype == torch.float32 else HALF_BOUNDS[dtype]
+    assert max_abs(mega, ref) < bound
+    if dtype == torch.float32:
+        assert max_abs(mega, training_fwd) < 1e-5
