@@ -202,7 +202,7 @@ def plot_sweeps(latest, colors, plots_dir, namer):
         positive = [y for y in all_y if y > 0]
         if positive and len(positive) == len(all_y) and max(positive) / min(positive) > 100:
             ax.set_yscale("log")
-        else:
+        elif all(y >= 0 for y in all_y):
             ax.set_ylim(bottom=0)
         x_label = group["x_label"].iloc[0] or x_name
         ax.set_xlabel(f"{x_label}{' (log2 scale)' if log2_x else ''}")
