@@ -11,7 +11,9 @@ import greyhound.ops.cheri_conv_norm as cheri_ops
 from greyhound import CheriBlock
 from greyhound.nn.cheri_block import CheriBlockReference
 
-HALF_BOUNDS = {torch.bfloat16: 3e-2, torch.float16: 4e-3}  # megakernel max-abs drift vs fp64 at unit scale
+# Megakernel max-abs drift vs fp64 at unit scale (bf16 MLP operands). The issue quotes "about 3e-2 and 4e-3";
+# fp16 sits at ~4.0e-3 at (4, 128, 1024) (bf16 operand rounding ~3.9e-3 + fp16 output rounding), so 5e-3.
+HALF_BOUNDS = {torch.bfloat16: 3e-2, torch.float16: 5e-3}
 
 
 def rel_err(out, ref):
@@ -136,6 +138,15 @@ def test_megakernel_functional_config_and_cached_weights(device):
         b = cheri_ops.cheri_block_megakernel(x, *params, dilation=1, config=(16, 16, 4, 1))
     ref = fp64_twin(block).reference_forward(x.double())
     assert max_abs(a, ref) < 1e-5 and max_abs(b, ref) < 1e-5
+
+
+@pytest.mark.parametrize("channels,hidden", [(128, 512), (12, 48), (16, 80), (1024, 4096), (20, 36 * 16)])
+def test_megakernel_autotune_configs_fit_the_hidden_width(channels, hidden):
+    block_c = cheri_ops._channel_block(channels)
+    configs = cheri_ops._prune_megakernel_configs(cheri_ops._cheri_block_megakernel_autotuned.configs, {},
+                                                  HIDDEN=hidden, BLOCK_C=block_c)
+    assert configs and all(hidden % c.kwargs["BLOCK_E"] == 0 for c in configs)
+    assert all(c.kwargs["BLOCK_L"] * block_c <= 16384 for c in configs)
 
 
 # ------------------------------------------------------------------------------------------------ dispatch
