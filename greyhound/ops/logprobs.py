@@ -1,0 +1,432 @@
+"""Per-token log-probabilities of given tokens (and the entropy), as RL trainers (GRPO/PPO) take them.
+
+`logprobs(logits, target)` = log_softmax(logits / temperature)[target] in one pass over the logits: a Triton
+kernel keeps a running max and a running sum of exp2 per row (log2(e)/temperature folded into one multiply), so
+the logits are read once and nothing but the fp32 outputs and the row's normaliser (max, log2 sum: two floats) is
+written. The backward re-reads the logits and writes d/d logits = grad · (onehot − softmax) / T (+ entropy term).
+
+`linear_logprobs(hidden, weight, target)` is the same from the hidden states and the lm-head weight without ever
+holding the full logits: the forward takes a chunk of rows at a time (logits chunk = h_c @ Wᵀ by torch matmul, then
+the kernel); the backward walks the vocabulary in slices (logits slice = h @ W_sᵀ for all rows; its gradient needs
+only the saved row normalisers), so grad_W of each slice is one full-depth GEMM written once and only grad_h,
+rows × H, is accumulated in fp32 across slices.
+"""
+import functools
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
+
+LOG2E = 1.4426950408889634
+LN2 = tl.constexpr(0.6931471805599453)
+# Below any log2 of a nonzero fp32 probability (>= -149): clamping there leaves p > 0 terms exact, makes p = 0 ones 0.
+MIN_LOG2_P = tl.constexpr(-200.0)
+TARGET_DTYPES = (torch.int64, torch.int32)
+# The linear form's automatic chunk holds about this many bytes of logits (about 1000 rows of a 128K vocabulary).
+AUTO_CHUNK_BYTES = 256 * 2**20
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def _logprobs_forward_kernel(
+    logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr,
+    inner_rows, stride_outer, stride_inner, vocab_size, scale,
+    COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr,
+):
+    """One program per row: logprob = log_softmax(x / T)[target], the row's normaliser, optionally the entropy.
+
+    Logits fp32/bf16/fp16, loaded and upcast, read once; fp32 math on s = (x - max) · log2(e)/T (exp2 units).
+    Writes fp32 logprob, entropy, and for the backward the row max of x and log2 sum 2^s (lse = max + that / scale).
+    """
+    row = tl.program_id(0).to(tl.int64)
+    # Rows are (outer, inner) pairs so that logits[:, :-1] and other non-collapsible slices need no copy.
+    row_ptr = logits_ptr + (row // inner_rows) * stride_outer + (row % inner_rows) * stride_inner
+    offsets = tl.arange(0, BLOCK_V)
+    # Finite start so that rows opening with -inf logits give exp2(-inf) = 0, never exp2(-inf + inf) = nan.
+    running_max = -3.4028234663852886e38
+    min_shift = MIN_LOG2_P / scale  # clamp in x units before scaling: -FLT_MAX * scale would overflow to -inf
+    sum_exp = tl.zeros([BLOCK_V], dtype=tl.float32)  # per lane: sum of 2^s, s = (x - running_max) * scale
+    sum_exp_s = tl.zeros([BLOCK_V], dtype=tl.float32)  # per lane: sum of 2^s * s
+    if PREFETCH:
+        next_block = tl.load(row_ptr + offsets, mask=offsets < vocab_size, other=float("-inf"))
+    for block_start in range(0, vocab_size, BLOCK_V):
+        if PREFETCH:
+            # Issue the next block's load before this block's math: two blocks in flight per program.
+            block = next_block
+            next_cols = block_start + BLOCK_V + offsets
+            next_block = tl.load(row_ptr + next_cols, mask=next_cols < vocab_size, other=float("-inf"))
+        else:
+            cols = block_start + offsets
+            block = tl.load(row_ptr + cols, mask=cols < vocab_size, other=float("-inf"))
+        x = block.to(tl.float32)
+        new_max = tl.maximum(running_max, tl.max(x, axis=0))
+        # Subtract before scaling: x - max is exact near the max, so logits of 1e4 lose nothing to x * scale.
+        shift = tl.maximum(running_max - new_max, min_shift) * scale
+        rescale = tl.exp2(shift)
+        s = (x - new_max) * scale
+        p = tl.exp2(s)
+        if COMPUTE_ENTROPY:
+            # Re-centre on the new max: sum 2^(s + shift) (s + shift) = rescale * (sum 2^s s + shift sum 2^s).
+            sum_exp_s = rescale * (sum_exp_s + shift * sum_exp) + p * tl.maximum(s, MIN_LOG2_P)
+        sum_exp = sum_exp * rescale + p
+        running_max = new_max
+
+    total = tl.sum(sum_exp, axis=0)
+    log2_sum = tl.log2(total)
+    target = tl.load(target_ptr + row).to(tl.int64)
+    target_ok = (target >= 0) & (target < vocab_size)
+    target_x = tl.load(row_ptr + target, mask=target_ok, other=0.0).to(tl.float32)
+    logprob = ((target_x - running_max) * scale - log2_sum) * LN2
+    # An out-of-range target (only reachable when the host check is skipped) gives nan, never a wrong number.
+    tl.store(logprob_ptr + row, tl.where(target_ok, logprob, float("nan")))
+    tl.store(row_max_ptr + row, running_max)
+    tl.store(log2_sum_ptr + row, log2_sum)
+    if COMPUTE_ENTROPY:
+        # H = -sum p ln p with ln p = (s - log2_sum) ln2
+        tl.store(entropy_ptr + row, (log2_sum - tl.sum(sum_exp_s, axis=0) / total) * LN2)
+
+
+@triton.jit
+def _logprobs_backward_kernel(
+    logits_ptr, target_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr, grad_logprob_ptr, grad_entropy_ptr,
+    grad_logits_ptr, inner_rows, stride_outer, stride_inner, stride_grad_row, vocab_size, vocab_offset,
+    scale, inv_temperature,
+    HAS_LOGPROB_GRAD: tl.constexpr, HAS_ENTROPY_GRAD: tl.constexpr, BLOCK_V: tl.constexpr,
+):
+    """Program (row, block of V): d/d logits of grad_lp · logprob + grad_H · entropy from the saved normaliser.
+
+    Logits fp32/bf16/fp16 upcast; p = 2^((x - max) · scale - log2_sum) and the gradient in fp32, stored in
+    grad_logits' dtype. grad_logits may alias logits (each program reads its block before writing it); columns
+    are offset by vocab_offset so that a slice of the vocabulary can be processed on its own.
+    """
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_V + tl.arange(0, BLOCK_V)
+    mask = cols < vocab_size
+    row_ptr = logits_ptr + (row // inner_rows) * stride_outer + (row % inner_rows) * stride_inner
+    x = tl.load(row_ptr + cols, mask=mask, other=float("-inf")).to(tl.float32)
+    log2_p = (x - tl.load(row_max_ptr + row)) * scale - tl.load(log2_sum_ptr + row)
+    p = tl.exp2(log2_p)
+    grad = tl.zeros([BLOCK_V], dtype=tl.float32)
+    if HAS_LOGPROB_GRAD:
+        target = tl.load(target_ptr + row).to(tl.int64) - vocab_offset
+        grad += tl.load(grad_logprob_ptr + row) * (tl.where(cols == target, 1.0, 0.0) - p)
+    if HAS_ENTROPY_GRAD:
+        # dH/dz_j = -p_j (ln p_j + H); the clamp makes p = 0 lanes (-inf logits) give 0, not 0 * -inf.
+        entropy = tl.load(entropy_ptr + row)
+        grad -= tl.load(grad_entropy_ptr + row) * p * (tl.maximum(log2_p, MIN_LOG2_P) * LN2 + entropy)
+    grad_ptr = grad_logits_ptr + row * stride_grad_row + cols
+    tl.store(grad_ptr, (grad * inv_temperature).to(grad_logits_ptr.dtype.element_ty), mask=mask)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------------------------
+def _backward_config(vocab_size):
+    """(BLOCK_V, num_warps): 4096-wide blocks for large V, 16 elements per thread (two 16-byte bf16 loads)."""
+    block_v = max(16, min(triton.next_power_of_2(vocab_size), 4096))
+    return block_v, max(1, min(8, block_v // 256))
+
+
+def _forward_config(vocab_size):
+    """(BLOCK_V, num_warps, PREFETCH): the backward's blocks, with the next block's load issued early."""
+    return (*_backward_config(vocab_size), True)
+
+
+def _row_layout(logits):
+    """(logits, inner_rows, stride_outer, stride_inner): row r starts at (r // inner) * s_outer + (r % inner) * s_inner.
+
+    Leading dims are merged where their strides allow it; a last dim with stride != 1, or more than two leading
+    dims that cannot be merged, costs a contiguous copy.
+    """
+    if logits.stride(-1) != 1:
+        logits = logits.contiguous()
+    dims = [(size, stride) for size, stride in zip(logits.shape[:-1], logits.stride()[:-1]) if size != 1]
+    merged = []
+    for size, stride in dims:
+        if merged and merged[-1][1] == stride * size:
+            merged[-1] = (merged[-1][0] * size, stride)
+        else:
+            merged.append((size, stride))
+    if len(merged) > 2:
+        logits = logits.contiguous()
+        merged = [(logits.numel() // logits.shape[-1], logits.shape[-1])]
+    if not merged:
+        return logits, 1, 0, 0
+    if len(merged) == 1:
+        return logits, merged[0][0], 0, merged[0][1]
+    (_, stride_outer), (inner_rows, stride_inner) = merged
+    return logits, inner_rows, stride_outer, stride_inner
+
+
+def _forward_outputs(n_rows, compute_entropy, device):
+    """Flat fp32 (logprob, row_max, log2_sum, entropy or None): the outputs and the row normaliser."""
+    outputs = [torch.empty(n_rows, dtype=torch.float32, device=device) for _ in range(4 if compute_entropy else 3)]
+    return (*outputs[:3], outputs[3] if compute_entropy else None)
+
+
+def _launch_forward(logits, target_flat, temperature, outputs, config=None):
+    """Run the forward kernel on logits[..., V] (any strides) into `outputs` (see _forward_outputs); returns them."""
+    logits, inner_rows, stride_outer, stride_inner = _row_layout(logits)
+    n_rows, vocab_size = target_flat.numel(), logits.shape[-1]
+    logprob, row_max, log2_sum, entropy = outputs
+    if n_rows == 0:
+        return outputs
+    block_v, num_warps, prefetch = config or _forward_config(vocab_size)
+    _logprobs_forward_kernel[(n_rows,)](
+        logits, target_flat, logprob, row_max, log2_sum, entropy,
+        inner_rows, stride_outer, stride_inner, vocab_size, LOG2E / temperature,
+        COMPUTE_ENTROPY=entropy is not None, PREFETCH=prefetch, BLOCK_V=block_v, num_warps=num_warps,
+    )
+    return outputs
+
+
+def _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, temperature,
+                     grad_logits=None, vocab_offset=0, config=None):
+    """Gradient w.r.t. logits[..., V] as a contiguous tensor of logits' dtype (or into `grad_logits`, rows × V)."""
+    logits, inner_rows, stride_outer, stride_inner = _row_layout(logits)
+    n_rows, vocab_size = target_flat.numel(), logits.shape[-1]
+    if grad_logits is None:
+        grad_logits = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device)
+    if n_rows == 0:
+        return grad_logits
+    block_v, num_warps = config or _backward_config(vocab_size)
+    _logprobs_backward_kernel[(n_rows, triton.cdiv(vocab_size, block_v))](
+        logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, grad_logits,
+        inner_rows, stride_outer, stride_inner, vocab_size, vocab_size, vocab_offset,
+        LOG2E / temperature, 1.0 / temperature,
+        HAS_LOGPROB_GRAD=grad_logprob is not None, HAS_ENTROPY_GRAD=grad_entropy is not None,
+        BLOCK_V=block_v, num_warps=num_warps,
+    )
+    return grad_logits
+
+
+def _flat_grad(grad):
+    """Upstream gradients arrive in any layout (sum().backward() gives a stride-0 expand); the kernel wants 1-D."""
+    return None if grad is None else grad.reshape(-1).to(torch.float32).contiguous()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Argument checks
+# ----------------------------------------------------------------------------------------------------------------
+def _check_temperature(temperature):
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a positive float, got {type(temperature).__name__}")
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a positive finite float, got {temperature!r}")
+    return float(temperature)
+
+
+def _check_target(target, expected_shape, like):
+    check_tensor("target", target, dtypes=TARGET_DTYPES, like=like)
+    if tuple(target.shape) != tuple(expected_shape):
+        raise ValueError(f"target must have shape {tuple(expected_shape)} (the logits' leading dims), "
+                         f"got {tuple(target.shape)}")
+
+
+def _target_out_of_range(target_flat, vocab_size):
+    """A device flag (no sync yet): callers launch their kernels first, then read it, so the GPU never idles on it."""
+    if target_flat.numel() == 0:
+        return None
+    if torch.compiler.is_compiling() or (target_flat.is_cuda and torch.cuda.is_current_stream_capturing()):
+        return None  # cannot read a flag while tracing or capturing; the kernel writes nan for such rows
+    return ((target_flat < 0) | (target_flat >= vocab_size)).any()
+
+
+def _raise_if_out_of_range(flag, target_flat, vocab_size):
+    if flag is not None and bool(flag):
+        bad = target_flat[(target_flat < 0) | (target_flat >= vocab_size)]
+        raise ValueError(f"target must hold token ids in [0, {vocab_size}), got {bad.numel()} outside it "
+                         f"(min {int(target_flat.min())}, max {int(target_flat.max())})")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# logprobs
+# ----------------------------------------------------------------------------------------------------------------
+class _LogProbs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, target, temperature, return_entropy):
+        target_flat = target.reshape(-1).contiguous()
+        out_of_range = _target_out_of_range(target_flat, logits.shape[-1])
+        logprob, row_max, log2_sum, entropy = _launch_forward(
+            logits, target_flat, temperature, _forward_outputs(target_flat.numel(), return_entropy, logits.device))
+        _raise_if_out_of_range(out_of_range, target_flat, logits.shape[-1])
+        ctx.save_for_backward(logits, target_flat, row_max, log2_sum, entropy)
+        ctx.temperature = temperature
+        ctx.set_materialize_grads(False)
+        if return_entropy:
+            return logprob.view(target.shape), entropy.view(target.shape)
+        return logprob.view(target.shape)
+
+    @staticmethod
+    def backward(ctx, grad_logprob, grad_entropy=None):
+        logits, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
+        if grad_logprob is None and grad_entropy is None:
+            return None, None, None, None
+        grad_logits = _launch_backward(logits, target_flat, row_max, log2_sum, entropy, _flat_grad(grad_logprob),
+                                       _flat_grad(grad_entropy), ctx.temperature)
+        return grad_logits, None, None, None
+
+
+def logprobs(logits, target, *, temperature=1.0, return_entropy=False):
+    """log_softmax(logits / temperature)[target] per token, fp32 of target's shape (and the entropy if asked).
+
+    logits: [..., V] fp32/bf16/fp16 on CUDA (any strides; math in fp32); target: integer [...] in [0, V).
+    Differentiable w.r.t. logits: the gradient has logits' dtype. Extra memory in forward: the outputs only.
+    Returns logprob, or (logprob, entropy) with return_entropy=True (entropy of softmax(logits / temperature)).
+    """
+    check_tensor("logits", logits, dtypes=FLOAT_DTYPES)
+    if logits.dim() == 0 or logits.shape[-1] == 0:
+        raise ValueError(f"logits must have a non-empty last (vocabulary) dim, got shape {tuple(logits.shape)}")
+    check_triton_device("logits", logits)
+    _check_target(target, logits.shape[:-1], like=logits)
+    temperature = _check_temperature(temperature)
+    return _LogProbs.apply(logits, target, temperature, bool(return_entropy))
+
+
+def logprobs_reference(logits, target, *, temperature=1.0, return_entropy=False):
+    """Plain PyTorch: fp32 math for fp32/bf16/fp16 logits (fp64 stays fp64), the full log-softmax materialised."""
+    log_probs = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature, dim=-1)
+    logprob = log_probs.gather(-1, target.unsqueeze(-1).long()).squeeze(-1)
+    if not return_entropy:
+        return logprob
+    probs = log_probs.exp()
+    # p = 0 (-inf logits) contributes 0 to the entropy and to its gradient, not 0 * -inf.
+    return logprob, -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# linear_logprobs
+# ----------------------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _fused_fp32_addmm_works(device, dtype):
+    """Whether torch.addmm(acc, a, b, out_dtype=fp32, out=acc) exists here for fp16/bf16 a, b and really adds."""
+    accumulator = torch.randn(16, 16, device=device)
+    a, b = torch.randn(16, 32, device=device).to(dtype), torch.randn(32, 16, device=device).to(dtype)
+    expected = accumulator.double() + a.double() @ b.double()
+    try:
+        torch.addmm(accumulator, a, b, out_dtype=torch.float32, out=accumulator)
+    except (RuntimeError, TypeError, NotImplementedError):  # CPU, or a torch without the fp32-output addmm
+        return False
+    return bool(((accumulator.double() - expected).norm() <= 1e-3 * expected.norm()).item())
+
+
+def _accumulate_matmul_fp32(accumulator, a, b):
+    """accumulator (fp32) += a @ b: one GEMM with an fp32 output where torch has it, else a @ b in a's dtype added."""
+    if a.dtype == torch.float32:
+        accumulator.addmm_(a, b)
+    elif _fused_fp32_addmm_works(accumulator.device, a.dtype):
+        torch.addmm(accumulator, a, b, out_dtype=torch.float32, out=accumulator)
+    else:
+        accumulator += a @ b
+
+
+def _auto_chunk_rows(n_rows, vocab_size, element_size):
+    rows = AUTO_CHUNK_BYTES // max(1, vocab_size * element_size)
+    return max(1, min(n_rows, max(16, rows // 16 * 16)))
+
+
+def _vocab_slice(chunk_rows, n_rows, vocab_size):
+    """Backward slice width holding as many logits as a forward chunk (chunk_rows × V), rounded to 128 columns."""
+    width = chunk_rows * vocab_size // max(1, n_rows)
+    if width >= 128:
+        width = width // 128 * 128
+    return max(1, min(vocab_size, width))
+
+
+def _linear_logits(hidden_2d, weight, bias):
+    return hidden_2d @ weight.t() if bias is None else torch.addmm(bias, hidden_2d, weight.t())
+
+
+class _LinearLogProbs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, target, temperature, return_entropy, chunk_rows):
+        hidden_2d = hidden.reshape(-1, hidden.shape[-1])
+        target_flat = target.reshape(-1).contiguous()
+        n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
+        out_of_range = _target_out_of_range(target_flat, vocab_size)
+        outputs = _forward_outputs(n_rows, return_entropy, hidden.device)
+        for start in range(0, n_rows, chunk_rows):
+            rows = slice(start, min(n_rows, start + chunk_rows))
+            _launch_forward(_linear_logits(hidden_2d[rows], weight, bias), target_flat[rows], temperature,
+                            tuple(None if out is None else out[rows] for out in outputs))
+        _raise_if_out_of_range(out_of_range, target_flat, vocab_size)
+        logprob, row_max, log2_sum, entropy = outputs
+        ctx.save_for_backward(hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy)
+        ctx.temperature, ctx.chunk_rows, ctx.hidden_shape = temperature, chunk_rows, hidden.shape
+        ctx.set_materialize_grads(False)
+        if return_entropy:
+            return logprob.view(target.shape), entropy.view(target.shape)
+        return logprob.view(target.shape)
+
+    @staticmethod
+    def backward(ctx, grad_logprob, grad_entropy=None):
+        hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
+        needs_hidden, needs_weight, needs_bias = ctx.needs_input_grad[:3]
+        if (grad_logprob is None and grad_entropy is None) or not (needs_hidden or needs_weight or needs_bias):
+            return None, None, None, None, None, None, None
+        grad_logprob, grad_entropy = _flat_grad(grad_logprob), _flat_grad(grad_entropy)
+        n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
+        grad_hidden = torch.zeros(hidden_2d.shape, dtype=torch.float32, device=hidden_2d.device) if needs_hidden else None
+        grad_weight = torch.empty_like(weight) if needs_weight else None
+        grad_bias = torch.empty_like(bias) if needs_bias else None
+        width = _vocab_slice(ctx.chunk_rows, n_rows, vocab_size)
+        for start in range(0, vocab_size, width):
+            end = min(vocab_size, start + width)
+            weight_slice = weight[start:end]
+            logits = _linear_logits(hidden_2d, weight_slice, None if bias is None else bias[start:end])
+            # The slice's gradient needs only the saved row normaliser, so it overwrites the logits slice in place.
+            grad_logits = _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logprob,
+                                           grad_entropy, ctx.temperature, grad_logits=logits, vocab_offset=start)
+            if needs_hidden:
+                _accumulate_matmul_fp32(grad_hidden, grad_logits, weight_slice)
+            if needs_weight:
+                torch.mm(grad_logits.t(), hidden_2d, out=grad_weight[start:end])
+            if needs_bias:
+                grad_bias[start:end] = grad_logits.sum(0, dtype=torch.float32)
+        if needs_hidden:
+            grad_hidden = grad_hidden.to(hidden_2d.dtype).view(ctx.hidden_shape)
+        return grad_hidden, grad_weight, grad_bias, None, None, None, None
+
+
+def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False, chunk_size=None):
+    """logprobs(hidden @ weight.T + bias, target) without holding the full logits: `chunk_size` rows at a time.
+
+    hidden [..., H], weight [V, H], bias [V] of one dtype (fp32/bf16/fp16); logits chunks in that dtype by torch
+    matmul, then the logprobs kernel (fp32 math). grad_hidden is accumulated in fp32 over vocabulary slices.
+    chunk_size: rows per forward chunk (default: about 256 MiB of logits); the backward's vocabulary slices hold
+    as many logits. Returns fp32 logprob of target's shape, or (logprob, entropy) with return_entropy=True.
+    """
+    check_tensor("hidden", hidden, dtypes=FLOAT_DTYPES)
+    if hidden.dim() == 0:
+        raise ValueError("hidden must have a last (hidden-size) dim, got a 0-D tensor")
+    check_triton_device("hidden", hidden)
+    check_tensor("weight", weight, dtypes=(hidden.dtype,), ndim=2, like=hidden)
+    if weight.shape[1] != hidden.shape[-1] or weight.shape[0] == 0:
+        raise ValueError(f"weight must have shape [V, {hidden.shape[-1]}] with V >= 1 (hidden's last dim is "
+                         f"{hidden.shape[-1]}), got {tuple(weight.shape)}")
+    if bias is not None:
+        check_tensor("bias", bias, dtypes=(hidden.dtype,), ndim=1, like=hidden)
+        if bias.shape[0] != weight.shape[0]:
+            raise ValueError(f"bias must have shape [{weight.shape[0]}] (weight's V), got {tuple(bias.shape)}")
+    _check_target(target, hidden.shape[:-1], like=hidden)
+    temperature = _check_temperature(temperature)
+    n_rows = target.numel()
+    if chunk_size is None:
+        chunk_size = _auto_chunk_rows(n_rows, weight.shape[0], hidden.element_size())
+    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
+    return _LinearLogProbs.apply(hidden, weight, bias, target, temperature, bool(return_entropy),
+                                 max(1, min(chunk_size, n_rows)))
+
+
+def linear_logprobs_reference(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False):
+    """Plain PyTorch: the full logits in hidden's dtype (as a model's lm head gives them), then logprobs_reference."""
+    logits = hidden @ weight.t()
+    if bias is not None:
+        logits = logits + bias
+    return logprobs_reference(logits, target, temperature=temperature, return_entropy=return_entropy)

@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""H200 check and timing of greyhound.ops.logprobs (logprobs, linear_logprobs); one call, about a minute.
+
+1. Correctness on CUDA against the fp64 reference (fp32/fp16/bf16, entropy, temperature, gradients, odd and
+   > 262144 vocabularies, strided logits, -inf logits, a logits tensor of > 2^31 elements, the linear form).
+2. Timing with triton.testing.do_bench (median) at BT=8192, V=128256 bf16 (forward, forward+backward) for
+   greyhound, kernel config variants, torch-eager, torch.compile of the reference and importable peers; the
+   linear form at BT=8192, H=4096, V=128256 bf16. Peak extra CUDA memory of one call for each.
+3. A compact table last; everything as JSON in --out (default $OUT/gpu_logprobs.json).
+
+Usage (repo root): python3 scripts/gpu_logprobs.py [--out PATH] [--budget-s 85]
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+from triton.testing import do_bench  # noqa: E402
+
+from greyhound.ops import logprobs as ops  # noqa: E402
+from greyhound.ops.logprobs import (  # noqa: E402
+    linear_logprobs, linear_logprobs_reference, logprobs, logprobs_reference)
+
+COPY_BYTES_PER_S = 4.27e12  # measured H200 copy bandwidth (docs/perf/logprobs.md)
+BF16_FLOPS_PER_S = 694e12  # measured H200 bf16 matmul
+DEVICE = "cuda"
+BT, V, H = 8192, 128256, 4096  # the issue's shapes (timing, and the vocabulary of the correctness checks)
+BIG_V, ODD_V, HUGE = 262144 + 77, 50257, (16400, 131072)  # HUGE: a bf16 logits tensor of > 2^31 elements
+GRAD_TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
+START = time.time()
+RESULTS = {"device": None, "versions": {}, "checks": [], "timings": [], "skipped": []}
+
+
+def rel_err(out, ref):
+    out, ref = out.detach().double(), ref.detach().double()
+    if not torch.equal(torch.isfinite(out), torch.isfinite(ref)):
+        return float("inf")
+    out, ref = torch.nan_to_num(out), torch.nan_to_num(ref)
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def check(name, err, tol):
+    ok = err <= tol
+    RESULTS["checks"].append({"name": name, "rel_err": err, "tol": tol, "pass": ok})
+    print(f"{'PASS' if ok else 'FAIL'} {name}: rel err {err:.2e} (tol {tol:.0e})", flush=True)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 1. correctness
+# ----------------------------------------------------------------------------------------------------------------
+def check_logprobs(name, logits, target, temperature=1.0, grads=("logprob", "entropy")):
+    ours_in = logits.detach().clone().requires_grad_()
+    ref_in = logits.detach().double().requires_grad_()
+    lp, ent = logprobs(ours_in, target, temperature=temperature, return_entropy=True)
+    ref_lp, ref_ent = logprobs_reference(ref_in, target, temperature=temperature, return_entropy=True)
+    check(f"{name} logprob", rel_err(lp, ref_lp), 1e-5)
+    check(f"{name} entropy", rel_err(ent, ref_ent), 1e-5)
+    if grads:
+        g_lp, g_ent = torch.randn_like(ref_lp), torch.randn_like(ref_ent)
+        ours_loss = sum((o * g.float()).sum() for o, g, k in ((lp, g_lp, "logprob"), (ent, g_ent, "entropy")) if k in grads)
+        ref_loss = sum((o * g).sum() for o, g, k in ((ref_lp, g_lp, "logprob"), (ref_ent, g_ent, "entropy")) if k in grads)
+        ours_loss.backward()
+        ref_loss.backward()
+        check(f"{name} grad[{'+'.join(grads)}]", rel_err(ours_in.grad, ref_in.grad), GRAD_TOLERANCE[logits.dtype])
+
+
+def correctness():
+    dev = DEVICE
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        tag = str(dtype).replace("torch.", "")
+        logits = (torch.randn(8, 257, V, device=dev) * 3).to(dtype)
+        target = torch.randint(0, V, (8, 257), device=dev)
+        check_logprobs(f"{tag} (8,257,V=128256) T=1", logits, target)
+        check_logprobs(f"{tag} (8,257,V=128256) T=0.7 logprob-grad only", logits, target, 0.7, grads=("logprob",))
+        check_logprobs(f"{tag} (8,257,V=128256) T=1.3 entropy-grad only", logits, target, 1.3, grads=("entropy",))
+    logits = (torch.randn(64, BIG_V, device=dev) * 3).bfloat16()
+    check_logprobs(f"bf16 (64,V={BIG_V})", logits, torch.randint(0, BIG_V, (64,), device=dev))
+    full = (torch.randn(4, 130, ODD_V, device=dev) * 3).bfloat16()  # odd V: unaligned rows, scalar loads
+    check_logprobs(f"bf16 logits[:, :-1] (4,129,V={ODD_V})", full[:, :-1], torch.randint(0, ODD_V, (4, 129), device=dev))
+    logits = (torch.randn(256, ODD_V, device=dev) * 3).float()
+    logits[:, : ODD_V // 8] = float("-inf")
+    check_logprobs("fp32 -inf in the first eighth of V", logits, torch.randint(ODD_V // 8, ODD_V, (256,), device=dev))
+    # > 2^31 elements: int64 offsets. Checked on the first and last rows only (the reference is fp64).
+    rows, width = HUGE
+    huge = torch.randn(rows, width, device=dev, dtype=torch.bfloat16).requires_grad_()
+    target = torch.randint(0, width, (rows,), device=dev)
+    lp = logprobs(huge, target)
+    (grad,) = torch.autograd.grad(lp, huge, torch.ones_like(lp))
+    ends = torch.cat([torch.arange(4, device=dev), torch.arange(rows - 4, rows, device=dev)])
+    ref_in = huge.detach()[ends].double().requires_grad_()
+    ref = logprobs_reference(ref_in, target[ends])
+    ref.sum().backward()
+    check(f"bf16 {rows}x{width} (> 2^31 elements) logprob, end rows", rel_err(lp[ends], ref), 1e-5)
+    check(f"bf16 {rows}x{width} (> 2^31 elements) grad, end rows", rel_err(grad[ends], ref_in.grad), 2e-2)
+    del huge, grad, lp
+    torch.cuda.empty_cache()
+    fused = ops._fused_fp32_addmm_works(torch.empty(0, device=dev).device, torch.bfloat16)
+    RESULTS["fused_fp32_addmm"] = fused
+    print(f"grad_hidden accumulation: {'one addmm(out_dtype=fp32)' if fused else 'bf16 product added to fp32'}")
+    for dtype, n_rows, hidden_size, vocab in ((torch.bfloat16, 1000, H, V), (torch.float16, 300, H // 4, ODD_V),
+                                              (torch.float32, 300, H // 8, ODD_V)):
+        for chunk_size in (None, 128):
+            tag = f"linear {str(dtype).replace('torch.', '')} N={n_rows},H={hidden_size},V={vocab} chunk={chunk_size}"
+            hidden = torch.randn(n_rows, hidden_size, device=dev).to(dtype)
+            weight = (torch.randn(vocab, hidden_size, device=dev) / hidden_size**0.5).to(dtype)
+            bias = torch.randn(vocab, device=dev).to(dtype)
+            target = torch.randint(0, vocab, (n_rows,), device=dev)
+            leaves = [t.clone().requires_grad_() for t in (hidden, weight, bias)]
+            refs = [t.double().requires_grad_() for t in (hidden, weight, bias)]
+            lp, ent = linear_logprobs(leaves[0], leaves[1], target, leaves[2], temperature=0.9, return_entropy=True,
+                                      chunk_size=chunk_size)
+            ref_lp, ref_ent = linear_logprobs_reference(refs[0], refs[1], target, refs[2], temperature=0.9,
+                                                        return_entropy=True)
+            tol = GRAD_TOLERANCE[dtype] if dtype != torch.float32 else 1e-4  # fp32 GEMMs may run in TF32
+            check(f"{tag} logprob", rel_err(lp, ref_lp), tol)
+            check(f"{tag} entropy", rel_err(ent, ref_ent), tol)
+            g_lp, g_ent = torch.randn_like(ref_lp), torch.randn_like(ref_ent)
+            ((lp * g_lp.float()).sum() + (ent * g_ent.float()).sum()).backward()
+            ((ref_lp * g_lp).sum() + (ref_ent * g_ent).sum()).backward()
+            for name, leaf, ref in zip(("hidden", "weight", "bias"), leaves, refs):
+                check(f"{tag} grad {name}", rel_err(leaf.grad, ref.grad), tol)
+    torch.cuda.empty_cache()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 2. timing
+# ----------------------------------------------------------------------------------------------------------------
+def out_of_time(budget_s, what):
+    if time.time() - START > budget_s:
+        RESULTS["skipped"].append(what)
+        print(f"skip {what}: past the {budget_s:.0f} s budget", flush=True)
+        return True
+    return False
+
+
+def measure(kernel, provider, mode, shape, fn, *, bytes_moved=None, flops=None, grad_to_none=None, budget_s=85):
+    """Median ms by do_bench and peak extra CUDA memory of one call; errors are recorded, not raised."""
+    if out_of_time(budget_s, f"{kernel}/{provider}/{mode}"):
+        return
+    row = {"kernel": kernel, "provider": provider, "mode": mode, "shape": shape}
+    try:
+        fn()  # compile / autotune outside the timing
+        torch.cuda.synchronize()
+        row["ms"] = do_bench(fn, warmup=25, rep=100, grad_to_none=grad_to_none, return_mode="median")
+        for tensor in grad_to_none or ():
+            tensor.grad = None
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        out = fn()
+        torch.cuda.synchronize()
+        row["extra_mib"] = (torch.cuda.max_memory_allocated() - before) / 2**20
+        del out
+        for tensor in grad_to_none or ():
+            tensor.grad = None
+        if bytes_moved:
+            row["floor_ms"] = bytes_moved / COPY_BYTES_PER_S * 1e3
+            row["GB/s"] = bytes_moved / row["ms"] / 1e6
+        if flops:
+            row["floor_ms"] = flops / BF16_FLOPS_PER_S * 1e3
+            row["TFLOP/s"] = flops / row["ms"] / 1e9
+    except Exception as error:  # a peer's API drift must not stop the run
+        row["error"] = f"{type(error).__name__}: {str(error)[:200]}"
+    RESULTS["timings"].append(row)
+    shown = f"{row['ms']:.4f} ms, extra {row['extra_mib']:.1f} MiB" if "ms" in row else row["error"]
+    print(f"time {kernel:16s} {provider:34s} {mode:8s} {shown}", flush=True)
+    torch.cuda.empty_cache()
+
+
+def peers():
+    found = {}
+    try:
+        from liger_kernel.transformers.functional import liger_cross_entropy
+        found["liger-ce(none)"] = lambda x, t: -liger_cross_entropy(x, t, reduction="none")
+    except Exception as error:
+        print(f"liger cross entropy not importable: {error}")
+    try:
+        from fla.modules import FusedCrossEntropyLoss
+        fla_loss = FusedCrossEntropyLoss(reduction="none")
+        found["fla-ce(none)"] = lambda x, t: -fla_loss(x, t)
+    except Exception as error:
+        print(f"fla cross entropy not importable: {error}")
+    return found
+
+
+def linear_peers():
+    found = {}
+    try:
+        from cut_cross_entropy import linear_cross_entropy
+        found["cce(none)"] = lambda h, w, t: -linear_cross_entropy(h, w, t, reduction="none")
+    except Exception as error:
+        print(f"cut-cross-entropy not importable: {error}")
+    try:
+        from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
+        liger_loss = LigerFusedLinearCrossEntropyLoss(reduction="none")
+        found["liger-flce(none)"] = lambda h, w, t: -liger_loss(w, h, t)
+    except Exception as error:
+        print(f"liger fused linear cross entropy not importable: {error}")
+    return found
+
+
+def timing_logprobs(budget_s):
+    shape = f"BT={BT},V={V},bf16"
+    read_once = BT * V * 2
+    logits = torch.randn(BT, V, device=DEVICE, dtype=torch.bfloat16)
+    target = torch.randint(0, V, (BT,), device=DEVICE)
+    grad_out = torch.randn(BT, device=DEVICE)
+    outputs = ops._forward_outputs(BT, False, logits.device)
+    outputs_entropy = ops._forward_outputs(BT, True, logits.device)
+    eager = lambda x, t: torch.gather(x.float().log_softmax(-1), -1, t[:, None]).squeeze(-1)  # noqa: E731
+    compiled = torch.compile(logprobs_reference)
+    fwd = dict(bytes_moved=read_once, budget_s=budget_s)
+
+    with torch.no_grad():
+        measure("logprobs", "greyhound", "forward", shape, lambda: logprobs(logits, target), **fwd)
+        measure("logprobs", "greyhound+entropy", "forward", shape,
+                lambda: logprobs(logits, target, return_entropy=True), **fwd)
+        default = ops._forward_config(V)
+        for config in (default, (4096, 8, False), (2048, 4, True), (8192, 16, True), (4096, 4, True), (2048, 8, True)):
+            tag = f"kernel BLOCK_V={config[0]},w={config[1]},pf={int(config[2])}{' (default)' if config == default else ''}"
+            measure("logprobs", tag, "forward", shape,
+                    lambda c=config: ops._launch_forward(logits, target, 1.0, outputs, config=c), **fwd)
+        for config in ((default[0], default[1], True), (2048, 8, True), (2048, 4, True)):
+            measure("logprobs", f"kernel+entropy BLOCK_V={config[0]},w={config[1]}", "forward", shape,
+                    lambda c=config: ops._launch_forward(logits, target, 1.0, outputs_entropy, config=c), **fwd)
+        measure("logprobs", "torch-eager", "forward", shape, lambda: eager(logits, target), **fwd)
+        measure("logprobs", "torch-compile", "forward", shape, lambda: compiled(logits, target), **fwd)
+        for name, peer in peers().items():
+            peer_logits = logits.clone()  # liger writes gradients into its input
+            measure("logprobs", name, "forward", shape, lambda p=peer, x=peer_logits: p(x, target), **fwd)
+            del peer_logits
+
+    # backward alone (the forward state prepared once), then forward + backward
+    _, row_max, log2_sum, _ = ops._launch_forward(logits, target, 1.0, ops._forward_outputs(BT, False, logits.device))
+    for config in (ops._backward_config(V), (2048, 4), (8192, 8), (4096, 4)):
+        measure("logprobs", f"backward kernel BLOCK_V={config[0]},w={config[1]}", "backward", shape,
+                lambda c=config: ops._launch_backward(logits, target, row_max, log2_sum, None, grad_out, None, 1.0,
+                                                      config=c),
+                bytes_moved=2 * read_once, budget_s=budget_s)
+    x = logits.clone().requires_grad_()
+    full = dict(bytes_moved=3 * read_once, grad_to_none=[x], budget_s=budget_s)
+    measure("logprobs", "greyhound", "full", shape, lambda: logprobs(x, target).backward(grad_out), **full)
+
+    def with_entropy():
+        lp, ent = logprobs(x, target, return_entropy=True)
+        torch.autograd.backward((lp, ent), (grad_out, grad_out))
+    measure("logprobs", "greyhound+entropy", "full", shape, with_entropy, **full)
+    measure("logprobs", "torch-eager", "full", shape, lambda: eager(x, target).backward(grad_out), **full)
+    measure("logprobs", "torch-compile", "full", shape, lambda: compiled(x, target).backward(grad_out), **full)
+    for name, peer in peers().items():
+        measure("logprobs", name, "full", shape, lambda p=peer: p(x, target).backward(grad_out), **full)
+    del logits, x
+
+
+def timing_linear(budget_s):
+    shape = f"BT={BT},H={H},V={V},bf16"
+    gemm = 2 * BT * H * V
+    hidden = torch.randn(BT, H, device=DEVICE, dtype=torch.bfloat16)
+    weight = (torch.randn(V, H, device=DEVICE) / H**0.5).bfloat16()
+    target = torch.randint(0, V, (BT,), device=DEVICE)
+    grad_out = torch.randn(BT, device=DEVICE)
+    compiled = torch.compile(linear_logprobs_reference)
+    auto_chunk = ops._auto_chunk_rows(BT, V, 2)
+    with torch.no_grad():
+        for chunk in (None, 512, 4096):
+            name = f"greyhound chunk={chunk or f'auto({auto_chunk})'}"
+            measure("linear_logprobs", name, "forward", shape,
+                    lambda c=chunk: linear_logprobs(hidden, weight, target, chunk_size=c), flops=gemm, budget_s=budget_s)
+        measure("linear_logprobs", "torch-compile", "forward", shape,
+                lambda: compiled(hidden, weight, target), flops=gemm, budget_s=budget_s)
+        measure("linear_logprobs", "torch-eager", "forward", shape,
+                lambda: linear_logprobs_reference(hidden, weight, target), flops=gemm, budget_s=budget_s)
+        for name, peer in linear_peers().items():
+            measure("linear_logprobs", name, "forward", shape, lambda p=peer: p(hidden, weight, target),
+                    flops=gemm, budget_s=budget_s)
+    h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
+    full = dict(flops=3 * gemm, grad_to_none=[h, w], budget_s=budget_s)
+    for chunk in (None, 512, 4096):
+        name = f"greyhound chunk={chunk or f'auto({auto_chunk})'}"
+        measure("linear_logprobs", name, "full", shape,
+                lambda c=chunk: linear_logprobs(h, w, target, chunk_size=c).backward(grad_out), **full)
+    measure("linear_logprobs", "torch-compile", "full", shape,
+            lambda: compiled(h, w, target).backward(grad_out), **full)
+    measure("linear_logprobs", "torch-eager", "full", shape,
+            lambda: linear_logprobs_reference(h, w, target).backward(grad_out), **full)
+    for name, peer in linear_peers().items():
+        measure("linear_logprobs", name, "full", shape, lambda p=peer: p(h, w, target).backward(grad_out), **full)
+
+
+def table():
+    print("\n| kernel | provider | mode | ms | floor ms | GB/s or TFLOP/s | extra MiB |")
+    print("|---|---|---|---|---|---|---|")
+    for row in RESULTS["timings"]:
+        if "error" in row:
+            print(f"| {row['kernel']} | {row['provider']} | {row['mode']} | error: {row['error'][:80]} | | | |")
+            continue
+        rate = f"{row['GB/s']:.0f} GB/s" if "GB/s" in row else f"{row.get('TFLOP/s', 0):.0f} TFLOP/s"
+        print(f"| {row['kernel']} | {row['provider']} | {row['mode']} | {row['ms']:.4f} | "
+              f"{row.get('floor_ms', math.nan):.3f} | {rate} | {row['extra_mib']:.1f} |")
+    failed = [c["name"] for c in RESULTS["checks"] if not c["pass"]]
+    print(f"\nchecks: {len(RESULTS['checks']) - len(failed)} PASS, {len(failed)} FAIL"
+          + (f" ({'; '.join(failed)})" if failed else ""))
+    if RESULTS["skipped"]:
+        print(f"skipped for time: {', '.join(RESULTS['skipped'])}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "gpu_logprobs.json"))
+    parser.add_argument("--budget-s", type=float, default=85.0, help="skip timings that would start after this")
+    parser.add_argument("--skip-correctness", action="store_true")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("needs a CUDA device")
+    RESULTS["device"] = torch.cuda.get_device_name()
+    RESULTS["versions"] = {"torch": torch.__version__, "triton": triton.__version__}
+    print(f"{RESULTS['device']}, torch {torch.__version__}, triton {triton.__version__}", flush=True)
+    torch.manual_seed(0)
+    if not args.skip_correctness:
+        correctness()
+    print(f"correctness done at {time.time() - START:.0f} s", flush=True)
+    timing_logprobs(args.budget_s)
+    timing_linear(args.budget_s)
+    RESULTS["wall_s"] = time.time() - START
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(RESULTS, f, indent=1)
+    table()
+    print(f"wrote {args.out} after {RESULTS['wall_s']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

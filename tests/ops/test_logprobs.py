@@ -1,0 +1,315 @@
+"""logprobs / linear_logprobs against the fp64 reference: values, entropy, gradients, layouts, bad input."""
+import math
+
+import pytest
+import torch
+
+import greyhound
+from greyhound.ops import logprobs as ops
+from greyhound.ops.logprobs import linear_logprobs, linear_logprobs_reference, logprobs, logprobs_reference
+
+GRAD_TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
+# Small blocks make the kernel walk the vocabulary in many steps, so the online max/sum rescaling is exercised.
+SMALL_BLOCKS = (128, 4, True)
+SMALL_BLOCKS_NO_PREFETCH = (64, 2, False)
+
+
+def rel_err(out, ref):
+    out, ref = out.detach().double(), ref.detach().double()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+@pytest.fixture
+def forward_blocks(request, monkeypatch):
+    """Parametrised with a (BLOCK_V, num_warps, PREFETCH) or None for the library's own choice."""
+    if request.param is not None:
+        monkeypatch.setattr(ops, "_forward_config", lambda vocab_size: request.param)
+    return request.param
+
+
+def make_case(shape, vocab, dtype, device, scale=3.0):
+    logits = (torch.randn(*shape, vocab, device=device) * scale).to(dtype)
+    target = torch.randint(0, vocab, shape, device=device)
+    return logits, target
+
+
+def check_against_reference(logits, target, *, temperature, with_entropy, entropy_grad=True, logprob_grad=True):
+    """Values and gradients of greyhound vs the fp64 reference on the very same (rounded) logits."""
+    dtype = logits.dtype
+    ours_in = logits.detach().clone().requires_grad_()
+    ref_in = logits.detach().double().requires_grad_()
+    ours = logprobs(ours_in, target, temperature=temperature, return_entropy=with_entropy)
+    ref = logprobs_reference(ref_in, target, temperature=temperature, return_entropy=with_entropy)
+    ours, ref = (ours, ref) if with_entropy else ((ours,), (ref,))
+    for out, expected in zip(ours, ref):
+        assert out.dtype == torch.float32 and out.shape == target.shape
+        assert rel_err(out, expected) < 1e-5  # same inputs, fp32 math: only rounding differs
+    weights = [torch.randn(target.shape, dtype=torch.float64, device=logits.device) for _ in ours]
+    use = [logprob_grad, entropy_grad and with_entropy][: len(ours)]
+    loss_ours = sum((o * w.float()).sum() for o, w, u in zip(ours, weights, use) if u)
+    loss_ref = sum((r * w).sum() for r, w, u in zip(ref, weights, use) if u)
+    loss_ours.backward()
+    loss_ref.backward()
+    assert ours_in.grad.dtype == dtype and ours_in.grad.shape == logits.shape
+    assert rel_err(ours_in.grad, ref_in.grad) < GRAD_TOLERANCE[dtype]
+    return ours_in.grad
+
+
+@pytest.mark.parametrize("forward_blocks", [None, SMALL_BLOCKS, SMALL_BLOCKS_NO_PREFETCH], indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_values_entropy_and_grads(device, dtype, forward_blocks):
+    logits, target = make_case((3, 17), 1031, dtype, device)
+    check_against_reference(logits, target, temperature=1.0, with_entropy=True)
+
+
+@pytest.mark.parametrize("temperature", [0.6, 1.7, 3])
+@pytest.mark.parametrize("with_entropy", [False, True])
+def test_temperature(device, temperature, with_entropy):
+    logits, target = make_case((2, 9), 777, torch.float32, device)
+    check_against_reference(logits, target, temperature=temperature, with_entropy=with_entropy)
+
+
+@pytest.mark.parametrize("which", ["logprob only", "entropy only"])
+def test_grads_of_one_output(device, which):
+    """The backward runs with one of the two upstream gradients absent (None), not a zero tensor."""
+    logits, target = make_case((4, 5), 300, torch.float32, device)
+    check_against_reference(logits, target, temperature=0.8, with_entropy=True,
+                            logprob_grad=which == "logprob only", entropy_grad=which == "entropy only")
+
+
+@pytest.mark.parametrize("shape, vocab", [((), 50), ((1,), 1), ((7,), 16), ((2, 1, 3, 4), 129), ((0, 5), 33)])
+def test_leading_shapes(device, shape, vocab):
+    logits, target = make_case(shape, vocab, torch.float32, device)
+    if logits.numel() == 0:
+        out, entropy = logprobs(logits, target, return_entropy=True)
+        assert out.shape == entropy.shape == target.shape
+        return
+    check_against_reference(logits, target, temperature=1.0, with_entropy=True)
+
+
+def test_large_vocab_many_blocks(device):
+    """V > 262144, not a multiple of the block: the row is walked in 65 blocks of 4096."""
+    vocab = 262144 + 77
+    logits, target = make_case((2,), vocab, torch.bfloat16, device)
+    target[0] = vocab - 1  # a token in the ragged last block
+    check_against_reference(logits, target, temperature=1.0, with_entropy=True)
+
+
+@pytest.mark.parametrize("forward_blocks", [SMALL_BLOCKS], indirect=True)
+def test_running_max_rises_late_and_large_logits(device, forward_blocks):
+    """Logits growing along V (each block raises the max) and of magnitude 1e4: no overflow, rescaling right."""
+    vocab = 1000
+    ramp = torch.linspace(-50.0, 50.0, vocab, device=device)
+    logits = torch.stack([ramp, 1e4 + torch.randn(vocab, device=device) * 100, -ramp])
+    target = torch.tensor([vocab - 1, 3, 0], device=device)
+    check_against_reference(logits, target, temperature=1.0, with_entropy=True)
+
+
+@pytest.mark.parametrize("forward_blocks", [None, SMALL_BLOCKS], indirect=True)
+def test_masked_vocabulary_minus_inf(device, forward_blocks):
+    """-inf logits (padding of the vocabulary, banned tokens), even filling whole first blocks, are probability 0."""
+    logits, target = make_case((6,), 700, torch.float32, device)
+    logits[:, :300] = float("-inf")
+    logits[1, 450:] = float("-inf")
+    target = torch.randint(300, 450, (6,), device=device)
+    grad = check_against_reference(logits, target, temperature=0.9, with_entropy=True)
+    assert torch.isfinite(grad).all() and (grad[:, :300] == 0).all()
+
+
+def test_non_contiguous_logits_without_copy(device):
+    """logits[:, :-1] (the usual shift for next-token log-probs) and transposed leading dims read in place."""
+    full, _ = make_case((3, 12), 257, torch.float32, device)
+    shifted = full[:, :-1]
+    assert not shifted.is_contiguous() and ops._row_layout(shifted)[0].data_ptr() == full.data_ptr()
+    target = torch.randint(0, 257, (3, 11), device=device)
+    check_against_reference(shifted, target, temperature=1.0, with_entropy=True)
+    transposed = full.transpose(0, 1)
+    check_against_reference(transposed, target.new_zeros(12, 3).random_(0, 257), temperature=1.0, with_entropy=True)
+
+
+def test_other_layouts(device):
+    """A strided last dim and three non-mergeable leading dims fall back to a copy; a stride-0 expand reads in place."""
+    base, _ = make_case((2, 3, 4), 130, torch.bfloat16, device)
+    every_other = base[..., ::2]
+    check_against_reference(every_other, torch.randint(0, 65, (2, 3, 4), device=device),
+                            temperature=1.0, with_entropy=False)
+    three_dims = base[:, :, :3]
+    sliced_three = three_dims[:, 1:]
+    check_against_reference(sliced_three, torch.randint(0, 130, (2, 2, 3), device=device),
+                            temperature=1.0, with_entropy=True)
+    row = torch.randn(1, 90, device=device)
+    check_against_reference(row.expand(5, 90), torch.randint(0, 90, (5,), device=device),
+                            temperature=1.0, with_entropy=True)
+
+
+def test_int32_target_and_no_grad(device):
+    logits, target = make_case((4, 3), 500, torch.float16, device)
+    with torch.no_grad():
+        out = logprobs(logits, target.int())
+    assert not out.requires_grad
+    assert rel_err(out, logprobs_reference(logits.double(), target)) < 1e-5
+
+
+def test_inputs_untouched_and_grad_is_fresh(device):
+    logits, target = make_case((5,), 300, torch.bfloat16, device)
+    logits.requires_grad_()
+    before = logits.detach().clone()
+    out = logprobs(logits, target)
+    (grad,) = torch.autograd.grad(out.sum(), logits)
+    assert torch.equal(logits.detach(), before) and grad.data_ptr() != logits.data_ptr()
+
+
+def test_public_namespace():
+    assert greyhound.logprobs is logprobs and greyhound.linear_logprobs is linear_logprobs
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (dict(logits=torch.randint(0, 5, (2, 7))), TypeError, "logits"),
+    (dict(logits=torch.randn(2, 7, dtype=torch.float64)), TypeError, "logits"),
+    (dict(logits=torch.randn(2, 0)), ValueError, "logits"),
+    (dict(target=torch.zeros(2, dtype=torch.float32)), TypeError, "target"),
+    (dict(target=torch.zeros(3, dtype=torch.int64)), ValueError, "target"),
+    (dict(target=torch.tensor([0, 7])), ValueError, "target"),
+    (dict(target=torch.tensor([-1, 0])), ValueError, "target"),
+    (dict(target=torch.zeros(2, dtype=torch.int64, device="meta")), ValueError, "target"),
+    (dict(temperature=0.0), ValueError, "temperature"),
+    (dict(temperature=-1.0), ValueError, "temperature"),
+    (dict(temperature=math.nan), ValueError, "temperature"),
+    (dict(temperature="1"), TypeError, "temperature"),
+    (dict(temperature=True), TypeError, "temperature"),
+])
+def test_bad_input(device, bad, error, words):
+    args = dict(logits=torch.randn(2, 7), target=torch.tensor([0, 6]), temperature=1.0)
+    args.update(bad)
+    for key in ("logits", "target"):
+        if args[key].device.type != "meta":
+            args[key] = args[key].to(device)
+    with pytest.raises(error, match=words):
+        logprobs(args["logits"], args["target"], temperature=args["temperature"])
+
+
+def test_cpu_tensor_without_interpreter_is_refused(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(ValueError, match="logits must be a CUDA tensor"):
+        logprobs(torch.randn(2, 7), torch.tensor([0, 1]))
+
+
+def test_kernel_writes_nan_for_out_of_range_target(device):
+    """The in-kernel guard (used when the host check cannot run: tracing, graph capture) never reads out of bounds."""
+    logits, _ = make_case((3,), 40, torch.float32, device)
+    target = torch.tensor([5, 40, -3], device=device)
+    logprob, row_max, log2_sum, _ = ops._launch_forward(logits, target, 1.0, ops._forward_outputs(3, False, device))
+    assert torch.isnan(logprob[1:]).all()
+    assert rel_err(logprob[:1], logprobs_reference(logits[:1].double(), target[:1])) < 1e-6
+    lse = row_max.double() + log2_sum.double() * math.log(2)
+    assert torch.equal(row_max, logits.max(-1).values) and rel_err(lse, torch.logsumexp(logits.double(), -1)) < 1e-6
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# linear_logprobs
+# ------------------------------------------------------------------------------------------------------------------
+def check_linear(hidden, weight, bias, target, *, temperature, with_entropy, chunk_size, value_tol, grad_tol):
+    leaves = [t.detach().clone().requires_grad_() for t in (hidden, weight) + ((bias,) if bias is not None else ())]
+    refs = [t.detach().double().requires_grad_() for t in leaves]
+    ours = linear_logprobs(leaves[0], leaves[1], target, *leaves[2:], temperature=temperature,
+                           return_entropy=with_entropy, chunk_size=chunk_size)
+    ref = linear_logprobs_reference(refs[0], refs[1], target, *refs[2:], temperature=temperature,
+                                    return_entropy=with_entropy)
+    ours, ref = (ours, ref) if with_entropy else ((ours,), (ref,))
+    for out, expected in zip(ours, ref):
+        assert out.dtype == torch.float32 and out.shape == target.shape
+        assert rel_err(out, expected) < value_tol
+    weights = [torch.randn(target.shape, dtype=torch.float64, device=hidden.device) for _ in ours]
+    sum((o * w.float()).sum() for o, w in zip(ours, weights)).backward()
+    sum((r * w).sum() for r, w in zip(ref, weights)).backward()
+    for name, leaf, ref_leaf in zip(("hidden", "weight", "bias"), leaves, refs):
+        assert leaf.grad.dtype == leaf.dtype and leaf.grad.shape == leaf.shape, name
+        assert rel_err(leaf.grad, ref_leaf.grad) < grad_tol, name
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 16, None, 1000])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_linear_values_and_grads_fp32(device, chunk_size, with_bias):
+    rows, hidden_size, vocab = (2, 13), 24, 1031
+    hidden = torch.randn(*rows, hidden_size, device=device)
+    weight = torch.randn(vocab, hidden_size, device=device) / hidden_size**0.5
+    bias = torch.randn(vocab, device=device) if with_bias else None
+    target = torch.randint(0, vocab, rows, device=device)
+    check_linear(hidden, weight, bias, target, temperature=0.8, with_entropy=True, chunk_size=chunk_size,
+                 value_tol=1e-5, grad_tol=1e-5)
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float16, 5e-3), (torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize("with_entropy", [False, True])
+def test_linear_low_precision(device, dtype, tol, with_entropy):
+    """fp16/bf16 operands: the logits are rounded to that dtype (as an lm head gives them), the math is fp32."""
+    hidden = torch.randn(3, 11, 32, device=device).to(dtype)
+    weight = (torch.randn(600, 32, device=device) / 32**0.5).to(dtype)
+    bias = torch.randn(600, device=device).to(dtype)
+    target = torch.randint(0, 600, (3, 11), device=device)
+    check_linear(hidden, weight, bias, target, temperature=1.0, with_entropy=with_entropy, chunk_size=8,
+                 value_tol=tol, grad_tol=tol)
+
+
+def test_linear_frozen_weight_and_one_dim_hidden(device):
+    weight = torch.randn(200, 16, device=device)
+    hidden = torch.randn(16, device=device, requires_grad=True)
+    target = torch.tensor(42, device=device)
+    out = linear_logprobs(hidden, weight, target)
+    (grad,) = torch.autograd.grad(out, hidden)
+    ref_hidden = hidden.detach().double().requires_grad_()
+    (ref_grad,) = torch.autograd.grad(linear_logprobs_reference(ref_hidden, weight.double(), target), ref_hidden)
+    assert out.shape == () and rel_err(grad, ref_grad) < 1e-5
+
+
+def test_linear_fp32_accumulation_helper(device):
+    """grad_hidden's accumulator: fp32 += a @ b for fp32 and for bf16 operands (fused GEMM or fallback)."""
+    accumulator = torch.randn(9, 5, device=device)
+    expected = accumulator.double().clone()
+    for dtype in (torch.float32, torch.bfloat16):
+        a, b = torch.randn(9, 7, device=device).to(dtype), torch.randn(7, 5, device=device).to(dtype)
+        ops._accumulate_matmul_fp32(accumulator, a, b)
+        expected += a.double() @ b.double()
+    assert accumulator.dtype == torch.float32 and rel_err(accumulator, expected) < 1e-2
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (dict(hidden=torch.randn(4, 8, dtype=torch.float64)), TypeError, "hidden"),
+    (dict(weight=torch.randn(50, 8, dtype=torch.float16)), TypeError, "weight"),
+    (dict(weight=torch.randn(50, 9)), ValueError, "weight"),
+    (dict(weight=torch.randn(50)), ValueError, "weight"),
+    (dict(bias=torch.randn(49)), ValueError, "bias"),
+    (dict(bias=torch.randn(50, dtype=torch.bfloat16)), TypeError, "bias"),
+    (dict(target=torch.tensor([0, 1, 2, 50])), ValueError, "target"),
+    (dict(target=torch.tensor([0, 1, 2])), ValueError, "target"),
+    (dict(chunk_size=0), ValueError, "chunk_size"),
+    (dict(chunk_size=2.0), ValueError, "chunk_size"),
+    (dict(temperature=0), ValueError, "temperature"),
+])
+def test_linear_bad_input(device, bad, error, words):
+    args = dict(hidden=torch.randn(4, 8), weight=torch.randn(50, 8), bias=None, target=torch.tensor([0, 1, 2, 49]),
+                chunk_size=None, temperature=1.0)
+    args.update(bad)
+    tensors = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in args.items()}
+    with pytest.raises(error, match=words):
+        linear_logprobs(tensors["hidden"], tensors["weight"], tensors["target"], tensors["bias"],
+                        temperature=tensors["temperature"], chunk_size=tensors["chunk_size"])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GPU only: the H200 shapes' vocabulary with real CUDA kernels (compiled, vectorised loads), all dtypes
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_gpu_llama_vocabulary(dtype):
+    logits, target = make_case((4, 33), 128256, dtype, "cuda")
+    check_against_reference(logits, target, temperature=0.9, with_entropy=True)
+
+
+@pytest.mark.gpu
+def test_gpu_linear_bf16():
+    hidden = torch.randn(2, 300, 256, device="cuda").bfloat16()
+    weight = (torch.randn(32000, 256, device="cuda") / 16).bfloat16()
+    target = torch.randint(0, 32000, (2, 300), device="cuda")
+    check_linear(hidden, weight, None, target, temperature=1.0, with_entropy=True, chunk_size=128,
+                 value_tol=2e-2, grad_tol=2e-2)
