@@ -33,13 +33,14 @@ def _tanh(x):
 def _cross_entropy_kernel(
     logits_ptr, logits_row_stride,
     grad_ptr, grad_row_stride,
-    target_ptr, per_token_loss_ptr, lse_ptr, grad_scale_ptr,
+    target_ptr, per_token_loss_ptr, lse_ptr, grad_scale_ptr, grad_scale_stride,
     V, ignore_index, label_smoothing, softcap, lse_square_scale,
     BLOCK_V: tl.constexpr,
     HAS_SOFTCAP: tl.constexpr, HAS_SMOOTHING: tl.constexpr, HAS_Z_LOSS: tl.constexpr, WRITE_GRAD: tl.constexpr,
-    FIRST_SWEEP_EVICTION: tl.constexpr,
+    FIRST_SWEEP_EVICTION: tl.constexpr, PREFETCH: tl.constexpr,
 ):
-    """Per row: per-token loss and lse; with WRITE_GRAD also grad_scale * d loss_row / d logits_row.
+    """Per row: per-token loss and lse; with WRITE_GRAD also grad_scale[row] * d loss_row / d logits_row
+    (grad_scale_stride 0: one scale for every row).
 
     Reads fp32/bf16/fp16 logits, computes every value in fp32, stores the loss and lse in fp32 and the gradient
     in the gradient tensor's dtype. grad_ptr may equal logits_ptr: each element is read before it is overwritten.
@@ -54,11 +55,19 @@ def _cross_entropy_kernel(
     row_max = float("-inf")
     sum_exp = 0.0
     sum_z = 0.0
+    if PREFETCH:  # the next block's load is in flight while this one is reduced: twice the bytes in flight
+        next_block = tl.load(logits_row + cols, mask=cols < V, other=float("-inf"),
+                             eviction_policy=FIRST_SWEEP_EVICTION)
     for start in range(0, V, BLOCK_V):
         offsets = start + cols
         mask = offsets < V
-        z = tl.load(logits_row + offsets, mask=mask, other=float("-inf"),
-                    eviction_policy=FIRST_SWEEP_EVICTION).to(tl.float32)
+        if PREFETCH:
+            z = next_block.to(tl.float32)
+            next_block = tl.load(logits_row + BLOCK_V + offsets, mask=BLOCK_V + offsets < V, other=float("-inf"),
+                                 eviction_policy=FIRST_SWEEP_EVICTION)
+        else:
+            z = tl.load(logits_row + offsets, mask=mask, other=float("-inf"),
+                        eviction_policy=FIRST_SWEEP_EVICTION).to(tl.float32)
         if HAS_SOFTCAP:
             z = tl.where(mask, softcap * _tanh(z / softcap), float("-inf"))
         new_max = tl.maximum(row_max, tl.max(z, axis=0))
@@ -82,7 +91,7 @@ def _cross_entropy_kernel(
 
     if WRITE_GRAD:
         # d loss / d z_j = p_j (1 + 2 s lse) - (1 - eps) [j = target] - eps / V, all times the row's scale
-        row_scale = tl.where(is_valid, tl.load(grad_scale_ptr).to(tl.float32), 0.0)
+        row_scale = tl.where(is_valid, tl.load(grad_scale_ptr + row * grad_scale_stride).to(tl.float32), 0.0)
         softmax_coef = row_scale
         if HAS_Z_LOSS:
             softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
@@ -126,24 +135,31 @@ def _scale_rows_kernel(grad_ptr, grad_row_stride, scale_ptr, scale_stride, V, BL
 # ----------------------------------------------------------------------------------------------------------------
 # Launchers
 # ----------------------------------------------------------------------------------------------------------------
-# (BLOCK_V, num_warps) forced for every launch when set: how scripts/gpu_cross_entropy.py compares configs
+# (BLOCK_V, num_warps, PREFETCH) forced for every launch when set: how scripts/gpu_cross_entropy.py compares configs
 _CONFIG_OVERRIDE: Optional[tuple] = None
 
 
 def _launch_config(V: int) -> tuple:
-    """(BLOCK_V, num_warps) for a row of V logits: large blocks so each program keeps enough bytes in flight."""
+    """(BLOCK_V, num_warps, PREFETCH) for rows of V logits: big blocks and a prefetch keep bytes in flight."""
     if _CONFIG_OVERRIDE is not None:
         return _CONFIG_OVERRIDE
     block_v = min(triton.next_power_of_2(V), 8192)
     num_warps = 4 if block_v <= 1024 else (8 if block_v <= 4096 else 16)
-    return block_v, num_warps
+    return block_v, num_warps, V > block_v
 
 
-def _as_device_scalar(value, like: torch.Tensor) -> torch.Tensor:
-    """A float or 0-d/1-element tensor as a 1-element fp32 tensor on `like`'s device (no host sync)."""
-    if isinstance(value, torch.Tensor):
-        return value.reshape(1).to(device=like.device, dtype=torch.float32)
-    return torch.full((1,), float(value), device=like.device, dtype=torch.float32)
+def _grad_scale_arg(grad_scale, rows: int, like: torch.Tensor) -> tuple:
+    """(fp32 tensor, stride) for the kernel from a float, a 0-d tensor (every row) or a [rows] tensor (per row),
+    without a host sync."""
+    if not isinstance(grad_scale, torch.Tensor):
+        return torch.full((1,), float(grad_scale), device=like.device, dtype=torch.float32), 0
+    if grad_scale.dim() == 0:
+        return grad_scale.reshape(1).to(device=like.device, dtype=torch.float32), 0
+    if grad_scale.shape != (rows,):
+        raise ValueError(f"grad_scale must be 0-d or have shape ({rows},), got {tuple(grad_scale.shape)}")
+    if grad_scale.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        grad_scale = grad_scale.float()
+    return grad_scale, grad_scale.stride(0)
 
 
 def _cross_entropy_rows(
@@ -156,30 +172,36 @@ def _cross_entropy_rows(
     label_smoothing: float = 0.0,
     softcap: Optional[float] = None,
     lse_square_scale: float = 0.0,
+    per_token_loss: Optional[torch.Tensor] = None,
+    lse: Optional[torch.Tensor] = None,
 ) -> tuple:
     """Per-token loss and lse (fp32 [rows]) of `logits` [rows, V]; when `grad` is given (it may be `logits`
     itself), also write grad_scale * d per_token_loss / d logits into it. Inputs are not validated here: callers
     pass 2-D logits with unit stride along V, matching target and grad, and targets already range-checked.
-    `grad_scale` is a float or a 0-d device tensor (e.g. 1 / number of valid tokens, read by the kernel).
+    `grad_scale` is a float, a 0-d device tensor (e.g. 1 / number of valid tokens, read by the kernel) or a
+    [rows] tensor of per-row scales. `per_token_loss` / `lse`, if given, are contiguous fp32 [rows] outputs.
     """
     rows, V = logits.shape
-    per_token_loss = torch.empty(rows, device=logits.device, dtype=torch.float32)
-    lse = torch.empty(rows, device=logits.device, dtype=torch.float32)
+    if per_token_loss is None:
+        per_token_loss = torch.empty(rows, device=logits.device, dtype=torch.float32)
+    if lse is None:
+        lse = torch.empty(rows, device=logits.device, dtype=torch.float32)
     if rows == 0:
         return per_token_loss, lse
     write_grad = grad is not None
-    grad_scale = _as_device_scalar(grad_scale if write_grad else 0.0, logits)
-    block_v, num_warps = _launch_config(V)
+    grad_scale, grad_scale_stride = _grad_scale_arg(grad_scale if write_grad else 0.0, rows, logits)
+    block_v, num_warps, prefetch = _launch_config(V)
     _cross_entropy_kernel[(rows,)](
         logits, logits.stride(0),
         grad if write_grad else logits, grad.stride(0) if write_grad else 0,
-        target, per_token_loss, lse, grad_scale,
+        target, per_token_loss, lse, grad_scale, grad_scale_stride,
         V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale),
         BLOCK_V=block_v,
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
         WRITE_GRAD=write_grad,
         # streamed once without a gradient; with one, kept in L2 for the second sweep
         FIRST_SWEEP_EVICTION="evict_last" if write_grad else "evict_first",
+        PREFETCH=prefetch,
         num_warps=num_warps,
     )
     return per_token_loss, lse

@@ -1,0 +1,302 @@
+"""Linear layer + cross-entropy that never materialises the BT x V logits.
+
+`chunked_linear_cross_entropy(x, weight, target)` equals `F.cross_entropy((x @ weight.T + bias).float(), target)`
+(with the soft-cap, z-loss and label smoothing of `cross_entropy_with_grad`). Rows are processed a chunk at a time:
+cuBLAS computes the chunk's logits, the row kernel of greyhound/ops/cross_entropy.py turns them in place into
+d loss / d logits, and two more GEMMs fold that into the gradients of x and of the weight. Full mode thus costs
+three GEMMs, the forward pass one; `backward` only rescales gradients computed during the forward.
+
+The weight gradient sums one GEMM per chunk. That running sum is kept in fp32 (cuBLAS reads and writes an fp32
+C with beta = 1; bf16 sums drift at large vocabularies), which takes V x H x 4 bytes. Half of that space is the
+bf16/fp16 gradient's own storage: rows [0, V/2) accumulate in place inside it and are narrowed in place at the
+end, rows [V/2, V) in a separate fp32 buffer freed afterwards. Peak extra memory in full mode is therefore
+V*H*4 (grad_weight + that buffer) + BT*H*2 (grad_x) + one chunk of logits, and afterwards just the gradients.
+"""
+import functools
+import warnings
+from typing import Optional
+
+import torch
+
+from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
+from greyhound.ops.cross_entropy import (
+    TARGET_DTYPES,
+    CrossEntropyOutput,
+    _check_options,
+    _check_targets,
+    _cross_entropy_rows,
+    _reduce,
+    cross_entropy_reference,
+)
+
+__all__ = ["chunked_linear_cross_entropy", "chunked_linear_cross_entropy_reference"]
+
+# Logits held at once, per chunk: the forward pass streams small chunks (its extra memory is that chunk); full
+# mode takes bigger ones because every chunk's weight-gradient GEMM also reads and writes the fp32 V x H sum.
+FORWARD_CHUNK_BYTES = 64 << 20
+GRAD_CHUNK_BYTES = 256 << 20
+MIN_GRAD_CHUNK_ROWS = 1024
+MAX_CHUNK_ROWS = 8192
+
+
+def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool) -> int:
+    """Rows per chunk: the power of two whose logits fit the byte budget, within [64 or 1024, 8192]."""
+    budget, floor = (GRAD_CHUNK_BYTES, MIN_GRAD_CHUNK_ROWS) if with_grad else (FORWARD_CHUNK_BYTES, 64)
+    fitting = max(1, budget // (V * element_size))
+    chunk = 1 << (fitting.bit_length() - 1)
+    return max(1, min(rows, max(floor, min(chunk, MAX_CHUNK_ROWS))))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# fp32 accumulation of the weight gradient
+# ----------------------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _cublas_accumulates_into_fp32(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether `torch.addmm(acc_fp32, a, b, out_dtype=torch.float32, out=acc_fp32)` works for `dtype` operands
+    here (torch >= 2.8 on CUDA, with an fp32 `self` in recent versions): checked once on a tiny product."""
+    try:
+        a = torch.randn(32, 16, device=device).to(dtype)
+        b = torch.randn(16, 24, device=device).to(dtype)
+        acc = torch.randn(32, 24, device=device)
+        expected = acc + a.float() @ b.float()
+        torch.addmm(acc, a, b, out_dtype=torch.float32, out=acc)
+        return bool(torch.allclose(acc, expected, rtol=1e-3, atol=1e-3))
+    except (RuntimeError, TypeError):
+        return False
+
+
+def _addmm_into_fp32_(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """acc += a @ b for an fp32 `acc`, products and sums in fp32, operands in their own (low) precision."""
+    if a.dtype == torch.float32:
+        acc.addmm_(a, b)
+    elif acc.is_cuda and _cublas_accumulates_into_fp32(acc.device, a.dtype):
+        torch.addmm(acc, a, b, out_dtype=torch.float32, out=acc)
+    else:
+        if acc.is_cuda:
+            warnings.warn("this torch has no addmm(out_dtype=float32) for an fp32 accumulator: the weight gradient "
+                          "falls back to fp32 GEMMs on upcast copies (correct, much slower)", stacklevel=3)
+        acc.addmm_(a.float(), b.float())
+
+
+class _WeightGradAccumulator:
+    """Sums g_c^T x_c over chunks in fp32 and hands back the weight gradient in the weight's dtype.
+
+    For bf16/fp16 weights the fp32 sum of rows [0, V/2) lives in the output tensor's own bytes (4 bytes per
+    element for half the rows = 2 bytes per element for all rows), so the only extra buffer is fp32 rows [V/2, V).
+    """
+
+    def __init__(self, V: int, H: int, dtype: torch.dtype, device: torch.device):
+        self.grad = torch.empty(V, H, dtype=dtype, device=device)
+        if dtype == torch.float32:
+            self.split = V
+            self.head = self.grad.zero_()
+            self.tail = self.grad[V:]
+        else:
+            self.split = V // 2
+            self.head = self.grad.view(-1)[: 2 * self.split * H].view(torch.float32).view(self.split, H).zero_()
+            self.tail = torch.zeros(V - self.split, H, dtype=torch.float32, device=device)
+
+    def add_(self, grad_logits: torch.Tensor, x: torch.Tensor) -> None:
+        """sum += grad_logits^T x for one chunk: grad_logits [rows, V], x [rows, H]."""
+        _addmm_into_fp32_(self.head, grad_logits[:, : self.split].t(), x)
+        if self.tail.shape[0]:
+            _addmm_into_fp32_(self.tail, grad_logits[:, self.split:].t(), x)
+
+    def finish(self) -> torch.Tensor:
+        if self.grad.dtype == torch.float32:
+            return self.grad
+        _narrow_in_place(self.head, self.grad[: self.split])
+        self.grad[self.split:].copy_(self.tail)
+        self.tail = None  # frees the fp32 half before the caller sees the gradient
+        return self.grad
+
+
+def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, first_rows: int = 1024) -> None:
+    """narrow[:] = wide[:] where fp32 `wide` [R, H] occupies the first 4RH bytes of the same storage as the
+    2-byte `narrow` [R, H]. Rows go in growing slabs [s, 2s): their 2-byte destination overlaps only fp32 rows
+    below s, already converted, so every slab but the first (which goes through a temporary) copies directly."""
+    rows = wide.shape[0]
+    stop = min(rows, first_rows)
+    narrow[:stop].copy_(wide[:stop].to(narrow.dtype))
+    while stop < rows:
+        start, stop = stop, min(rows, 2 * stop)
+        narrow[start:stop].copy_(wide[start:stop])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The chunk loop
+# ----------------------------------------------------------------------------------------------------------------
+def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chunk_size, options):
+    """Per-token loss and lse (fp32 [BT]) and, for the inputs flagged in `needs_grad` (x, weight, bias), the
+    gradients of sum_rows grad_scale * per_token_loss. `grad_scale`: float, 0-d tensor or per-row [BT] tensor."""
+    rows, V = x.shape[0], weight.shape[0]
+    need_x, need_weight, need_bias = needs_grad
+    with_grad = any(needs_grad)
+    chunk = chunk_size or _auto_chunk_rows(rows, V, x.element_size(), with_grad)
+    per_token_loss = torch.empty(rows, device=x.device, dtype=torch.float32)
+    lse = torch.empty(rows, device=x.device, dtype=torch.float32)
+    logits_buffer = torch.empty(min(chunk, rows), V, device=x.device, dtype=x.dtype)
+    grad_x = torch.empty(x.shape, device=x.device, dtype=x.dtype) if need_x else None
+    grad_weight = _WeightGradAccumulator(V, x.shape[1], weight.dtype, x.device) if need_weight else None
+    grad_bias = torch.zeros(V, device=x.device, dtype=torch.float32) if need_bias else None
+    per_row_scale = isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1
+
+    for start in range(0, rows, chunk):
+        stop = min(start + chunk, rows)
+        x_chunk = x[start:stop]
+        logits = logits_buffer[: stop - start]
+        if bias is None:
+            torch.mm(x_chunk, weight.t(), out=logits)
+        else:
+            torch.addmm(bias, x_chunk, weight.t(), out=logits)
+        _cross_entropy_rows(
+            logits, target[start:stop], logits if with_grad else None,
+            grad_scale[start:stop] if per_row_scale else grad_scale,
+            per_token_loss=per_token_loss[start:stop], lse=lse[start:stop], **options,
+        )
+        # from here `logits` holds d loss / d logits of this chunk
+        if need_x:
+            torch.mm(logits, weight, out=grad_x[start:stop])
+        if need_weight:
+            grad_weight.add_(logits, x_chunk)
+        if need_bias:
+            grad_bias += logits.sum(dim=0, dtype=torch.float32)
+
+    if need_weight:
+        grad_weight = grad_weight.finish()
+    if need_bias:
+        grad_bias = grad_bias.to(bias.dtype)
+    return per_token_loss, lse, grad_x, grad_weight, grad_bias
+
+
+class _LinearCrossEntropyFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, target, reduction, chunk_size, ignore_index, label_smoothing, softcap,
+                lse_square_scale):
+        options = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, softcap=softcap,
+                       lse_square_scale=lse_square_scale)
+        ctx.options, ctx.chunk_size, ctx.reduction = options, chunk_size, reduction
+        ctx.backward_done = False
+        if reduction == "none":
+            # the per-token grad_output weights each row inside the weight-gradient sum: known only in backward,
+            # so the chunks are recomputed there (four GEMMs in all instead of three)
+            per_token_loss, lse, *_ = _chunked_loss_and_grads(
+                x, weight, bias, target, 0.0, (False, False, False), chunk_size, options)
+            ctx.save_for_backward(x, weight, bias, target)
+            ctx.mark_non_differentiable(lse)
+            return per_token_loss, None, lse
+        n_valid = (target != ignore_index).sum()
+        grad_scale = 1.0 / n_valid.float() if reduction == "mean" else 1.0
+        per_token_loss, lse, grad_x, grad_weight, grad_bias = _chunked_loss_and_grads(
+            x, weight, bias, target, grad_scale, ctx.needs_input_grad[:3], chunk_size, options)
+        ctx.save_for_backward(grad_x, grad_weight, grad_bias)
+        ctx.mark_non_differentiable(per_token_loss, lse)
+        return _reduce(per_token_loss, n_valid, reduction), per_token_loss, lse
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_loss, _grad_per_token_loss, _grad_lse):
+        if ctx.backward_done:
+            raise RuntimeError(
+                "chunked_linear_cross_entropy: backward ran twice through the same forward (retain_graph=True); "
+                "the gradients computed in the forward were already handed out. Call it again instead."
+            )
+        ctx.backward_done = True
+        if ctx.reduction == "none":
+            x, weight, bias, target = ctx.saved_tensors
+            _, _, grad_x, grad_weight, grad_bias = _chunked_loss_and_grads(
+                x, weight, bias, target, grad_loss, ctx.needs_input_grad[:3], ctx.chunk_size, ctx.options)
+        else:
+            grad_x, grad_weight, grad_bias = ctx.saved_tensors
+            if not bool((grad_loss == 1).all()):  # loss.backward() passes 1: nothing to do
+                for grad in (grad_x, grad_weight, grad_bias):
+                    if grad is not None:
+                        grad.mul_(grad_loss)
+        return grad_x, grad_weight, grad_bias, None, None, None, None, None, None, None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Public functions
+# ----------------------------------------------------------------------------------------------------------------
+def chunked_linear_cross_entropy(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    *,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+    softcap: Optional[float] = None,
+    lse_square_scale: float = 0.0,
+    return_per_token_loss: bool = False,
+    return_lse: bool = False,
+    chunk_size: Optional[int] = None,
+):
+    """Cross-entropy of the logits `x @ weight.T + bias` (x [BT, H], weight [V, H], bias [V]) against `target`
+    [BT], with the options and outputs of `cross_entropy_with_grad`, computed `chunk_size` rows at a time so that
+    at most one chunk of logits exists (default: from the shapes, 64 MiB of logits without a gradient, about
+    256 MiB and at least 1024 rows with one).
+
+    Contract: x, weight, bias share one float dtype (fp32/bf16/fp16); GEMMs through torch (cuBLAS) accumulate in
+    fp32, the softmax math is fp32, the weight and bias gradients are summed over chunks in fp32 and returned in
+    the parameters' dtype; loss, per-token loss and lse are fp32. Inputs are never written.
+
+    When a gradient is needed, all of x's, weight's and bias's gradients (those that require grad) are computed
+    in the forward pass and kept until `backward` (which only rescales them; one backward per call). With
+    reduction="none" they are computed in `backward` instead, where the per-token grad_output is known.
+    """
+    check_tensor("x", x, dtypes=FLOAT_DTYPES, ndim=2)
+    check_triton_device("x", x)
+    check_tensor("weight", weight, dtypes=(x.dtype,), ndim=2, like=x)
+    if weight.shape[1] != x.shape[1]:
+        raise ValueError(f"weight must have shape (V, {x.shape[1]}) to match x's hidden size, got "
+                         f"{tuple(weight.shape)}")
+    if weight.shape[0] == 0:
+        raise ValueError(f"weight must have at least one row (V >= 1), got shape {tuple(weight.shape)}")
+    V = weight.shape[0]
+    if bias is not None:
+        check_tensor("bias", bias, dtypes=(x.dtype,), ndim=1, like=x)
+        if bias.shape[0] != V:
+            raise ValueError(f"bias must have shape ({V},) like weight's rows, got {tuple(bias.shape)}")
+    check_tensor("target", target, dtypes=TARGET_DTYPES, ndim=1, like=x)
+    if target.shape[0] != x.shape[0]:
+        raise ValueError(f"target must have one entry per row of x ({x.shape[0]}), got shape {tuple(target.shape)}")
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int)
+                                   or chunk_size < 1):
+        raise ValueError(f"chunk_size must be None or a positive int, got {chunk_size!r}")
+    _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
+    target = target.contiguous()
+    _check_targets(target, V, ignore_index)
+    options = dict(ignore_index=ignore_index, label_smoothing=float(label_smoothing), softcap=softcap,
+                   lse_square_scale=float(lse_square_scale))
+
+    inputs = (x, weight, bias)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in inputs):
+        loss, per_token_loss, lse = _LinearCrossEntropyFunction.apply(
+            x, weight, bias, target, reduction, chunk_size, ignore_index, options["label_smoothing"], softcap,
+            options["lse_square_scale"])
+        if reduction == "none":
+            per_token_loss = loss.detach()
+    else:
+        per_token_loss, lse, *_ = _chunked_loss_and_grads(
+            x, weight, bias, target, 0.0, (False, False, False), chunk_size, options)
+        loss = _reduce(per_token_loss, (target != ignore_index).sum(), reduction)
+    if not (return_per_token_loss or return_lse):
+        return loss
+    return CrossEntropyOutput(loss, per_token_loss if return_per_token_loss else None, lse if return_lse else None)
+
+
+def chunked_linear_cross_entropy_reference(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    *,
+    chunk_size: Optional[int] = None,
+    **options,
+):
+    """Plain PyTorch: `cross_entropy_reference(x @ weight.T + bias, target, **options)`, the logits made in the
+    inputs' dtype and the loss computed in fp32 (fp64 for fp64 inputs); `chunk_size` is ignored."""
+    logits = x @ weight.t() if bias is None else torch.addmm(bias, x, weight.t())
+    return cross_entropy_reference(logits, target, **options)

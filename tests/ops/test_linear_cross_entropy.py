@@ -1,0 +1,217 @@
+"""chunked_linear_cross_entropy against the fp64 reference: loss, x / weight / bias gradients over chunk sizes,
+options and reductions; the fp32 weight-gradient sum and its in-place narrowing; argument errors."""
+import pytest
+import torch
+
+import greyhound.ops.linear_cross_entropy as lce
+from greyhound.ops.cross_entropy import CrossEntropyOutput
+from greyhound.ops.linear_cross_entropy import chunked_linear_cross_entropy, chunked_linear_cross_entropy_reference
+
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
+
+
+def rel_err(out, ref):
+    out, ref = out.double(), ref.double()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def make_inputs(rows, hidden, V, dtype, device, *, with_bias=False, ignored=(), target_dtype=torch.int64):
+    x = torch.randn(rows, hidden, device=device).to(dtype)
+    weight = (torch.randn(V, hidden, device=device) / hidden ** 0.5 * 3).to(dtype)
+    bias = (torch.randn(V, device=device) * 0.5).to(dtype) if with_bias else None
+    target = torch.randint(0, V, (rows,), device=device, dtype=target_dtype)
+    for row in ignored:
+        target[row] = -100
+    return x, weight, bias, target
+
+
+def check_against_reference(x, weight, bias, target, grad_output=None, **options):
+    dtype = x.dtype
+    ours = [t.clone().requires_grad_() if t is not None else None for t in (x, weight, bias)]
+    refs = [t.detach().double().requires_grad_() if t is not None else None for t in (x, weight, bias)]
+    out = chunked_linear_cross_entropy(*ours[:2], target, ours[2], return_per_token_loss=True, return_lse=True,
+                                       **options)
+    ref = chunked_linear_cross_entropy_reference(*refs[:2], target, refs[2], return_per_token_loss=True,
+                                                 return_lse=True, **options)
+    assert isinstance(out, CrossEntropyOutput) and out.loss.dtype == torch.float32
+    if grad_output is None:
+        grad_output = torch.randn_like(ref.loss)
+    out.loss.backward(grad_output.float())
+    ref.loss.backward(grad_output.double())
+    tolerance = TOLERANCE[dtype]
+    assert rel_err(out.loss, ref.loss) < tolerance
+    assert rel_err(out.per_token_loss, ref.per_token_loss) < tolerance
+    assert rel_err(out.lse, ref.lse) < tolerance
+    for mine, theirs in zip(ours, refs):
+        if mine is not None:
+            assert mine.grad.dtype == dtype and rel_err(mine.grad, theirs.grad) < tolerance
+    return out, ours
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("chunk_size", [None, 7])
+def test_matches_reference(device, dtype, reduction, chunk_size):
+    x, weight, bias, target = make_inputs(29, 24, 301, dtype, device, with_bias=True, ignored=(3, 17))
+    check_against_reference(x, weight, bias, target, reduction=reduction, chunk_size=chunk_size)
+
+
+@pytest.mark.parametrize("options", [
+    {"label_smoothing": 0.15},
+    {"softcap": 3.0},
+    {"lse_square_scale": 1e-2},
+    {"label_smoothing": 0.1, "softcap": 6.0, "lse_square_scale": 1e-3, "ignore_index": 2},
+], ids=["smoothing", "softcap", "zloss", "all"])
+def test_options(device, options):
+    x, weight, _, target = make_inputs(21, 16, 257, torch.float32, device, ignored=(0, 9))
+    if "ignore_index" in options:
+        target[target == -100] = options["ignore_index"]
+    check_against_reference(x, weight, None, target, chunk_size=8, **options)
+
+
+def test_int32_target_and_scalar_grad_output(device):
+    x, weight, bias, target = make_inputs(13, 16, 100, torch.float16, device, with_bias=True, ignored=(4,),
+                                          target_dtype=torch.int32)
+    check_against_reference(x, weight, bias, target, grad_output=torch.tensor(-1.75), chunk_size=5)
+
+
+@pytest.mark.parametrize("which", ["x", "weight", "bias"])
+def test_only_some_inputs_need_grad(device, which):
+    x, weight, bias, target = make_inputs(12, 8, 90, torch.float32, device, with_bias=True)
+    leaves = {"x": x.clone(), "weight": weight.clone(), "bias": bias.clone()}
+    leaves[which].requires_grad_()
+    loss = chunked_linear_cross_entropy(leaves["x"], leaves["weight"], target, leaves["bias"], chunk_size=5)
+    loss.backward()
+    refs = {name: t.detach().double().requires_grad_(name == which) for name, t in leaves.items()}
+    chunked_linear_cross_entropy_reference(refs["x"], refs["weight"], target, refs["bias"]).backward()
+    assert rel_err(leaves[which].grad, refs[which].grad) < 1e-5
+    assert all(t.grad is None for name, t in leaves.items() if name != which)
+
+
+def test_inputs_not_written_and_no_grad_path(device):
+    x, weight, bias, target = make_inputs(10, 8, 70, torch.bfloat16, device, with_bias=True)
+    copies = [t.clone() for t in (x, weight, bias)]
+    with torch.no_grad():
+        loss = chunked_linear_cross_entropy(x.requires_grad_(), weight, target, bias, chunk_size=3)
+    assert not loss.requires_grad
+    assert all(torch.equal(a, b) for a, b in zip((x, weight, bias), copies))
+    expected = chunked_linear_cross_entropy_reference(x.double(), weight.double(), target, bias.double())
+    assert rel_err(loss, expected) < 2e-2
+
+
+def test_all_ignored_mean_is_nan_with_zero_grads(device):
+    x, weight, _, target = make_inputs(6, 8, 40, torch.float32, device, ignored=range(6))
+    x.requires_grad_()
+    weight.requires_grad_()
+    loss = chunked_linear_cross_entropy(x, weight, target, chunk_size=4)
+    assert torch.isnan(loss)
+    loss.backward()
+    assert torch.all(x.grad == 0) and torch.all(weight.grad == 0)
+
+
+def test_return_types_and_backward_twice(device):
+    x, weight, _, target = make_inputs(6, 8, 40, torch.float32, device)
+    weight.requires_grad_()
+    assert isinstance(chunked_linear_cross_entropy(x, weight, target), torch.Tensor)
+    out = chunked_linear_cross_entropy(x, weight, target, reduction="none", return_per_token_loss=True)
+    assert out.lse is None and out.loss.shape == (6,) and torch.equal(out.per_token_loss, out.loss.detach())
+    loss = chunked_linear_cross_entropy(x, weight, target)
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="backward ran twice"):
+        loss.backward()
+
+
+def test_weight_gradient_sums_in_fp32(device):
+    # one row per chunk: 192 partial sums of same-sign contributions (positive x, one shared target), so a bf16
+    # running sum would round at a growing magnitude 192 times; an fp32 sum rounds to bf16 once at the end
+    rows = 192
+    x, weight, _, target = make_inputs(rows, 8, 40, torch.bfloat16, device)
+    x = (x.abs() + 0.5).to(torch.bfloat16)
+    target[:] = 5
+    weight.requires_grad_()
+    chunked_linear_cross_entropy(x, weight, target, reduction="sum", chunk_size=1).backward()
+    logits = (x.double() @ weight.detach().double().t()).requires_grad_()
+    chunked_linear_cross_entropy_reference(logits, torch.eye(40, dtype=torch.float64), target,
+                                           reduction="sum").backward()
+    exact = logits.grad.t() @ x.double()
+    bf16_running_sum = torch.zeros_like(exact).to(torch.bfloat16)
+    for row in range(rows):
+        bf16_running_sum = (bf16_running_sum.double() + torch.outer(logits.grad[row], x[row].double())).bfloat16()
+    ours, bf16_sum_error = rel_err(weight.grad, exact), rel_err(bf16_running_sum, exact)
+    assert ours < 5e-3 and ours < bf16_sum_error / 3, (ours, bf16_sum_error)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_narrow_in_place(dtype):
+    rows, hidden = 53, 6
+    storage = torch.empty(rows * 2, hidden, dtype=dtype)
+    wide = storage.view(-1)[: rows * hidden * 2].view(torch.float32).view(rows, hidden)
+    wide.copy_(torch.randn(rows, hidden))
+    expected = wide.to(dtype)
+    lce._narrow_in_place(wide, storage[:rows], first_rows=3)  # slabs [0,3) [3,6) [6,12) [12,24) [24,48) [48,53)
+    assert torch.equal(storage[:rows], expected)
+
+
+@pytest.mark.parametrize("V", [1, 2, 7, 300])
+def test_accumulator_odd_vocab(V):
+    hidden, rows = 5, 9
+    accumulator = lce._WeightGradAccumulator(V, hidden, torch.bfloat16, torch.device("cpu"))
+    grads = [torch.randn(rows, V).to(torch.bfloat16) for _ in range(3)]
+    xs = [torch.randn(rows, hidden).to(torch.bfloat16) for _ in range(3)]
+    for grad, x in zip(grads, xs):
+        accumulator.add_(grad, x)
+    expected = sum(g.double().t() @ x.double() for g, x in zip(grads, xs))
+    result = accumulator.finish()
+    assert result.dtype == torch.bfloat16 and result.shape == (V, hidden)
+    assert torch.allclose(result.double(), expected, rtol=8e-3, atol=1e-5)
+
+
+def test_auto_chunk_rows():
+    assert lce._auto_chunk_rows(8192, 128256, 2, with_grad=True) == 1024
+    assert lce._auto_chunk_rows(8192, 128256, 2, with_grad=False) == 256
+    assert lce._auto_chunk_rows(8192, 262144, 2, with_grad=True) == 1024  # at least 1024 rows for the GEMMs
+    assert lce._auto_chunk_rows(8192, 262144, 2, with_grad=False) == 128
+    assert lce._auto_chunk_rows(100, 1000, 4, with_grad=False) == 100
+    assert lce._auto_chunk_rows(1 << 20, 50, 2, with_grad=True) == 8192
+
+
+def test_bad_arguments(device):
+    x, weight, bias, target = make_inputs(4, 8, 10, torch.float32, device, with_bias=True)
+    cases = [
+        (TypeError, "x", dict(x=x.double())),
+        (ValueError, "x", dict(x=x[0])),
+        (TypeError, "weight", dict(weight=weight.half())),
+        (ValueError, "weight", dict(weight=weight[:, :5])),
+        (ValueError, "weight", dict(weight=weight[:0])),
+        (ValueError, "weight", dict(weight=weight.to("meta"))),
+        (TypeError, "bias", dict(bias=bias.half())),
+        (ValueError, "bias", dict(bias=bias[:5])),
+        (TypeError, "target", dict(target=target.float())),
+        (ValueError, "target", dict(target=target[:3])),
+        (ValueError, "target", dict(target=torch.full_like(target, 10))),
+        (ValueError, "target", dict(target=torch.full_like(target, -3))),
+        (ValueError, "chunk_size", dict(chunk_size=0)),
+        (ValueError, "chunk_size", dict(chunk_size=2.5)),
+        (ValueError, "reduction", dict(reduction="batchmean")),
+        (ValueError, "label_smoothing", dict(label_smoothing=1.5)),
+        (ValueError, "softcap", dict(softcap=0.0)),
+        (ValueError, "lse_square_scale", dict(lse_square_scale=-1.0)),
+    ]
+    for error, name, change in cases:
+        args = {"x": x, "weight": weight, "target": target, "bias": bias, **change}
+        with pytest.raises(error, match=name):
+            chunked_linear_cross_entropy(args.pop("x"), args.pop("weight"), args.pop("target"), args.pop("bias"),
+                                         **args)
+
+
+@pytest.mark.gpu
+def test_gpu_fp32_accumulation_uses_cublas():
+    # False means this torch lacks addmm(out_dtype=float32) into an fp32 `self`: the slow upcast path runs
+    assert lce._cublas_accumulates_into_fp32(torch.device("cuda", torch.cuda.current_device()), torch.bfloat16)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_gpu_large_vocab(dtype):
+    x, weight, bias, target = make_inputs(2048, 512, 262144, dtype, "cuda", with_bias=True, ignored=(7,))
+    check_against_reference(x, weight, bias, target, softcap=30.0, lse_square_scale=1e-4, chunk_size=768)
