@@ -242,6 +242,17 @@ def _check_targets(target: torch.Tensor, V: int, ignore_index: int) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Autograd
 # ----------------------------------------------------------------------------------------------------------------
+def _hand_out_once(ctx, op_name: str) -> None:
+    """Gradients made in the forward are handed out (and maybe rescaled in place) once: a second backward through
+    the same graph (retain_graph=True) raises instead of returning stale or doubly scaled values."""
+    if getattr(ctx, "backward_done", False):
+        raise RuntimeError(
+            f"{op_name}: backward ran twice through the same forward (retain_graph=True); the gradients made in "
+            f"the forward were already handed out. Call {op_name} again instead."
+        )
+    ctx.backward_done = True
+
+
 class _CrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, reduction, ignore_index, label_smoothing, softcap, lse_square_scale,
@@ -257,7 +268,6 @@ class _CrossEntropyFunction(torch.autograd.Function):
             # other nodes that saved logits now raise; bumped before saving so the saved version holds the gradient
             torch.autograd.graph.increment_version(logits)
         ctx.save_for_backward(grad)  # a later in-place write to it makes backward raise
-        ctx.backward_done = False
         loss = _reduce(per_token_loss, n_valid, reduction)
         if reduction == "none":
             ctx.mark_non_differentiable(lse)
@@ -268,12 +278,7 @@ class _CrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_loss, _grad_per_token_loss, _grad_lse):
-        if ctx.backward_done:
-            raise RuntimeError(
-                "cross_entropy_with_grad: backward ran twice through the same forward (retain_graph=True); the "
-                "gradient saved in the forward was already handed out. Call cross_entropy_with_grad again instead."
-            )
-        ctx.backward_done = True
+        _hand_out_once(ctx, "cross_entropy_with_grad")
         (grad,) = ctx.saved_tensors
         grad = grad.detach()
         if grad_loss is not None and not bool((grad_loss == 1).all()):  # loss.backward() passes 1: nothing to do
@@ -285,6 +290,13 @@ class CrossEntropyOutput(NamedTuple):
     loss: torch.Tensor
     per_token_loss: Optional[torch.Tensor]
     lse: Optional[torch.Tensor]
+
+
+def _outputs(loss, per_token_loss, lse, return_per_token_loss: bool, return_lse: bool):
+    """The bare loss, or CrossEntropyOutput with the fields asked for (None elsewhere)."""
+    if not (return_per_token_loss or return_lse):
+        return loss
+    return CrossEntropyOutput(loss, per_token_loss if return_per_token_loss else None, lse if return_lse else None)
 
 
 def _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale):
@@ -375,9 +387,7 @@ def cross_entropy_with_grad(
     else:
         per_token_loss, lse = _cross_entropy_rows(logits, target, **options)
         loss = _reduce(per_token_loss, (target != ignore_index).sum(), reduction)
-    if not (return_per_token_loss or return_lse):
-        return loss
-    return CrossEntropyOutput(loss, per_token_loss if return_per_token_loss else None, lse if return_lse else None)
+    return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)
 
 
 def cross_entropy_reference(
@@ -414,8 +424,4 @@ def cross_entropy_reference(
         loss = per_token_loss.sum()
     else:
         loss = per_token_loss.sum() / valid.sum()
-    if not (return_per_token_loss or return_lse):
-        return loss
-    return CrossEntropyOutput(
-        loss, per_token_loss.detach() if return_per_token_loss else None, lse.detach() if return_lse else None
-    )
+    return _outputs(loss, per_token_loss.detach(), lse.detach(), return_per_token_loss, return_lse)

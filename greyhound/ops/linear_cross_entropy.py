@@ -21,10 +21,11 @@ import torch
 from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
 from greyhound.ops.cross_entropy import (
     TARGET_DTYPES,
-    CrossEntropyOutput,
     _check_options,
     _check_targets,
     _cross_entropy_rows,
+    _hand_out_once,
+    _outputs,
     _reduce,
     cross_entropy_reference,
 )
@@ -176,7 +177,6 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
         options = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, softcap=softcap,
                        lse_square_scale=lse_square_scale)
         ctx.options, ctx.chunk_size, ctx.reduction = options, chunk_size, reduction
-        ctx.backward_done = False
         if reduction == "none":
             # the per-token grad_output weights each row inside the weight-gradient sum: known only in backward,
             # so the chunks are recomputed there (four GEMMs in all instead of three)
@@ -196,12 +196,7 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_loss, _grad_per_token_loss, _grad_lse):
-        if ctx.backward_done:
-            raise RuntimeError(
-                "chunked_linear_cross_entropy: backward ran twice through the same forward (retain_graph=True); "
-                "the gradients computed in the forward were already handed out. Call it again instead."
-            )
-        ctx.backward_done = True
+        _hand_out_once(ctx, "chunked_linear_cross_entropy")
         if ctx.reduction == "none":
             x, weight, bias, target = ctx.saved_tensors
             _, _, grad_x, grad_weight, grad_bias = _chunked_loss_and_grads(
@@ -282,9 +277,7 @@ def chunked_linear_cross_entropy(
         per_token_loss, lse, *_ = _chunked_loss_and_grads(
             x, weight, bias, target, 0.0, (False, False, False), chunk_size, options)
         loss = _reduce(per_token_loss, (target != ignore_index).sum(), reduction)
-    if not (return_per_token_loss or return_lse):
-        return loss
-    return CrossEntropyOutput(loss, per_token_loss if return_per_token_loss else None, lse if return_lse else None)
+    return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)
 
 
 def chunked_linear_cross_entropy_reference(
