@@ -146,13 +146,13 @@ def test_megakernel_autotune_configs_fit_the_hidden_width(channels, hidden):
     configs = cheri_ops._prune_megakernel_configs(cheri_ops._cheri_block_megakernel_autotuned.configs, {},
                                                   HIDDEN=hidden, BLOCK_C=block_c)
     assert configs and all(hidden % c.kwargs["BLOCK_E"] == 0 for c in configs)
-    assert all(c.kwargs["BLOCK_L"] * block_c <= 16384 for c in configs)
+    assert all(c.kwargs["BLOCK_L"] * block_c <= 32768 for c in configs)
 
 
 # ------------------------------------------------------------------------------------------------ dispatch
 @pytest.mark.parametrize("n_filters,expansion,expect_megakernel", [(12, 3, False), (12, 4, True), (20, 4, True)])
 def test_dispatch_rule(device, monkeypatch, n_filters, expansion, expect_megakernel):
-    mega = CallRecorder(monkeypatch, cheri_module, "cheri_block_megakernel")
+    mega = CallRecorder(monkeypatch, cheri_module, "run_megakernel")
     train = CallRecorder(monkeypatch, cheri_module, "cheri_block_forward")
     block = make_block(n_filters, 3, 2, expansion=expansion, device=device)
     x = torch.randn(2, n_filters, 30, device=device)
@@ -173,8 +173,7 @@ def test_dispatch_rule(device, monkeypatch, n_filters, expansion, expect_megaker
 
 # ------------------------------------------------------------------------------------------------ cache lifecycle
 def test_eval_cache_lifecycle(device, monkeypatch):
-    prepare = CallRecorder(monkeypatch, cheri_module, "prepare_mlp_weights")  # cache builds
-    inline_cast = CallRecorder(monkeypatch, cheri_ops, "prepare_mlp_weights")  # casts inside the op
+    prepare = CallRecorder(monkeypatch, cheri_module, "prepare_mlp_weights")  # cache builds and inline casts
     block = make_block(16, 3, 2, expansion=4, device=device)
     x = torch.randn(1, 16, 24, device=device)
     assert block._mlp_fc1_hi is None
@@ -185,7 +184,6 @@ def test_eval_cache_lifecycle(device, monkeypatch):
         first = block(x)
         second = block(x)
     assert prepare.calls == 1 and block._mlp_fc1_hi is cached and torch.equal(first, second)  # reused
-    assert inline_cast.calls == 0
     assert not any(k.startswith("_mlp") for k in block.state_dict())  # non-persistent
 
     # An optimizer step changes the weights in place: the next eval forward rebuilds and sees them.
@@ -213,7 +211,7 @@ def test_eval_cache_lifecycle(device, monkeypatch):
     with torch.no_grad():
         inline = block(x)
         block(x)
-    assert prepare.calls == 3 and inline_cast.calls == 2 and block._mlp_fc1_hi is None
+    assert prepare.calls == 5 and block._mlp_fc1_hi is None  # two inline casts, nothing kept
     assert torch.equal(inline, loaded)
 
 
