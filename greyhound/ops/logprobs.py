@@ -187,7 +187,10 @@ def _launch_forward(logits, target_flat, temperature, outputs, config=None):
 
 def _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, temperature,
                      grad_logits=None, vocab_offset=0, config=None):
-    """Gradient w.r.t. logits[..., V] as a contiguous tensor of logits' dtype (or into `grad_logits`, rows × V)."""
+    """Gradient w.r.t. logits[..., V] in logits' dtype: a new contiguous tensor, or into `grad_logits`.
+
+    grad_logits, if given, must be contiguous rows × V (it may be `logits` itself: the linear form's in-place use).
+    """
     logits, inner_rows, stride_outer, stride_inner = _row_layout(logits)
     n_rows, vocab_size = target_flat.numel(), logits.shape[-1]
     if grad_logits is None:
@@ -372,8 +375,9 @@ class _LinearLogProbs(torch.autograd.Function):
         grad_logprob, grad_entropy = _flat_grad(grad_logprob), _flat_grad(grad_entropy)
         n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
         grad_hidden = torch.zeros(hidden_2d.shape, dtype=torch.float32, device=hidden_2d.device) if needs_hidden else None
-        grad_weight = torch.empty_like(weight) if needs_weight else None
-        grad_bias = torch.empty_like(bias) if needs_bias else None
+        # Contiguous, so that each vocabulary slice of grad_weight is a contiguous GEMM output.
+        grad_weight = torch.empty(weight.shape, dtype=weight.dtype, device=weight.device) if needs_weight else None
+        grad_bias = torch.empty(bias.shape, dtype=bias.dtype, device=bias.device) if needs_bias else None
         width = _vocab_slice(ctx.chunk_rows, n_rows, vocab_size)
         for start in range(0, vocab_size, width):
             end = min(vocab_size, start + width)
