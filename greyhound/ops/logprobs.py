@@ -208,6 +208,11 @@ def _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logpr
     return grad_logits
 
 
+def _shaped_outputs(logprob, entropy, shape):
+    """What the public functions return: logprob, or (logprob, entropy) when the entropy was computed."""
+    return logprob.view(shape) if entropy is None else (logprob.view(shape), entropy.view(shape))
+
+
 def _flat_grad(grad):
     """Upstream gradients arrive in any layout (sum().backward() gives a stride-0 expand); the kernel wants 1-D."""
     return None if grad is None else grad.reshape(-1).to(torch.float32).contiguous()
@@ -261,9 +266,7 @@ class _LogProbs(torch.autograd.Function):
         ctx.save_for_backward(logits, target_flat, row_max, log2_sum, entropy)
         ctx.temperature = temperature
         ctx.set_materialize_grads(False)
-        if return_entropy:
-            return logprob.view(target.shape), entropy.view(target.shape)
-        return logprob.view(target.shape)
+        return _shaped_outputs(logprob, entropy, target.shape)
 
     @staticmethod
     def backward(ctx, grad_logprob, grad_entropy=None):
@@ -362,9 +365,7 @@ class _LinearLogProbs(torch.autograd.Function):
         ctx.save_for_backward(hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy)
         ctx.temperature, ctx.chunk_rows, ctx.hidden_shape = temperature, chunk_rows, hidden.shape
         ctx.set_materialize_grads(False)
-        if return_entropy:
-            return logprob.view(target.shape), entropy.view(target.shape)
-        return logprob.view(target.shape)
+        return _shaped_outputs(logprob, entropy, target.shape)
 
     @staticmethod
     def backward(ctx, grad_logprob, grad_entropy=None):
