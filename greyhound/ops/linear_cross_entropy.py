@@ -82,8 +82,8 @@ def _addmm_into_fp32_(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> No
 class _WeightGradAccumulator:
     """Sums g_c^T x_c over chunks in fp32 and hands back the weight gradient in the weight's dtype.
 
-    For bf16/fp16 weights the fp32 sum of rows [0, V/2) lives in the output tensor's own bytes (4 bytes per
-    element for half the rows = 2 bytes per element for all rows), so the only extra buffer is fp32 rows [V/2, V).
+    For bf16/fp16 weights the fp32 sum of rows [0, ~V/2) lives in the output tensor's own bytes (4 bytes per
+    element for half the rows = 2 bytes per element for all rows), so the only extra buffer is fp32 rows [~V/2, V).
     """
 
     def __init__(self, V: int, H: int, dtype: torch.dtype, device: torch.device):
@@ -93,7 +93,7 @@ class _WeightGradAccumulator:
             self.head = self.grad.zero_()
             self.tail = self.grad[V:]
         else:
-            self.split = V // 2
+            self.split = V // 2 // 8 * 8  # keeps the tail's columns of grad_logits 16-byte aligned for cuBLAS
             self.head = self.grad.view(-1)[: 2 * self.split * H].view(torch.float32).view(self.split, H).zero_()
             self.tail = torch.zeros(V - self.split, H, dtype=torch.float32, device=device)
 

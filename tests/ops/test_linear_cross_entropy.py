@@ -152,7 +152,7 @@ def test_narrow_in_place(dtype):
     assert torch.equal(storage[:rows], expected)
 
 
-@pytest.mark.parametrize("V", [1, 2, 7, 300])
+@pytest.mark.parametrize("V", [1, 2, 7, 17, 300])
 def test_accumulator_odd_vocab(V):
     hidden, rows = 5, 9
     accumulator = lce._WeightGradAccumulator(V, hidden, torch.bfloat16, torch.device("cpu"))
