@@ -348,7 +348,8 @@ def main():
                 with torch.no_grad():
                     return ops.cheri_block_megakernel(x, *block._params(), dilation=DILATION, mlp_weights=weights,
                                                       config=config)
-            record(f"megakernel config BL,BE,warps,stages={config}", name, big, config_fn, note="fixed config")
+            record(f"megakernel config {config}", name, big, config_fn,
+                   note="fixed (BLOCK_L, BLOCK_E, num_warps, num_stages), eval-cached weights")
         conv_params = [p.detach() for p in block._params()[:4]]
         for block_l in (32, 64):
             record(f"conv+norm fwd kernel BLOCK_L={block_l}", name, big, lambda block_l=block_l: ops._conv_norm_forward(
@@ -356,8 +357,9 @@ def main():
         z, mean, rstd = ops._conv_norm_forward(x, *conv_params, DILATION, block.norm.eps, save_stats=True)
         dz = torch.randn_like(z)
         for block_l in (32, 64):
-            record(f"conv+norm bwd kernel BLOCK_L={block_l}", name, big, lambda block_l=block_l: ops._conv_norm_backward(
-                dz, x, conv_params[0], conv_params[1], conv_params[2], mean, rstd, DILATION, block_l=block_l))
+            record(f"conv+norm bwd kernel BLOCK_L={block_l}", name, big,
+                   lambda block_l=block_l: ops._conv_norm_backward(dz, x, *conv_params[:3], mean, rstd, DILATION,
+                                                                   block_l=block_l))
 
     # torch.compile of the reference module, last: its compile time is the least predictable
     if not args.no_compile:
@@ -421,9 +423,11 @@ def main():
             line += f"{'-' if value is None else format(value, '.4f'):>9}"
         last = cells.get(big, {})
         first, memory = last.get("first_call_ms"), last.get("peak_extra_mb")
-        line += f" {'-' if first is None else format(first, '.0f'):>10} {'-' if memory is None else format(memory, '.0f'):>9}"
+        line += f" {'-' if first is None else format(first, '.0f'):>10}"
+        line += f" {'-' if memory is None else format(memory, '.0f'):>9}"
         print(line)
-    eval_builds = ", ".join(f"{name} {first_calls.get(('eval()-cache-build', name, None)) or 0:.0f} ms" for name in dtypes)
+    eval_builds = ", ".join(f"{name} {first_calls.get(('eval()-cache-build', name, None)) or 0:.0f} ms"
+                            for name in dtypes)
     print(f"# .eval() cache build first call: {eval_builds}")
     return 1 if failed or errors else 0
 

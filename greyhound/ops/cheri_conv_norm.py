@@ -27,7 +27,6 @@ FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee")
 # Megakernel MLP operand modes (a tl.constexpr): one bf16 dot, three bf16 dots on hi/lo splits, or fp32 dots.
 _DOT_BF16, _DOT_BF16X3, _DOT_TF32X3, _DOT_IEEE = 0, 1, 2, 3
 _DOT_MODE_CODES = {"bf16": _DOT_BF16, "bf16x3": _DOT_BF16X3, "tf32x3": _DOT_TF32X3, "ieee": _DOT_IEEE}
-_SQRT_HALF = 0.7071067811865476
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -414,7 +413,8 @@ def _cheri_block_megakernel(
     xhat, _, _ = _layer_norm_tile(y, mask_c, C, eps)
     gamma = tl.load(gamma_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
     beta = tl.load(beta_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
-    z_hi, z_lo = _dot_operand(xhat * gamma[None, :] + beta[None, :], DOT_MODE, EMULATE_BF16_DOT)  # padded channels stay 0
+    z = xhat * gamma[None, :] + beta[None, :]  # padded channels stay 0: they add nothing to the dots
+    z_hi, z_lo = _dot_operand(z, DOT_MODE, EMULATE_BF16_DOT)
 
     acc = tl.zeros([BLOCK_L, BLOCK_C], dtype=tl.float32)
     for e0 in range(0, HIDDEN, BLOCK_E):
@@ -426,7 +426,7 @@ def _cheri_block_megakernel(
             w1_lo = tl.load(w1_lo_ptr + w1_offsets, mask=mask_c[:, None], other=0.0)
         pre_act = tl.zeros([BLOCK_L, BLOCK_E], dtype=tl.float32) + tl.load(b1_ptr + offs_e).to(tl.float32)[None, :]
         pre_act = _mlp_dot(z_hi, z_lo, w1_hi, w1_lo, pre_act, DOT_MODE, EMULATE_BF16_DOT)
-        hidden = 0.5 * pre_act * (1.0 + tl.math.erf(pre_act * 0.7071067811865476))
+        hidden = 0.5 * pre_act * (1.0 + tl.math.erf(pre_act * 0.7071067811865476))  # exact GELU: x/2 (1 + erf(x/√2))
         h_hi, h_lo = _dot_operand(hidden, DOT_MODE, EMULATE_BF16_DOT)
         w2_offsets = offs_e[:, None] * stride_w2e + offs_c[None, :] * stride_w2c  # (BLOCK_E, BLOCK_C) = W2^T block
         w2_hi = tl.load(w2_hi_ptr + w2_offsets, mask=mask_c[None, :], other=0.0)
@@ -578,7 +578,8 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
     _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     channels = x.shape[1]
     hidden_width = fc1_weight.shape[0]
-    for name, t, shape in (("fc1_weight", fc1_weight, (hidden_width, channels)), ("fc1_bias", fc1_bias, (hidden_width,)),
+    for name, t, shape in (("fc1_weight", fc1_weight, (hidden_width, channels)),
+                           ("fc1_bias", fc1_bias, (hidden_width,)),
                            ("fc2_weight", fc2_weight, (channels, hidden_width)), ("fc2_bias", fc2_bias, (channels,))):
         check_tensor(name, t, dtypes=FLOAT_DTYPES, like=x)
         if tuple(t.shape) != shape:

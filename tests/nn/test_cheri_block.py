@@ -319,8 +319,8 @@ def test_functional_bad_inputs(device):
 # ------------------------------------------------------------------------------------------------ GPU only
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-def test_megakernel_real_bf16_dots_on_gpu(dtype):
-    torch.backends.cuda.matmul.allow_tf32 = False
+def test_megakernel_real_bf16_dots_on_gpu(dtype, monkeypatch):
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)  # fp32 eager matmuls must be fp32
     block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda")
     x = torch.randn(4, 128, 1024, device="cuda", dtype=dtype)
     ref = fp64_twin(block).reference_forward(x.double())
