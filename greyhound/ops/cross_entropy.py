@@ -17,7 +17,7 @@ __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_refer
 
 TARGET_DTYPES = (torch.int64, torch.int32)
 REDUCTIONS = ("mean", "sum", "none")
-LOG2E = 1.4426950408889634
+LOG2E = tl.constexpr(1.4426950408889634)
 
 
 # ----------------------------------------------------------------------------------------------------------------
