@@ -262,7 +262,8 @@ def logprobs_jobs():
     default = ops._forward_config(V)
     for config in (default, (4096, 8, False), (2048, 4, True), (8192, 16, True)):
         tag = f"kernel BLOCK_V={config[0]},w={config[1]},pf={int(config[2])}{' (default)' if config == default else ''}"
-        jobs.append((1, job(tag, "forward", lambda c=config: ops._launch_forward(logits, target, 1.0, outputs, c), fwd)))
+        forward = lambda c=config: ops._launch_forward(logits, target, 1.0, outputs, c)  # noqa: E731
+        jobs.append((1, job(tag, "forward", forward, fwd)))
     for config in (default, (2048, 8, True)):
         jobs.append((1, job(f"kernel+entropy BLOCK_V={config[0]},w={config[1]}", "forward",
                             lambda c=config: ops._launch_forward(logits, target, 1.0, outputs_entropy, c), fwd)))
@@ -298,9 +299,10 @@ def linear_jobs():
     jobs = []
     for priority, chunk in ((0, None), (1, 512), (1, 4096)):
         name = f"greyhound chunk={chunk or f'auto({auto_chunk})'}"
-        jobs.append((priority, job(name, "forward", lambda c=chunk: linear_logprobs(hidden, weight, target, chunk_size=c), fwd)))
-        jobs.append((priority, job(name, "full",
-                                   lambda c=chunk: linear_logprobs(h, w, target, chunk_size=c).backward(grad_out), full)))
+        forward = lambda c=chunk: linear_logprobs(hidden, weight, target, chunk_size=c)  # noqa: E731
+        forward_backward = lambda c=chunk: linear_logprobs(h, w, target, chunk_size=c).backward(grad_out)  # noqa: E731
+        jobs.append((priority, job(name, "forward", forward, fwd)))
+        jobs.append((priority, job(name, "full", forward_backward, full)))
     jobs += [
         (0, job("torch-compile", "forward", lambda: compiled(hidden, weight, target), fwd)),
         (0, job("torch-compile", "full", lambda: compiled(h, w, target).backward(grad_out), full)),

@@ -375,7 +375,9 @@ class _LinearLogProbs(torch.autograd.Function):
             return None, None, None, None, None, None, None
         grad_logprob, grad_entropy = _flat_grad(grad_logprob), _flat_grad(grad_entropy)
         n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
-        grad_hidden = torch.zeros(hidden_2d.shape, dtype=torch.float32, device=hidden_2d.device) if needs_hidden else None
+        grad_hidden = None
+        if needs_hidden:
+            grad_hidden = torch.zeros(hidden_2d.shape, dtype=torch.float32, device=hidden_2d.device)
         # Contiguous, so that each vocabulary slice of grad_weight is a contiguous GEMM output.
         grad_weight = torch.empty(weight.shape, dtype=weight.dtype, device=weight.device) if needs_weight else None
         grad_bias = torch.empty(bias.shape, dtype=bias.dtype, device=bias.device) if needs_bias else None
