@@ -50,3 +50,18 @@ class CrossEntropyWithGrad(harness.KernelSuite):
 
     def track_peakmem_cross_entropy_with_grad(self, *params):
         return self.peak_memory()
+
+
+class CrossEntropyWithGradBatch(CrossEntropyWithGrad):
+    """The token-count sweep at a Llama-3 vocabulary."""
+    x_name = "batch_size"
+    if ON_GPU:
+        params = [PROVIDERS, MODES, [2048, 4096, 8192, 16384], [128256], ["bfloat16"]]
+    else:
+        params = [PROVIDERS, MODES, [16, 48], [1000], ["float32"]]
+
+    def time_cross_entropy_with_grad(self, *params):
+        self.timed_call()
+
+    def track_peakmem_cross_entropy_with_grad(self, *params):
+        return self.peak_memory()
