@@ -17,9 +17,9 @@ class CrossEntropyWithGrad(harness.KernelSuite):
     x_name = "vocab_size"
     param_names = ["provider", "mode", "batch_size", "vocab_size", "dtype"]
     if ON_GPU:
-        params = [PROVIDERS, MODES, [8192], [32768, 65536, 128256, 262144], ["bfloat16"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [8192], [32768, 65536, 128256, 262144], ["bfloat16"]]
     else:  # what the CPU can serve: greyhound through TRITON_INTERPRET=1
-        params = [PROVIDERS, MODES, [32], [1000, 4096], ["float32"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [32], [1000, 4096], ["float32"]]
 
     def make_inputs(self, batch_size, vocab_size, dtype):
         logits = torch.randn(batch_size, vocab_size, device=DEVICE, dtype=DTYPES[dtype])
@@ -56,9 +56,9 @@ class CrossEntropyWithGradBatch(CrossEntropyWithGrad):
     """The token-count sweep at a Llama-3 vocabulary."""
     x_name = "batch_size"
     if ON_GPU:
-        params = [PROVIDERS, MODES, [2048, 4096, 8192, 16384], [128256], ["bfloat16"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [2048, 4096, 8192, 16384], [128256], ["bfloat16"]]
     else:
-        params = [PROVIDERS, MODES, [16, 48], [1000], ["float32"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [16, 48], [1000], ["float32"]]
 
     def time_cross_entropy_with_grad(self, *params):
         self.timed_call()

@@ -45,6 +45,12 @@ HEAD_START_CYCLES = 600_000
 _device_seconds = [0.0]
 
 
+def served_providers(providers):
+    """The providers a suite runs here: on the CPU torch-compile is left out (tens of seconds of C++ compilation
+    per benchmark process for a number nobody tracks)."""
+    return list(providers) if ON_GPU else [p for p in providers if p != "torch-compile"]
+
+
 def device_clock():
     """asv timer: seconds of CUDA-event time accumulated by `KernelSuite.timed_call` (wall clock on the CPU)."""
     return _device_seconds[0] if ON_GPU else time.perf_counter()

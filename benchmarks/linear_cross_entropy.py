@@ -21,9 +21,9 @@ class ChunkedLinearCrossEntropy(harness.KernelSuite):
     x_name = "vocab_size"
     param_names = ["provider", "mode", "batch_size", "d_model", "vocab_size", "dtype"]
     if ON_GPU:
-        params = [PROVIDERS, MODES, [8192], [4096], [32768, 65536, 128256, 262144], ["bfloat16"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [8192], [4096], [32768, 65536, 128256, 262144], ["bfloat16"]]
     else:
-        params = [PROVIDERS, MODES, [32], [64], [1000, 4096], ["float32"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [32], [64], [1000, 4096], ["float32"]]
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
         x = torch.randn(batch_size, d_model, device=DEVICE, dtype=DTYPES[dtype])
@@ -66,9 +66,9 @@ class ChunkedLinearCrossEntropy2D(ChunkedLinearCrossEntropy):
     x_name = "d_model"
     param_names = ["provider", "mode", "batch_size", "d_model", "vocab_size", "dtype"]
     if ON_GPU:
-        params = [PROVIDERS, MODES, [8192], [4096, 8192], [65536, 128256], ["bfloat16"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [8192], [4096, 8192], [65536, 128256], ["bfloat16"]]
     else:
-        params = [PROVIDERS, MODES, [32], [32, 64], [1000, 2048], ["float32"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [32], [32, 64], [1000, 2048], ["float32"]]
 
     def time_chunked_linear_cross_entropy(self, *params):
         self.timed_call()

@@ -24,9 +24,9 @@ class Logprobs(harness.KernelSuite):
     x_name = "vocab_size"
     param_names = ["provider", "mode", "batch_size", "vocab_size", "dtype"]
     if ON_GPU:
-        params = [PROVIDERS, MODES, [8192], [32768, 65536, 128256, 262144], ["bfloat16"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [8192], [32768, 65536, 128256, 262144], ["bfloat16"]]
     else:
-        params = [PROVIDERS, MODES, [32], [1000, 4096], ["float32"]]
+        params = [harness.served_providers(PROVIDERS), MODES, [32], [1000, 4096], ["float32"]]
 
     def make_inputs(self, batch_size, vocab_size, dtype):
         logits = torch.randn(batch_size, vocab_size, device=DEVICE, dtype=DTYPES[dtype])
@@ -65,9 +65,9 @@ class LinearLogprobs(harness.KernelSuite):
     x_name = "vocab_size"
     param_names = ["provider", "mode", "batch_size", "d_model", "vocab_size", "dtype"]
     if ON_GPU:
-        params = [LINEAR_PROVIDERS, MODES, [8192], [4096], [32768, 65536, 128256, 262144], ["bfloat16"]]
+        params = [harness.served_providers(LINEAR_PROVIDERS), MODES, [8192], [4096], [32768, 65536, 128256, 262144], ["bfloat16"]]
     else:
-        params = [LINEAR_PROVIDERS, MODES, [32], [64], [1000, 4096], ["float32"]]
+        params = [harness.served_providers(LINEAR_PROVIDERS), MODES, [32], [64], [1000, 4096], ["float32"]]
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
         hidden = torch.randn(batch_size, d_model, device=DEVICE, dtype=DTYPES[dtype])
