@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = r"time_cross_entropy_with_grad\('greyhound', 'forward', 32, 1000,"
-SLOWDOWN = "import time as _t; _t.sleep(0.05)  # injected by the regression-gate test\n"
+SLOWDOWN = "import time as _t; _t.sleep(0.5)  # injected by the regression-gate test\n"
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +68,7 @@ def test_run_gate_export_plot_publish(repo):
     samples = [s for s in entry[columns.index("samples")] if s]
     assert samples and len(samples[0]) >= 10  # samples recorded: p20/p80 come from them
 
-    same = _asv(repo, env, "continuous", "--machine", "e2e", "--record-samples", "-f", "2", "-b", BENCH,
+    same = _asv(repo, env, "continuous", "--machine", "e2e", "--record-samples", "-f", "4", "-b", BENCH,
                 "HEAD~1", "HEAD")
     assert same.returncode == 0, same.stdout + same.stderr
 
@@ -78,10 +78,11 @@ def test_run_gate_export_plot_publish(repo):
     head, tail = text.split(marker, 1)
     signature_end = tail.index(":\n") + 2
     body_indent = "    "
-    # The public function's first statement sleeps: a deliberate 50 ms slowdown per call.
+    # The public function's first statement sleeps: a deliberate 500 ms slowdown per call, far beyond the
+    # interpreter's run-to-run noise on a loaded 2-core machine (seen: 2.2x), hence the gate factor of 4.
     op.write_text(head + marker + tail[:signature_end] + body_indent + SLOWDOWN + tail[signature_end:])
     _commit(repo, "inject a slowdown")
-    slow = _asv(repo, env, "continuous", "--machine", "e2e", "--record-samples", "-f", "2", "-b", BENCH,
+    slow = _asv(repo, env, "continuous", "--machine", "e2e", "--record-samples", "-f", "4", "-b", BENCH,
                 "HEAD~1", "HEAD")
     assert slow.returncode == 1, slow.stdout + slow.stderr
     assert "PERFORMANCE DECREASED" in slow.stdout or "Performance degradation" in slow.stdout, slow.stdout
@@ -96,7 +97,7 @@ def test_run_gate_export_plot_publish(repo):
     assert len({r["git_commit"] for r in ours}) == 3  # base..slowdown: three commits measured
     assert all(r["x_name"] == "vocab_size" and r["x_value"] == "1000" and r["y_value_20"] for r in ours)
     slow_row = max(ours, key=lambda r: float(r["y_value_50"]))
-    assert float(slow_row["y_value_50"]) >= 50.0  # the injected 50 ms shows in the exported p50 (ms)
+    assert float(slow_row["y_value_50"]) >= 500.0  # the injected 500 ms shows in the exported p50 (ms)
 
     out = repo / "docs" / "public" / "assets"
     plot = subprocess.run([sys.executable, "-m", "tools.plot", "--csv", str(csv_path), "--out", str(out)],
