@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from . import harness
-from .harness import DEVICE, DTYPES, MODES, ON_GPU
+from .harness import MODES, ON_GPU
 
 PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "fla"]
 
@@ -22,9 +22,7 @@ class CrossEntropyWithGrad(harness.KernelSuite):
         params = [harness.served_providers(PROVIDERS), MODES, [32], [1000, 4096], ["float32"]]
 
     def make_inputs(self, batch_size, vocab_size, dtype):
-        logits = torch.randn(batch_size, vocab_size, device=DEVICE, dtype=DTYPES[dtype])
-        target = torch.randint(0, vocab_size, (batch_size,), device=DEVICE)
-        return {"logits": logits, "target": target}, ["logits"]
+        return harness.random_logits(batch_size, vocab_size, dtype)
 
     def reference(self, logits, target):
         return F.cross_entropy(logits, target)

@@ -56,6 +56,21 @@ def device_clock():
     return _device_seconds[0] if ON_GPU else time.perf_counter()
 
 
+def random_logits(batch_size, vocab_size, dtype):
+    """Inputs of the logits-based loss suites: standard-normal logits and uniform targets in [0, V)."""
+    logits = torch.randn(batch_size, vocab_size, device=DEVICE, dtype=DTYPES[dtype])
+    target = torch.randint(0, vocab_size, (batch_size,), device=DEVICE)
+    return {"logits": logits, "target": target}, ["logits"]
+
+
+def random_lm_head(batch_size, d_model, vocab_size, dtype, hidden_name="x"):
+    """Inputs of the fused lm-head suites: hidden states, a 1/sqrt(d_model)-scaled weight, uniform targets."""
+    hidden = torch.randn(batch_size, d_model, device=DEVICE, dtype=DTYPES[dtype])
+    weight = torch.randn(vocab_size, d_model, device=DEVICE, dtype=DTYPES[dtype]) / d_model**0.5
+    target = torch.randint(0, vocab_size, (batch_size,), device=DEVICE)
+    return {hidden_name: hidden, "weight": weight, "target": target}, [hidden_name, "weight"]
+
+
 def relative_error(out, ref):
     out, ref = out.detach().double(), ref.detach().double()
     if not torch.isfinite(out).all() and not torch.equal(torch.isnan(out), torch.isnan(ref)):

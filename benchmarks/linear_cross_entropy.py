@@ -6,7 +6,7 @@ vocab_size in the fixed config), which tools.plot draws as a Plotly page.
 import torch
 
 from . import harness
-from .harness import DEVICE, DTYPES, MODES, ON_GPU
+from .harness import MODES, ON_GPU
 
 PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "cut-cross-entropy", "fla"]
 
@@ -26,10 +26,7 @@ class ChunkedLinearCrossEntropy(harness.KernelSuite):
         params = [harness.served_providers(PROVIDERS), MODES, [32], [64], [1000, 4096], ["float32"]]
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
-        x = torch.randn(batch_size, d_model, device=DEVICE, dtype=DTYPES[dtype])
-        weight = torch.randn(vocab_size, d_model, device=DEVICE, dtype=DTYPES[dtype]) / d_model**0.5
-        target = torch.randint(0, vocab_size, (batch_size,), device=DEVICE)
-        return {"x": x, "weight": weight, "target": target}, ["x", "weight"]
+        return harness.random_lm_head(batch_size, d_model, vocab_size, dtype)
 
     def reference(self, x, weight, target):
         return _reference(x, weight, target)

@@ -3,7 +3,7 @@ eager/compile and the peers' per-token cross-entropy (negated: -CE(reduction='no
 import torch
 
 from . import harness
-from .harness import DEVICE, DTYPES, MODES, ON_GPU
+from .harness import MODES, ON_GPU
 
 PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "fla"]
 LINEAR_PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "cut-cross-entropy"]
@@ -29,9 +29,7 @@ class Logprobs(harness.KernelSuite):
         params = [harness.served_providers(PROVIDERS), MODES, [32], [1000, 4096], ["float32"]]
 
     def make_inputs(self, batch_size, vocab_size, dtype):
-        logits = torch.randn(batch_size, vocab_size, device=DEVICE, dtype=DTYPES[dtype])
-        target = torch.randint(0, vocab_size, (batch_size,), device=DEVICE)
-        return {"logits": logits, "target": target}, ["logits"]
+        return harness.random_logits(batch_size, vocab_size, dtype)
 
     def reference(self, logits, target):
         return _logprobs_reference(logits, target)
@@ -70,10 +68,7 @@ class LinearLogprobs(harness.KernelSuite):
         params = [harness.served_providers(LINEAR_PROVIDERS), MODES, [32], [64], [1000, 4096], ["float32"]]
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
-        hidden = torch.randn(batch_size, d_model, device=DEVICE, dtype=DTYPES[dtype])
-        weight = torch.randn(vocab_size, d_model, device=DEVICE, dtype=DTYPES[dtype]) / d_model**0.5
-        target = torch.randint(0, vocab_size, (batch_size,), device=DEVICE)
-        return {"hidden": hidden, "weight": weight, "target": target}, ["hidden", "weight"]
+        return harness.random_lm_head(batch_size, d_model, vocab_size, dtype, hidden_name="hidden")
 
     def reference(self, hidden, weight, target):
         return _linear_logprobs_reference(hidden, weight, target)
