@@ -4,7 +4,9 @@
 (with the soft-cap, z-loss and label smoothing of `cross_entropy_with_grad`). Rows are processed a chunk at a time:
 cuBLAS computes the chunk's logits, the row kernel of greyhound/ops/cross_entropy.py turns them in place into
 d loss / d logits, and two more GEMMs fold that into the gradients of x and of the weight. Full mode thus costs
-three GEMMs, the forward pass one; `backward` only rescales gradients computed during the forward.
+three GEMMs, the forward pass one; `backward` only rescales gradients computed during the forward. The mean's
+1 / n_valid is applied to the GEMM results, not to d loss / d logits: p / BT at a 256K vocabulary (~2e-9) is below
+fp16's smallest subnormal, and folding it in first flushed most fp16 gradient entries to zero (2-3 % errors).
 
 The weight gradient sums one GEMM per chunk. That running sum is kept in fp32 (cuBLAS reads and writes an fp32
 C with beta = 1; bf16 sums drift at large vocabularies), which takes V x H x 4 bytes. Half of that space is the
@@ -27,6 +29,7 @@ from greyhound.ops.cross_entropy import (
     _hand_out_once,
     _outputs,
     _reduce,
+    _scale_rows_,
     cross_entropy_reference,
 )
 
@@ -103,25 +106,32 @@ class _WeightGradAccumulator:
         if self.tail.shape[0]:
             _addmm_into_fp32_(self.tail, grad_logits[:, self.split:].t(), x)
 
-    def finish(self) -> torch.Tensor:
+    def finish(self, scale=None) -> torch.Tensor:
+        """The gradient in the weight's dtype, times `scale` (None, a float or a 0-d tensor) applied in fp32."""
         if self.grad.dtype == torch.float32:
-            return self.grad
-        _narrow_in_place(self.head, self.grad[: self.split])
-        self.grad[self.split:].copy_(self.tail)
+            return self.grad if scale is None else self.grad.mul_(scale)
+        _narrow_in_place(self.head, self.grad[: self.split], scale)
+        if scale is None:
+            self.grad[self.split:].copy_(self.tail)
+        else:
+            torch.mul(self.tail, scale, out=self.grad[self.split:])
         self.tail = None  # frees the fp32 half before the caller sees the gradient
         return self.grad
 
 
-def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, first_rows: int = 1024) -> None:
-    """narrow[:] = wide[:] where fp32 `wide` [R, H] occupies the first 4RH bytes of the same storage as the
-    2-byte `narrow` [R, H]. Rows go in growing slabs [s, 2s): their 2-byte destination overlaps only fp32 rows
-    below s, already converted, so every slab but the first (which goes through a temporary) copies directly."""
+def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, scale=None, first_rows: int = 1024) -> None:
+    """narrow[:] = wide[:] (* scale, in fp32) where fp32 `wide` [R, H] occupies the first 4RH bytes of the same
+    storage as the 2-byte `narrow` [R, H]. Rows go in growing slabs [s, 2s): their 2-byte destination overlaps only
+    fp32 rows below s, already converted, so every slab but the first (which goes through a temporary) is direct."""
     rows = wide.shape[0]
     stop = min(rows, first_rows)
-    narrow[:stop].copy_(wide[:stop].to(narrow.dtype))
+    narrow[:stop].copy_((wide[:stop] if scale is None else wide[:stop] * scale).to(narrow.dtype))
     while stop < rows:
         start, stop = stop, min(rows, 2 * stop)
-        narrow[start:stop].copy_(wide[start:stop])
+        if scale is None:
+            narrow[start:stop].copy_(wide[start:stop])
+        else:
+            torch.mul(wide[start:stop], scale, out=narrow[start:stop])
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -129,7 +139,9 @@ def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, first_rows: int =
 # ----------------------------------------------------------------------------------------------------------------
 def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chunk_size, options):
     """Per-token loss and lse (fp32 [BT]) and, for the inputs flagged in `needs_grad` (x, weight, bias), the
-    gradients of sum_rows grad_scale * per_token_loss. `grad_scale`: float, 0-d tensor or per-row [BT] tensor."""
+    gradients of sum_rows grad_scale * per_token_loss. `grad_scale`: float, 0-d tensor or per-row [BT] tensor; a
+    per-row scale is folded into d loss / d logits (in the inputs' dtype), one scale is applied to the GEMM results
+    (so fp16 keeps the small gradient entries that a 1 / BT factor would push below its range)."""
     rows, V = x.shape[0], weight.shape[0]
     need_x, need_weight, need_bias = needs_grad
     with_grad = any(needs_grad)
@@ -141,6 +153,9 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
     grad_weight = _WeightGradAccumulator(V, x.shape[1], weight.dtype, x.device) if need_weight else None
     grad_bias = torch.zeros(V, device=x.device, dtype=torch.float32) if need_bias else None
     per_row_scale = isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1
+    # None: nothing left to apply (a per-row scale went into the kernel, or the scale is exactly 1)
+    late_scale = None if per_row_scale or (not isinstance(grad_scale, torch.Tensor) and grad_scale == 1) \
+        else grad_scale
 
     for start in range(0, rows, chunk):
         stop = min(start + chunk, rows)
@@ -152,7 +167,7 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
             torch.addmm(bias, x_chunk, weight.t(), out=logits)
         _cross_entropy_rows(
             logits, target[start:stop], logits if with_grad else None,
-            grad_scale[start:stop] if per_row_scale else grad_scale,
+            grad_scale[start:stop] if per_row_scale else 1.0,
             per_token_loss=per_token_loss[start:stop], lse=lse[start:stop], **options,
         )
         # from here `logits` holds d loss / d logits of this chunk
@@ -163,10 +178,12 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
         if need_bias:
             grad_bias += logits.sum(dim=0, dtype=torch.float32)
 
+    if late_scale is not None and need_x:
+        grad_x.mul_(late_scale)
     if need_weight:
-        grad_weight = grad_weight.finish()
+        grad_weight = grad_weight.finish(late_scale)
     if need_bias:
-        grad_bias = grad_bias.to(bias.dtype)
+        grad_bias = (grad_bias if late_scale is None else grad_bias * late_scale).to(bias.dtype)
     return per_token_loss, lse, grad_x, grad_weight, grad_bias
 
 
@@ -186,7 +203,8 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
             ctx.mark_non_differentiable(lse)
             return per_token_loss, None, lse
         n_valid = (target != ignore_index).sum()
-        grad_scale = 1.0 / n_valid.float() if reduction == "mean" else 1.0
+        # clamped: with every token ignored d loss / d logits is 0, and 0 * inf would be nan
+        grad_scale = 1.0 / n_valid.clamp_min(1).float() if reduction == "mean" else 1.0
         per_token_loss, lse, grad_x, grad_weight, grad_bias = _chunked_loss_and_grads(
             x, weight, bias, target, grad_scale, ctx.needs_input_grad[:3], chunk_size, options)
         ctx.save_for_backward(grad_x, grad_weight, grad_bias)
@@ -203,10 +221,9 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
                 x, weight, bias, target, grad_loss, ctx.needs_input_grad[:3], ctx.chunk_size, ctx.options)
         else:
             grad_x, grad_weight, grad_bias = ctx.saved_tensors
-            if not bool((grad_loss == 1).all()):  # loss.backward() passes 1: nothing to do
-                for grad in (grad_x, grad_weight, grad_bias):
-                    if grad is not None:
-                        grad.mul_(grad_loss)
+            for grad in (grad_x, grad_weight, grad_bias):
+                if grad is not None:  # a no-op on the device for loss.backward()'s grad_output of 1: no host sync
+                    _scale_rows_(grad.view(-1, grad.shape[-1]), grad_loss)
         return grad_x, grad_weight, grad_bias, None, None, None, None, None, None, None
 
 
@@ -227,6 +244,7 @@ def chunked_linear_cross_entropy(
     return_per_token_loss: bool = False,
     return_lse: bool = False,
     chunk_size: Optional[int] = None,
+    check_target: bool = True,
 ):
     """Cross-entropy of the logits `x @ weight.T + bias` (x [BT, H], weight [V, H], bias [V]) against `target`
     [BT], with the options and outputs of `cross_entropy_with_grad`, computed `chunk_size` rows at a time so that
@@ -239,7 +257,13 @@ def chunked_linear_cross_entropy(
 
     When a gradient is needed, all of x's, weight's and bias's gradients (those that require grad) are computed
     in the forward pass and kept until `backward` (which only rescales them; one backward per call). With
-    reduction="none" they are computed in `backward` instead, where the per-token grad_output is known.
+    reduction="none" they are computed in `backward` instead, where the per-token grad_output is known (and
+    folded into d loss / d logits in the inputs' dtype: in fp16, products below ~6e-8 flush to zero, as in torch).
+
+    `check_target=True` raises a ValueError naming `target` for an entry outside [0, V) other than ignore_index
+    (one host sync; skipped while torch.compile traces or a CUDA graph is captured). check_target=False: no host
+    sync; an out-of-range target gives NaN instead of an error (its per-token loss and lse are nan, and so are the
+    loss and the gradients that sum over it); it is never read out of bounds.
     """
     check_tensor("x", x, dtypes=FLOAT_DTYPES, ndim=2)
     check_triton_device("x", x)
@@ -262,7 +286,7 @@ def chunked_linear_cross_entropy(
         raise ValueError(f"chunk_size must be None or a positive int, got {chunk_size!r}")
     _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
     target = target.contiguous()
-    _check_targets(target, V, ignore_index)
+    _check_targets(target, V, ignore_index, check_target)
     options = dict(ignore_index=ignore_index, label_smoothing=float(label_smoothing), softcap=softcap,
                    lse_square_scale=float(lse_square_scale))
 

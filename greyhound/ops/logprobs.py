@@ -33,17 +33,12 @@ AUTO_CHUNK_BYTES = 256 * 2**20
 # Kernels
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
-def _logprobs_forward_kernel(
+def _logprobs_forward_row(
     logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr,
-    inner_rows, stride_outer, stride_inner, vocab_size, scale,
+    row, inner_rows, stride_outer, stride_inner, vocab_size, scale,
     COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr,
 ):
-    """One program per row: logprob = log_softmax(x / T)[target], the row's normaliser, optionally the entropy.
-
-    Logits fp32/bf16/fp16, loaded and upcast, read once; fp32 math on s = (x - max) · log2(e)/T (exp2 units).
-    Writes fp32 logprob, entropy, and for the backward the row max of x and log2 sum 2^s (lse = max + that / scale).
-    """
-    row = tl.program_id(0).to(tl.int64)
+    """The forward kernel's work on one row (int64 index `row`)."""
     # Rows are (outer, inner) pairs so that logits[:, :-1] and other non-collapsible slices need no copy.
     row_ptr = logits_ptr + (row // inner_rows) * stride_outer + (row % inner_rows) * stride_inner
     offsets = tl.arange(0, BLOCK_V)
@@ -92,17 +87,36 @@ def _logprobs_forward_kernel(
 
 
 @triton.jit
+def _logprobs_forward_kernel(
+    logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr,
+    n_rows, inner_rows, stride_outer, stride_inner, vocab_size, scale,
+    COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr,
+):
+    """Per row: logprob = log_softmax(x / T)[target], the row's normaliser, optionally the entropy. Program p does
+    rows p, p + #programs, ... (one row each with the default grid of n_rows programs).
+
+    Logits fp32/bf16/fp16, loaded and upcast, read once; fp32 math on s = (x - max) · log2(e)/T (exp2 units).
+    Writes fp32 logprob, entropy, and for the backward the row max of x and log2 sum 2^s (lse = max + that / scale).
+    """
+    for row_index in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        _logprobs_forward_row(logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr,
+                              tl.cast(row_index, tl.int64), inner_rows, stride_outer, stride_inner, vocab_size,
+                              scale, COMPUTE_ENTROPY, PREFETCH, BLOCK_V)
+
+
+@triton.jit
 def _logprobs_backward_kernel(
     logits_ptr, target_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr, grad_logprob_ptr, grad_entropy_ptr,
     grad_logits_ptr, inner_rows, stride_outer, stride_inner, stride_grad_row, vocab_size, vocab_offset,
-    scale, inv_temperature,
+    full_vocab_size, scale, inv_temperature,
     HAS_LOGPROB_GRAD: tl.constexpr, HAS_ENTROPY_GRAD: tl.constexpr, BLOCK_V: tl.constexpr,
 ):
     """Program (row, block of V): d/d logits of grad_lp · logprob + grad_H · entropy from the saved normaliser.
 
     Logits fp32/bf16/fp16 upcast; p = 2^((x - max) · scale - log2_sum) and the gradient in fp32, stored in
     grad_logits' dtype. grad_logits may alias logits (each program reads its block before writing it); columns
-    are offset by vocab_offset so that a slice of the vocabulary can be processed on its own.
+    are offset by vocab_offset so that a slice of the vocabulary can be processed on its own. A target outside
+    [0, full_vocab_size) (unchecked) makes its row's gradient nan whenever the logprob has a gradient.
     """
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK_V + tl.arange(0, BLOCK_V)
@@ -113,8 +127,10 @@ def _logprobs_backward_kernel(
     p = tl.exp2(log2_p)
     grad = tl.zeros([BLOCK_V], dtype=tl.float32)
     if HAS_LOGPROB_GRAD:
-        target = tl.load(target_ptr + row).to(tl.int64) - vocab_offset
-        grad += tl.load(grad_logprob_ptr + row) * (tl.where(cols == target, 1.0, 0.0) - p)
+        target = tl.load(target_ptr + row).to(tl.int64)
+        target_ok = (target >= 0) & (target < full_vocab_size)
+        grad += tl.load(grad_logprob_ptr + row) * (tl.where(cols == target - vocab_offset, 1.0, 0.0) - p)
+        grad = tl.where(target_ok, grad, float("nan"))
     if HAS_ENTROPY_GRAD:
         # dH/dz_j = -p_j (ln p_j + H); the clamp makes p = 0 lanes (-inf logits) give 0, not 0 * -inf.
         entropy = tl.load(entropy_ptr + row)
@@ -127,14 +143,22 @@ def _logprobs_backward_kernel(
 # Launchers
 # ----------------------------------------------------------------------------------------------------------------
 def _backward_config(vocab_size):
-    """(BLOCK_V, num_warps): 4096-wide blocks for large V, 16 elements per thread (two 16-byte bf16 loads)."""
-    block_v = max(16, min(triton.next_power_of_2(vocab_size), 4096))
-    return block_v, max(1, min(8, block_v // 256))
+    """(BLOCK_V, num_warps): 2048-wide blocks for large V, 16 elements per thread (two 16-byte bf16 loads); on the
+    H200 at V=128256 2048/4 measured 1.068 ms against 1.091 ms for 4096/8."""
+    block_v = max(16, min(triton.next_power_of_2(vocab_size), 2048))
+    return block_v, max(1, min(4, block_v // 512))
 
 
 def _forward_config(vocab_size):
-    """(BLOCK_V, num_warps, PREFETCH): the backward's blocks, with the next block's load issued early."""
+    """(BLOCK_V, num_warps, PREFETCH[, programs per SM]): the backward's blocks, the next block's load issued early,
+    one program per row (a 4th entry > 0 makes the grid persistent). 2048/4 measured 0.514 ms on the H200 at
+    V=128256, against 0.530 ms for 4096/8."""
     return (*_backward_config(vocab_size), True)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device):
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 3
 
 
 def _row_layout(logits):
@@ -176,20 +200,22 @@ def _launch_forward(logits, target_flat, temperature, outputs, config=None):
     logprob, row_max, log2_sum, entropy = outputs
     if n_rows == 0:
         return outputs
-    block_v, num_warps, prefetch = config or _forward_config(vocab_size)
-    _logprobs_forward_kernel[(n_rows,)](
+    block_v, num_warps, prefetch, *persistent = config or _forward_config(vocab_size)
+    programs = n_rows if not persistent or not persistent[0] else min(n_rows, persistent[0] * _sm_count(logits.device))
+    _logprobs_forward_kernel[(programs,)](
         logits, target_flat, logprob, row_max, log2_sum, entropy,
-        inner_rows, stride_outer, stride_inner, vocab_size, LOG2E / temperature,
+        n_rows, inner_rows, stride_outer, stride_inner, vocab_size, LOG2E / temperature,
         COMPUTE_ENTROPY=entropy is not None, PREFETCH=prefetch, BLOCK_V=block_v, num_warps=num_warps,
     )
     return outputs
 
 
 def _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, temperature,
-                     grad_logits=None, vocab_offset=0, config=None):
+                     grad_logits=None, vocab_offset=0, config=None, full_vocab_size=None):
     """Gradient w.r.t. logits[..., V] in logits' dtype: a new contiguous tensor, or into `grad_logits`.
 
     grad_logits, if given, must be contiguous rows × V (it may be `logits` itself: the linear form's in-place use).
+    `logits` may be the vocabulary slice [vocab_offset, vocab_offset + V) of `full_vocab_size` columns.
     """
     logits, inner_rows, stride_outer, stride_inner = _row_layout(logits)
     n_rows, vocab_size = target_flat.numel(), logits.shape[-1]
@@ -201,7 +227,7 @@ def _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logpr
     _logprobs_backward_kernel[(n_rows, triton.cdiv(vocab_size, block_v))](
         logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, grad_logits,
         inner_rows, stride_outer, stride_inner, vocab_size, vocab_size, vocab_offset,
-        LOG2E / temperature, 1.0 / temperature,
+        full_vocab_size or vocab_size, LOG2E / temperature, 1.0 / temperature,
         HAS_LOGPROB_GRAD=grad_logprob is not None, HAS_ENTROPY_GRAD=grad_entropy is not None,
         BLOCK_V=block_v, num_warps=num_warps,
     )
@@ -236,9 +262,10 @@ def _check_target(target, expected_shape, like):
                          f"got {tuple(target.shape)}")
 
 
-def _target_out_of_range(target_flat, vocab_size):
-    """A device flag (no sync yet): callers launch their kernels first, then read it, so the GPU never idles on it."""
-    if target_flat.numel() == 0:
+def _target_out_of_range(target_flat, vocab_size, check_target=True):
+    """A device flag (no sync yet): callers launch their kernels first, then read it, so the GPU never idles on it.
+    None (nothing to read) with check_target=False."""
+    if not check_target or target_flat.numel() == 0:
         return None
     if torch.compiler.is_compiling() or (target_flat.is_cuda and torch.cuda.is_current_stream_capturing()):
         return None  # cannot read a flag while tracing or capturing; the kernel writes nan for such rows
@@ -257,9 +284,9 @@ def _raise_if_out_of_range(flag, target_flat, vocab_size):
 # ----------------------------------------------------------------------------------------------------------------
 class _LogProbs(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, logits, target, temperature, return_entropy):
+    def forward(ctx, logits, target, temperature, return_entropy, check_target):
         target_flat = target.reshape(-1).contiguous()
-        out_of_range = _target_out_of_range(target_flat, logits.shape[-1])
+        out_of_range = _target_out_of_range(target_flat, logits.shape[-1], check_target)
         logprob, row_max, log2_sum, entropy = _launch_forward(
             logits, target_flat, temperature, _forward_outputs(target_flat.numel(), return_entropy, logits.device))
         _raise_if_out_of_range(out_of_range, target_flat, logits.shape[-1])
@@ -272,18 +299,22 @@ class _LogProbs(torch.autograd.Function):
     def backward(ctx, grad_logprob, grad_entropy=None):
         logits, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
         if grad_logprob is None and grad_entropy is None:
-            return None, None, None, None
+            return None, None, None, None, None
         grad_logits = _launch_backward(logits, target_flat, row_max, log2_sum, entropy, _flat_grad(grad_logprob),
                                        _flat_grad(grad_entropy), ctx.temperature)
-        return grad_logits, None, None, None
+        return grad_logits, None, None, None, None
 
 
-def logprobs(logits, target, *, temperature=1.0, return_entropy=False):
+def logprobs(logits, target, *, temperature=1.0, return_entropy=False, check_target=True):
     """log_softmax(logits / temperature)[target] per token, fp32 of target's shape (and the entropy if asked).
 
     logits: [..., V] fp32/bf16/fp16 on CUDA (any strides; math in fp32); target: integer [...] in [0, V).
     Differentiable w.r.t. logits: the gradient has logits' dtype. Extra memory in forward: the outputs only.
     Returns logprob, or (logprob, entropy) with return_entropy=True (entropy of softmax(logits / temperature)).
+    check_target=True raises a ValueError naming `target` for an id outside [0, V) (one host sync per call, after
+    the kernel; skipped while torch.compile traces or a CUDA graph is captured). check_target=False: no host sync;
+    an out-of-range target gives NaN instead of an error (its logprob and, if the logprob has a gradient, its
+    gradient row are nan; the entropy is unaffected); it is never read out of bounds.
     """
     check_tensor("logits", logits, dtypes=FLOAT_DTYPES)
     if logits.dim() == 0 or logits.shape[-1] == 0:
@@ -291,10 +322,10 @@ def logprobs(logits, target, *, temperature=1.0, return_entropy=False):
     check_triton_device("logits", logits)
     _check_target(target, logits.shape[:-1], like=logits)
     temperature = _check_temperature(temperature)
-    return _LogProbs.apply(logits, target, temperature, bool(return_entropy))
+    return _LogProbs.apply(logits, target, temperature, bool(return_entropy), bool(check_target))
 
 
-def logprobs_reference(logits, target, *, temperature=1.0, return_entropy=False):
+def logprobs_reference(logits, target, *, temperature=1.0, return_entropy=False, check_target=True):
     """Plain PyTorch: fp32 math for fp32/bf16/fp16 logits (fp64 stays fp64), the full log-softmax materialised."""
     log_probs = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature, dim=-1)
     logprob = log_probs.gather(-1, target.unsqueeze(-1).long()).squeeze(-1)
@@ -350,11 +381,11 @@ def _linear_logits(hidden_2d, weight, bias):
 
 class _LinearLogProbs(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target, temperature, return_entropy, chunk_rows):
+    def forward(ctx, hidden, weight, bias, target, temperature, return_entropy, chunk_rows, check_target):
         hidden_2d = hidden.reshape(-1, hidden.shape[-1])
         target_flat = target.reshape(-1).contiguous()
         n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
-        out_of_range = _target_out_of_range(target_flat, vocab_size)
+        out_of_range = _target_out_of_range(target_flat, vocab_size, check_target)
         outputs = _forward_outputs(n_rows, return_entropy, hidden.device)
         for start in range(0, n_rows, chunk_rows):
             rows = slice(start, min(n_rows, start + chunk_rows))
@@ -372,7 +403,7 @@ class _LinearLogProbs(torch.autograd.Function):
         hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
         needs_hidden, needs_weight, needs_bias = ctx.needs_input_grad[:3]
         if (grad_logprob is None and grad_entropy is None) or not (needs_hidden or needs_weight or needs_bias):
-            return None, None, None, None, None, None, None
+            return None, None, None, None, None, None, None, None
         grad_logprob, grad_entropy = _flat_grad(grad_logprob), _flat_grad(grad_entropy)
         n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
         grad_hidden = None
@@ -388,7 +419,8 @@ class _LinearLogProbs(torch.autograd.Function):
             logits = _linear_logits(hidden_2d, weight_slice, None if bias is None else bias[start:end])
             # The slice's gradient needs only the saved row normaliser, so it overwrites the logits slice in place.
             grad_logits = _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logprob,
-                                           grad_entropy, ctx.temperature, grad_logits=logits, vocab_offset=start)
+                                           grad_entropy, ctx.temperature, grad_logits=logits, vocab_offset=start,
+                                           full_vocab_size=vocab_size)
             if needs_hidden:
                 _accumulate_matmul_fp32(grad_hidden, grad_logits, weight_slice)
             if needs_weight:
@@ -397,16 +429,19 @@ class _LinearLogProbs(torch.autograd.Function):
                 grad_bias[start:end] = grad_logits.sum(0, dtype=torch.float32)
         if needs_hidden:
             grad_hidden = grad_hidden.to(hidden_2d.dtype).view(ctx.hidden_shape)
-        return grad_hidden, grad_weight, grad_bias, None, None, None, None
+        return grad_hidden, grad_weight, grad_bias, None, None, None, None, None
 
 
-def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False, chunk_size=None):
+def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False, chunk_size=None,
+                    check_target=True):
     """logprobs(hidden @ weight.T + bias, target) without holding the full logits: `chunk_size` rows at a time.
 
     hidden [..., H], weight [V, H], bias [V] of one dtype (fp32/bf16/fp16); logits chunks in that dtype by torch
     matmul, then the logprobs kernel (fp32 math). grad_hidden is accumulated in fp32 over vocabulary slices.
     chunk_size: rows per forward chunk (default: about 256 MiB of logits); the backward's vocabulary slices hold
     as many logits. Returns fp32 logprob of target's shape, or (logprob, entropy) with return_entropy=True.
+    check_target as in `logprobs` (check_target=False: no host sync; an out-of-range target gives NaN instead of an
+    error: its logprob, its row of grad_hidden, and the grad_weight / grad_bias sums over it are nan).
     """
     check_tensor("hidden", hidden, dtypes=FLOAT_DTYPES)
     if hidden.dim() == 0:
@@ -428,10 +463,11 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
     elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
     return _LinearLogProbs.apply(hidden, weight, bias, target, temperature, bool(return_entropy),
-                                 max(1, min(chunk_size, n_rows)))
+                                 max(1, min(chunk_size, n_rows)), bool(check_target))
 
 
-def linear_logprobs_reference(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False):
+def linear_logprobs_reference(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False,
+                              check_target=True):
     """Plain PyTorch: the full logits in hidden's dtype (as a model's lm head gives them), then logprobs_reference."""
     logits = hidden @ weight.t()
     if bias is not None:

@@ -17,8 +17,9 @@ def rel_err(out, ref):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Force BLOCK_V=128 so small vocabularies still take several blocks plus a ragged tail (prefetching sweep)."""
-    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", (128, 4, True))
+    """Force BLOCK_V=128 so small vocabularies still take several blocks plus a ragged tail (prefetching sweeps),
+    and with a gradient a persistent grid of 3 programs (one per interpreter "SM") that each walk several rows."""
+    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", (ce._Config(128, 4, True, 0), ce._Config(128, 4, True, 1)))
 
 
 def make_inputs(rows, V, dtype, device, *, ignored=(), scale=3.0, target_dtype=torch.int64):
@@ -79,7 +80,8 @@ def test_matches_reference(device, small_blocks, dtype, options, reduction):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_plain_loop_matches_reference(device, monkeypatch, dtype):
-    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", (128, 4, False))  # the first sweep without a prefetch
+    # both sweeps without a prefetch; gradient rows on 2 programs per "SM", default store policy
+    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", (ce._Config(128, 4, False, 0), ce._Config(128, 4, False, 2, "")))
     logits, target = make_inputs(11, 517, dtype, device, ignored=(3,))
     check_against_reference(logits, target, label_smoothing=0.1, softcap=8.0, lse_square_scale=1e-3)
 
@@ -244,6 +246,95 @@ def test_out_of_range_target_raises(device, bad_target):
         cross_entropy_with_grad(logits, target)
     with pytest.raises(ValueError, match="target"):
         cross_entropy_with_grad(logits.requires_grad_(), target)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+@pytest.mark.parametrize("with_grad", [False, True])
+def test_unchecked_out_of_range_target_gives_nan(device, small_blocks, reduction, with_grad):
+    # check_target=False: no error and no out-of-bounds read; bad rows are nan, the other rows stay exact
+    logits, target = make_inputs(9, 300, torch.float32, device, ignored=(4,))
+    target[2], target[6] = 300, -7
+    leaf = logits.clone().requires_grad_(with_grad)
+    out = cross_entropy_with_grad(leaf, target, reduction=reduction, check_target=False,
+                                  return_per_token_loss=True, return_lse=True)
+    bad = torch.zeros(9, dtype=torch.bool, device=device)
+    bad[[2, 6]] = True
+    assert torch.isnan(out.per_token_loss[bad]).all() and torch.isnan(out.lse[bad]).all()
+    good_target = torch.where(bad, 0, target)
+    ref = cross_entropy_reference(logits.double(), good_target, reduction="none", return_per_token_loss=True,
+                                  return_lse=True)
+    assert rel_err(out.per_token_loss[~bad], ref.per_token_loss[~bad]) < 1e-5
+    assert rel_err(out.lse[~bad], ref.lse[~bad]) < 1e-5
+    assert torch.isnan(out.loss).any()
+    if with_grad:
+        out.loss.backward(torch.ones_like(out.loss))
+        assert torch.isnan(leaf.grad[bad]).all() and torch.isfinite(leaf.grad[~bad]).all()
+        ref_leaf = logits.double().requires_grad_()
+        expected = cross_entropy_reference(ref_leaf, good_target, reduction=reduction)
+        expected.backward(torch.ones_like(expected))
+        assert rel_err(leaf.grad[~bad], ref_leaf.grad[~bad]) < 1e-5
+
+
+def test_unchecked_path_never_syncs(device, small_blocks, monkeypatch):
+    # forward and backward with check_target=False read no device value on the host (grad_output 1 included)
+    logits, target = make_inputs(7, 260, torch.bfloat16, device, ignored=(1,))
+    leaf = logits.clone().requires_grad_()
+
+    def no_sync(*args, **kwargs):
+        raise AssertionError("host sync")
+
+    for name in ("__bool__", "item", "__int__", "__float__", "tolist"):
+        monkeypatch.setattr(torch.Tensor, name, no_sync)
+    loss = cross_entropy_with_grad(leaf, target, check_target=False)
+    loss.backward()
+    monkeypatch.undo()
+    ref_leaf = logits.double().requires_grad_()
+    expected = cross_entropy_reference(ref_leaf, target)
+    expected.backward()
+    assert rel_err(loss, expected) < 1e-5 and rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
+
+
+def test_target_check_skipped_while_compiling(device, monkeypatch):
+    logits, target = make_inputs(4, 10, torch.float32, device)
+    target[1] = 10
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    per_token = cross_entropy_with_grad(logits, target, reduction="none")
+    assert torch.isnan(per_token[1]) and torch.isfinite(per_token[[0, 2, 3]]).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_scale_rows_skips_rows_scaled_by_one(device, dtype):
+    grad = torch.randn(6, 700, device=device).to(dtype)
+    scales = torch.tensor([1.0, -2.0, 1.0, 0.5, 4.0, 1.0], device=device)  # powers of 2: exact in any dtype
+    expected = (grad.float() * scales[:, None]).to(dtype)
+    scaled = ce._scale_rows_(grad.clone(), scales)
+    assert torch.equal(scaled, expected)
+    assert torch.equal(ce._scale_rows_(grad.clone(), torch.tensor(1.0, device=device)), grad)
+    assert torch.equal(ce._scale_rows_(grad.clone(), torch.tensor(-0.25, device=device)),
+                       (grad.float() * -0.25).to(dtype))
+    # a stride-0 expand (what sum().backward() hands a reduction="none" loss) is one scale for every row
+    assert torch.equal(ce._scale_rows_(grad.clone(), torch.tensor(2.0, device=device).expand(6)),
+                       (grad.float() * 2).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_two_pass_variant_matches_reference(device, monkeypatch, dtype):
+    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", (None, ce._Config(128, 4, True, 0, two_pass=True)))
+    logits, target = make_inputs(9, 517, dtype, device, ignored=(2,))
+    check_against_reference(logits, target, label_smoothing=0.1, softcap=8.0, lse_square_scale=1e-3)
+    check_against_reference(logits, target, reduction="none")
+
+
+def test_launch_config():
+    # the issue's shape on an H200 (132 SMs): one 16-warp program per SM walks its rows (L2 holds ~132 rows)
+    config = ce._launch_config(128256, 2, True, 132)
+    assert (config.block_v, config.num_warps, config.prefetch, config.programs_per_sm) == (8192, 16, True, 1)
+    assert ce._grid_size(8192, config, torch.device("cpu")) == 3 and ce._grid_size(2, config, torch.device("cpu")) == 2
+    # shorter rows: more programs per SM, never more than fit next to each other
+    assert ce._launch_config(32768, 2, True, 132).programs_per_sm == 3
+    assert ce._launch_config(1000, 4, True, 132).programs_per_sm == 2048 // (32 * 2)
+    assert ce._launch_config(128256, 2, False, 132) == ce._Config(2048, 4, True, 0)
+    assert ce._launch_config(300, 4, False, 132) == ce._Config(512, 1, False, 0)
 
 
 def test_bad_arguments(device):

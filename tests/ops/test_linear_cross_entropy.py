@@ -175,6 +175,57 @@ def test_auto_chunk_rows():
     assert lce._auto_chunk_rows(1 << 20, 50, 2, with_grad=True) == 8192
 
 
+def test_one_scale_applied_after_the_gemms_keeps_fp16_gradients(device):
+    # reduction="mean" scales by 1 / n_valid; at 2^-14 the scaled d loss / d logits (p * 6e-5) would sit below
+    # fp16's subnormals and flush (grad_x error ~1e-2 when folded in, as a per-row scale still is)
+    x, weight, _, target = make_inputs(48, 32, 2999, torch.float16, device)
+    scale = 2.0 ** -14
+    refs = [x.double().requires_grad_(), weight.double().requires_grad_()]
+    chunked_linear_cross_entropy_reference(*refs, target, reduction="sum").backward(
+        torch.tensor(scale, dtype=torch.float64, device=device))
+    options = dict(ignore_index=-100, label_smoothing=0.0, softcap=None, lse_square_scale=0.0)
+    _, _, grad_x, grad_weight, _ = lce._chunked_loss_and_grads(
+        x, weight, None, target, torch.tensor(scale, device=device), (True, True, False), 16, options)
+    assert rel_err(grad_x, refs[0].grad) < 2e-3 and rel_err(grad_weight, refs[1].grad) < 5e-3
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_unchecked_out_of_range_target_gives_nan(device, reduction):
+    x, weight, bias, target = make_inputs(11, 16, 97, torch.float32, device, with_bias=True, ignored=(5,))
+    target[3], target[8] = 97, -2
+    bad = torch.zeros(11, dtype=torch.bool, device=device)
+    bad[[3, 8]] = True
+    leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+    out = chunked_linear_cross_entropy(leaves[0], leaves[1], target, leaves[2], reduction=reduction, chunk_size=4,
+                                       check_target=False, return_per_token_loss=True, return_lse=True)
+    assert torch.isnan(out.per_token_loss[bad]).all() and torch.isnan(out.lse[bad]).all()
+    ref = chunked_linear_cross_entropy_reference(x.double(), weight.double(), torch.where(bad, 0, target),
+                                                 bias.double(), reduction="none", return_lse=True)
+    assert rel_err(out.per_token_loss[~bad], ref.loss[~bad]) < 1e-5 and rel_err(out.lse[~bad], ref.lse[~bad]) < 1e-5
+    out.loss.backward(torch.ones_like(out.loss))
+    assert torch.isnan(leaves[0].grad[bad]).all() and torch.isfinite(leaves[0].grad[~bad]).all()
+    assert torch.isnan(leaves[1].grad).any()  # the weight gradient sums over the bad rows
+
+
+def test_unchecked_path_never_syncs(device, monkeypatch):
+    x, weight, bias, target = make_inputs(10, 8, 70, torch.float32, device, with_bias=True, ignored=(2,))
+    leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+
+    def no_sync(*args, **kwargs):
+        raise AssertionError("host sync")
+
+    for name in ("__bool__", "item", "__int__", "__float__", "tolist"):
+        monkeypatch.setattr(torch.Tensor, name, no_sync)
+    loss = chunked_linear_cross_entropy(*leaves[:2], target, leaves[2], chunk_size=4, check_target=False)
+    loss.backward()
+    monkeypatch.undo()
+    refs = [t.detach().double().requires_grad_() for t in (x, weight, bias)]
+    expected = chunked_linear_cross_entropy_reference(*refs[:2], target, refs[2])
+    expected.backward()
+    assert rel_err(loss, expected) < 1e-5
+    assert all(rel_err(mine.grad, theirs.grad) < 1e-5 for mine, theirs in zip(leaves, refs))
+
+
 def test_bad_arguments(device):
     x, weight, bias, target = make_inputs(4, 8, 10, torch.float32, device, with_bias=True)
     cases = [

@@ -12,6 +12,7 @@ GRAD_TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2
 # Small blocks make the kernel walk the vocabulary in many steps, so the online max/sum rescaling is exercised.
 SMALL_BLOCKS = (128, 4, True)
 SMALL_BLOCKS_NO_PREFETCH = (64, 2, False)
+PERSISTENT_SMALL_BLOCKS = (128, 4, True, 1)  # one program per interpreter "SM" (3), each walking several rows
 
 
 def rel_err(out, ref):
@@ -55,7 +56,8 @@ def check_against_reference(logits, target, *, temperature, with_entropy, entrop
     return ours_in.grad
 
 
-@pytest.mark.parametrize("forward_blocks", [None, SMALL_BLOCKS, SMALL_BLOCKS_NO_PREFETCH], indirect=True)
+@pytest.mark.parametrize("forward_blocks", [None, SMALL_BLOCKS, SMALL_BLOCKS_NO_PREFETCH, PERSISTENT_SMALL_BLOCKS],
+                         indirect=True)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_values_entropy_and_grads(device, dtype, forward_blocks):
     logits, target = make_case((3, 17), 1031, dtype, device)
@@ -205,6 +207,52 @@ def test_kernel_writes_nan_for_out_of_range_target(device):
     assert torch.equal(row_max, logits.max(-1).values) and rel_err(lse, torch.logsumexp(logits.double(), -1)) < 1e-6
 
 
+def test_default_configs():
+    # the H200's best at V=128256 (docs/perf/logprobs.md); small vocabularies take one block of their size
+    assert ops._forward_config(128256) == (2048, 4, True) and ops._backward_config(128256) == (2048, 4)
+    assert ops._forward_config(300) == (512, 1, True) and ops._backward_config(16) == (16, 1)
+
+
+@pytest.mark.parametrize("with_entropy", [False, True])
+def test_unchecked_out_of_range_target_gives_nan(device, with_entropy):
+    logits, target = make_case((2, 5), 90, torch.float32, device)
+    target[0, 1], target[1, 3] = 90, -1
+    bad = (target < 0) | (target >= 90)
+    leaf = logits.clone().requires_grad_()
+    out = logprobs(leaf, target, return_entropy=with_entropy, check_target=False)
+    logprob = out[0] if with_entropy else out
+    assert torch.isnan(logprob[bad]).all()
+    ref_in = logits.double().requires_grad_()
+    ref = logprobs_reference(ref_in, torch.where(bad, 0, target), return_entropy=with_entropy)
+    ref_logprob = ref[0] if with_entropy else ref
+    assert rel_err(logprob[~bad], ref_logprob[~bad]) < 1e-5
+    if with_entropy:
+        assert rel_err(out[1], ref[1]) < 1e-5  # the entropy does not depend on the target
+    logprob.backward(torch.ones_like(logprob))
+    ref_logprob.backward(torch.ones_like(ref_logprob))
+    assert torch.isnan(leaf.grad[bad]).all() and rel_err(leaf.grad[~bad], ref_in.grad[~bad]) < 1e-5
+
+
+def test_unchecked_path_never_syncs(device, monkeypatch):
+    logits, target = make_case((3, 4), 200, torch.bfloat16, device)
+    leaf = logits.clone().requires_grad_()
+
+    def no_sync(*args, **kwargs):
+        raise AssertionError("host sync")
+
+    for name in ("__bool__", "item", "__int__", "__float__", "tolist"):
+        monkeypatch.setattr(torch.Tensor, name, no_sync)
+    out = logprobs(leaf, target, check_target=False)
+    out.sum().backward()
+    monkeypatch.undo()
+    ref_in = logits.double().requires_grad_()
+    ref = logprobs_reference(ref_in, target)
+    ref.sum().backward()
+    assert rel_err(out, ref) < 1e-5 and rel_err(leaf.grad, ref_in.grad) < GRAD_TOLERANCE[torch.bfloat16]
+    with pytest.raises(ValueError, match="target"):  # the default still checks
+        logprobs(leaf, torch.full_like(target, 200))
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # linear_logprobs
 # ------------------------------------------------------------------------------------------------------------------
@@ -271,6 +319,19 @@ def test_linear_fp32_accumulation_helper(device):
         ops._accumulate_matmul_fp32(accumulator, a, b)
         expected += a.double() @ b.double()
     assert accumulator.dtype == torch.float32 and rel_err(accumulator, expected) < 1e-2
+
+
+def test_linear_unchecked_out_of_range_target_gives_nan(device):
+    hidden = torch.randn(7, 12, device=device, requires_grad=True)
+    weight = torch.randn(150, 12, device=device, requires_grad=True)
+    target = torch.randint(0, 150, (7,), device=device)
+    target[4] = 150
+    out = linear_logprobs(hidden, weight, target, check_target=False, chunk_size=3)
+    assert torch.isnan(out[4]) and torch.isfinite(out[torch.arange(7, device=device) != 4]).all()
+    out.backward(torch.ones_like(out))
+    assert torch.isnan(hidden.grad[4]).all() and torch.isfinite(hidden.grad[:4]).all()
+    with pytest.raises(ValueError, match="target"):
+        linear_logprobs(hidden, weight, target, chunk_size=3)
 
 
 @pytest.mark.parametrize("bad, error, words", [
