@@ -5,14 +5,17 @@
    262144} (every option, reductions, inplace_backward), a bf16 logits tensor of > 2^31 elements (loss-only and
    with gradient), chunked_linear_cross_entropy in fp32/fp16/bf16 and at the issue's shape; whether cuBLAS sums
    the weight gradient into fp32 directly (addmm out_dtype) or the slow fallback runs.
+   Every timed CE config variant is also checked (gradient vs fp64 at V=128256), and check_target=False's nan rows.
 2. triton.testing.do_bench medians (warmup 25 ms, rep 100 ms) and peak extra CUDA memory of one call at
    BT=8192, V=128256 bf16 (CE) and BT=8192, H=4096, V=128256 bf16 (linear CE), full (forward + backward) and
-   forward (no gradient): greyhound, its config variants (BLOCK_V / num_warps / prefetch; chunk sizes), and the
+   forward (no gradient): greyhound (default, check_target=False, the bare kernel), its config variants
+   (BLOCK_V / num_warps / prefetch / persistent programs per SM / eviction / two-pass; chunk sizes), and the
    importable peers: Liger, fla, torch eager, torch.compile, CCE.
 3. A compact table last; everything as JSON in --out (default $OUT/gpu_cross_entropy.json).
 
-Usage (repo root): python3 scripts/gpu_cross_entropy.py [--out PATH] [--budget-s 80] [--skip-timing]
+Usage (repo root): python3 scripts/gpu_cross_entropy.py [--out PATH] [--budget-s 80] [--skip-timing] [--quick]
                    python3 scripts/gpu_cross_entropy.py --cpu-smoke  # the logic on tiny shapes, Triton interpreter
+--quick: greyhound rows only (no peers, no linear-CE chunk variants), for a tuning run.
 """
 import argparse
 import json
@@ -44,9 +47,24 @@ BT, V, H = (16, 384, 32) if CPU_SMOKE else (8192, 128256, 4096)
 CE_VOCABS = (300, 1000) if CPU_SMOKE else (32768, 128256, 262144)
 HUGE = (4, 1000) if CPU_SMOKE else (16400, 131072)  # rows x vocab: 2.15e9 bf16 logits > 2^31 elements
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
-# (BLOCK_V, num_warps, PREFETCH); the first is what _launch_config picks for V=128256
-CE_VARIANTS = [(8192, 16, True), (8192, 16, False), (4096, 8, True), (16384, 16, True), (16384, 32, False),
-               (32768, 32, False)]
+Config = ce._Config  # (block_v, num_warps, prefetch, programs_per_sm [0: one per row], grad_store_eviction,
+#                       keep_rows_in_l2, two_pass)
+# with a gradient; registers (sm_90, Triton 3.9) in brackets: a persistent grid must fit next to itself on an SM
+CE_FULL_VARIANTS = [
+    Config(8192, 16, True, 1, ""),  # default store policy for the gradient [128]
+    Config(8192, 16, True, 1, "evict_first", False),  # first sweep not marked evict_last
+    Config(8192, 16, True, 0),  # one program per row (as v1), same kernel [128: 1 CTA/SM]
+    Config(8192, 16, False, 1),  # no prefetch [96]
+    Config(8192, 32, True, 1),  # 1024 threads, 8 elements each [60]
+    Config(16384, 32, False, 1),  # 32 KB loads [52]
+    Config(4096, 16, True, 1),  # [114]
+    Config(2048, 4, True, 4),  # 528 rows in flight: more parallel, beyond L2 [84: 6 CTAs/SM fit]
+    Config(2048, 4, True, 0, two_pass=True),  # loss kernel, then an elementwise gradient kernel
+]
+# loss only
+CE_FORWARD_VARIANTS = [Config(4096, 8, True, 0), Config(1024, 2, True, 0), Config(8192, 16, True, 0),
+                       Config(2048, 4, True, 4), Config(2048, 4, True, 6), Config(2048, 4, False, 0)]
+QUICK = "--quick" in sys.argv
 LINEAR_CHUNKS_FULL = [512, 2048, 4096]  # besides the automatic choice (1024 rows at this shape)
 LINEAR_CHUNKS_FORWARD = [128, 1024]  # besides the automatic choice (256 rows)
 START = time.time()
@@ -119,6 +137,29 @@ def cross_entropy_checks():
     check_cross_entropy("bf16 none per-token grad_output", logits, target, reduction="none", **all_options)
     check_cross_entropy("bf16 mean grad_output=0.5", logits, target,
                         grad_output=torch.tensor(0.5, device=DEVICE))
+    check_cross_entropy("bf16 mean grad_output=1", logits, target, grad_output=torch.tensor(1.0, device=DEVICE))
+    for config in CE_FULL_VARIANTS:
+        ce._CONFIG_OVERRIDE = (None, config)
+        try:
+            check_cross_entropy(f"bf16 V={V} {config_tag(config)}", logits, target, **all_options)
+        finally:
+            ce._CONFIG_OVERRIDE = None
+    # check_target=False: no error; the bad rows are nan (loss, lse, gradient), the others exact
+    bad_target = target.clone()
+    bad_target[[3, 17]] = torch.tensor([V, -5], device=DEVICE)
+    leaf = logits.clone().requires_grad_()
+    out = cross_entropy_with_grad(leaf, bad_target, reduction="none", return_lse=True, check_target=False)
+    out.loss.sum().backward()
+    good = torch.ones(48, dtype=torch.bool, device=DEVICE)
+    good[[3, 17]] = False
+    ref_leaf = logits.double().requires_grad_()
+    ref = cross_entropy_reference(ref_leaf, target, reduction="none", return_lse=True)
+    ref.loss.sum().backward()
+    nan_rows = bool(out.loss[~good].isnan().all() and out.lse[~good].isnan().all()
+                    and leaf.grad[~good].isnan().all())
+    check("CE check_target=False: bad rows nan", 0.0 if nan_rows else float("inf"), 0.0)
+    check("CE check_target=False: other rows' grad", rel_err(leaf.grad[good], ref_leaf.grad[good]),
+          TOLERANCE[torch.bfloat16])
     # inplace_backward: the gradient lands in the logits' own storage
     leaf = logits.detach().double().requires_grad_()
     cross_entropy_reference(leaf, target, **all_options).backward()
@@ -235,6 +276,16 @@ def time_one(kernel, provider, mode, shape, fn, grad_to_none, floor_ms, work, un
           f"  (floor {floor_ms:.3f} ms)", flush=True)
 
 
+def config_tag(config):
+    tag = f"{config.block_v}/w{config.num_warps}/pf{int(config.prefetch)}/" + (
+        f"{config.programs_per_sm}perSM" if config.programs_per_sm else "rowgrid")
+    if config.grad_store_eviction != "evict_first":
+        tag += "/store-default"
+    if not config.keep_rows_in_l2:
+        tag += "/no-evict_last"
+    return tag + ("/two-pass" if config.two_pass else "")
+
+
 def cross_entropy_jobs():
     """(provider, mode, fn, grad_to_none, floor_ms, work, unit, compiles) for BT x V bf16 logits."""
     logits = torch.randn(BT, V, device=DEVICE, dtype=torch.bfloat16)
@@ -242,6 +293,7 @@ def cross_entropy_jobs():
     leaf = logits.clone().requires_grad_()
     nbytes = logits.numel() * logits.element_size()
     jobs = []
+    grad_buffer = torch.empty_like(logits)
 
     # in-place providers turn `leaf` into gradients; this kernel's speed does not depend on the values
     def add(provider, fn, modes=("full", "forward"), compiles=False):
@@ -253,16 +305,26 @@ def cross_entropy_jobs():
                          nbytes, compiles))
 
     add("greyhound", cross_entropy_with_grad)
+    add("greyhound[check_target=False]", lambda a, t: cross_entropy_with_grad(a, t, check_target=False))
     add("greyhound-inplace_backward", lambda a, t: cross_entropy_with_grad(a, t, inplace_backward=True),
         modes=("full",))
-    for config in CE_VARIANTS:
-        def with_config(a, t, config=config):
-            ce._CONFIG_OVERRIDE = config
-            try:
-                return cross_entropy_with_grad(a, t)
-            finally:
-                ce._CONFIG_OVERRIDE = None
-        add("greyhound[BLOCK_V=%d,w=%d,prefetch=%d]" % config, with_config)
+    # the bare kernel writing loss + gradient (no autograd, allocation, n_valid or backward launch): the floor's
+    # comparison point; 'full' here is one kernel reading the logits and writing the gradient
+    jobs.append(("greyhound kernel only", "full", lambda: ce._cross_entropy_rows(logits, target, grad_buffer),
+                 [], 2 * nbytes / COPY_BYTES_PER_S * 1e3, 2 * nbytes, False))
+    jobs.append(("greyhound kernel only", "forward", lambda: ce._cross_entropy_rows(logits, target),
+                 [], nbytes / COPY_BYTES_PER_S * 1e3, nbytes, False))
+    for mode, configs in (("full", CE_FULL_VARIANTS), ("forward", CE_FORWARD_VARIANTS)):
+        for config in configs:
+            def with_config(a, t, config=config, mode=mode):
+                ce._CONFIG_OVERRIDE = (None, config) if mode == "full" else (config, None)
+                try:
+                    return cross_entropy_with_grad(a, t, check_target=False)
+                finally:
+                    ce._CONFIG_OVERRIDE = None
+            add(f"greyhound[{config_tag(config)}] unchecked", with_config, modes=(mode,))
+    if QUICK:
+        return f"BT={BT},V={V},bf16", jobs
     add("torch-eager", F.cross_entropy)
     try:
         from liger_kernel.transformers import LigerCrossEntropyLoss
@@ -295,6 +357,8 @@ def linear_jobs():
                          flops, compiles))
 
     add("greyhound", chunked_linear_cross_entropy)
+    if QUICK:
+        return f"BT={BT},H={H},V={V},bf16", jobs
     for chunk in LINEAR_CHUNKS_FULL:
         add(f"greyhound[chunk={chunk}]", lambda a, w, t, c=chunk: chunked_linear_cross_entropy(a, w, t, chunk_size=c),
             modes=("full",))
@@ -366,6 +430,7 @@ def main():
     parser.add_argument("--budget-s", type=float, default=80.0,
                         help="stop starting new timings after this many seconds (correctness always runs)")
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="greyhound rows only: no peers, no chunk variants")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="every step on tiny CPU shapes through TRITON_INTERPRET=1; timings meaningless, no "
                              "torch.compile peers")

@@ -8,7 +8,8 @@
    linear form at BT=8192, H=4096, V=128256 bf16. Peak extra CUDA memory of one call for each.
 3. A compact table last; everything as JSON in --out (default $OUT/gpu_logprobs.json).
 
-Usage (repo root): python3 scripts/gpu_logprobs.py [--out PATH] [--budget-s 85]
+Usage (repo root): python3 scripts/gpu_logprobs.py [--out PATH] [--budget-s 85] [--quick]
+--quick: greyhound rows only (no torch.compile / eager / peers, no linear chunk variants), for a tuning run.
 """
 import argparse
 import json
@@ -34,6 +35,7 @@ BT, V, H = 8192, 128256, 4096  # the issue's shapes (timing, and the vocabulary 
 BIG_V, ODD_V, HUGE = 262144 + 77, 50257, (16400, 131072)  # HUGE: a bf16 logits tensor of > 2^31 elements
 GRAD_TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
 START = time.time()
+QUICK = "--quick" in sys.argv
 RESULTS = {"device": None, "versions": {}, "checks": [], "timings": [], "skipped": []}
 
 
@@ -114,8 +116,34 @@ def check_linear(tag, dtype, n_rows, hidden_size, vocab, chunk_size):
         check(f"{tag} grad {name}", rel_err(leaf.grad, ref.grad), tol)
 
 
+def check_persistent_and_unchecked():
+    """The persistent-grid variant timed below, and check_target=False's nan rows (no error, others exact)."""
+    logits = (torch.randn(8, 257, V, device=DEVICE) * 3).bfloat16()
+    target = torch.randint(0, V, (8, 257), device=DEVICE)
+    default = ops._forward_config
+    ops._forward_config = lambda vocab_size: (2048, 4, True, 6)
+    try:
+        check_logprobs("bf16 persistent forward (2048,4,pf,6/SM)", logits, target)
+    finally:
+        ops._forward_config = default
+    bad = target.clone()
+    bad[0, 5], bad[3, 7] = V, -1
+    leaf = logits.clone().requires_grad_()
+    lp = logprobs(leaf, bad, check_target=False)
+    lp.sum().backward()
+    is_bad = (bad < 0) | (bad >= V)
+    ref_in = logits.double().requires_grad_()
+    ref = logprobs_reference(ref_in, torch.where(is_bad, 0, bad))
+    ref.sum().backward()
+    nan_rows = bool(lp[is_bad].isnan().all() and leaf.grad[is_bad].isnan().all())
+    check("check_target=False: bad rows nan", 0.0 if nan_rows else math.inf, 0.0)
+    check("check_target=False: other rows logprob", rel_err(lp[~is_bad], ref[~is_bad]), 1e-5)
+    check("check_target=False: other rows grad", rel_err(leaf.grad[~is_bad], ref_in.grad[~is_bad]), 2e-2)
+
+
 def correctness():
     dev = DEVICE
+    guarded("persistent / unchecked", check_persistent_and_unchecked)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         tag = str(dtype).replace("torch.", "")
         logits = (torch.randn(8, 257, V, device=dev) * 3).to(dtype)
@@ -246,34 +274,42 @@ def logprobs_jobs():
     def job(provider, mode, fn, extra):
         return ("logprobs", provider, mode, shape, no_grad(fn) if mode == "forward" else fn, extra)
 
+    unchecked = dict(check_target=False)
     jobs = [
         (0, job("greyhound", "forward", lambda: logprobs(logits, target), fwd)),
+        (0, job("greyhound check_target=False", "forward", lambda: logprobs(logits, target, **unchecked), fwd)),
         (0, job("torch-compile", "forward", lambda: compiled(logits, target), fwd)),
         (0, job("greyhound", "full", lambda: logprobs(x, target).backward(grad_out), full)),
+        (0, job("greyhound check_target=False", "full", lambda: logprobs(x, target, **unchecked).backward(grad_out),
+                full)),
         (0, job("torch-compile", "full", lambda: compiled(x, target).backward(grad_out), full)),
         (1, job("greyhound+entropy", "forward", lambda: logprobs(logits, target, return_entropy=True), fwd)),
         (1, job("greyhound+entropy", "full", with_entropy, full)),
         (2, job("torch-eager", "forward", lambda: eager(logits, target), fwd)),
         (2, job("torch-eager", "full", lambda: eager(x, target).backward(grad_out), full)),
     ]
+    if QUICK:
+        jobs = [(p, j) for p, j in jobs if j[1].startswith("greyhound")]
     # Kernel variants without the public function's target check (its cost = greyhound minus the default row).
     outputs = ops._forward_outputs(BT, False, logits.device)
     outputs_entropy = ops._forward_outputs(BT, True, logits.device)
     default = ops._forward_config(V)
-    for config in (default, (4096, 8, False), (2048, 4, True), (8192, 16, True)):
-        tag = f"kernel BLOCK_V={config[0]},w={config[1]},pf={int(config[2])}{' (default)' if config == default else ''}"
+    # a 4th entry: persistent grid of that many programs per SM (2048/4 compiles to 64 registers: 8 CTAs/SM fit)
+    for config in (default, (4096, 8, True), (1024, 2, True), (2048, 4, True, 4), (2048, 4, True, 6)):
+        tag = (f"kernel BLOCK_V={config[0]},w={config[1]},pf={int(config[2])}"
+               f"{f',{config[3]}/SM' if len(config) > 3 else ''}{' (default)' if config == default else ''}")
         forward = lambda c=config: ops._launch_forward(logits, target, 1.0, outputs, c)  # noqa: E731
         jobs.append((1, job(tag, "forward", forward, fwd)))
-    for config in (default, (2048, 8, True)):
+    for config in (default, (4096, 8, True)):
         jobs.append((1, job(f"kernel+entropy BLOCK_V={config[0]},w={config[1]}", "forward",
                             lambda c=config: ops._launch_forward(logits, target, 1.0, outputs_entropy, c), fwd)))
     _, row_max, log2_sum, _ = ops._launch_forward(logits, target, 1.0, ops._forward_outputs(BT, False, logits.device))
-    for config in (ops._backward_config(V), (2048, 4), (8192, 8)):
+    for config in (ops._backward_config(V), (4096, 8), (1024, 2)):
         backward = lambda c=config: ops._launch_backward(  # noqa: E731
             logits, target, row_max, log2_sum, None, grad_out, None, 1.0, config=c)
         jobs.append((1, job(f"backward kernel BLOCK_V={config[0]},w={config[1]}", "backward", backward,
                             dict(bytes=2 * read_once))))
-    for name, peer in peers().items():
+    for name, peer in ({} if QUICK else peers()).items():
         peer_x = logits.clone().requires_grad_()  # liger writes gradients into its input: a copy of its own
         jobs.append((2, job(name, "forward", lambda p=peer, z=peer_x: p(z.detach(), target), fwd)))
         jobs.append((2, job(name, "full", lambda p=peer, z=peer_x: p(z, target).backward(grad_out),
@@ -297,12 +333,14 @@ def linear_jobs():
         return ("linear_logprobs", provider, mode, shape, no_grad(fn) if mode == "forward" else fn, extra)
 
     jobs = []
-    for priority, chunk in ((0, None), (1, 512), (1, 4096)):
+    for priority, chunk in ((0, None),) if QUICK else ((0, None), (1, 512), (1, 4096)):
         name = f"greyhound chunk={chunk or f'auto({auto_chunk})'}"
         forward = lambda c=chunk: linear_logprobs(hidden, weight, target, chunk_size=c)  # noqa: E731
         forward_backward = lambda c=chunk: linear_logprobs(h, w, target, chunk_size=c).backward(grad_out)  # noqa: E731
         jobs.append((priority, job(name, "forward", forward, fwd)))
         jobs.append((priority, job(name, "full", forward_backward, full)))
+    if QUICK:
+        return jobs
     jobs += [
         (0, job("torch-compile", "forward", lambda: compiled(hidden, weight, target), fwd)),
         (0, job("torch-compile", "full", lambda: compiled(h, w, target).backward(grad_out), full)),
@@ -337,6 +375,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "gpu_logprobs.json"))
     parser.add_argument("--budget-s", type=float, default=85.0, help="skip timings that would start after this")
     parser.add_argument("--skip-correctness", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="greyhound rows only (no peers, compile, eager)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA device")

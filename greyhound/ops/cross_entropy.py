@@ -228,6 +228,7 @@ class _Config(NamedTuple):
     prefetch: bool
     programs_per_sm: int  # 0: one program per row; else a persistent grid of this many programs per SM
     grad_store_eviction: str = "evict_first"  # "" for the default policy
+    keep_rows_in_l2: bool = True  # first sweep's loads marked evict_last when a gradient follows
     two_pass: bool = False  # gradient by a second, elementwise kernel (grid rows x V blocks of 4096)
 
 
@@ -318,7 +319,7 @@ def _cross_entropy_rows(
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
         WRITE_GRAD=fused_grad,
         # streamed once without a gradient; with one, kept in L2 for the second sweep
-        FIRST_SWEEP_EVICTION="evict_last" if fused_grad else "evict_first",
+        FIRST_SWEEP_EVICTION=("evict_last" if config.keep_rows_in_l2 else "") if fused_grad else "evict_first",
         GRAD_STORE_EVICTION=config.grad_store_eviction,
         PREFETCH=config.prefetch,
         num_warps=config.num_warps,
