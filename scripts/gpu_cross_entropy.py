@@ -49,21 +49,20 @@ HUGE = (4, 1000) if CPU_SMOKE else (16400, 131072)  # rows x vocab: 2.15e9 bf16 
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
 Config = ce._Config  # (block_v, num_warps, prefetch, programs_per_sm [0: one per row], grad_store_eviction,
 #                       keep_rows_in_l2, two_pass)
-# with a gradient; registers (sm_90, Triton 3.9) in brackets: a persistent grid must fit next to itself on an SM
+# with a gradient; the default at V=128256 is two-pass (loss kernel 2048/w4, gradient kernel 2048/w4); registers
+# (sm_90, Triton 3.9) in brackets: a persistent grid must fit next to itself on an SM
 CE_FULL_VARIANTS = [
-    Config(8192, 16, True, 1, ""),  # default store policy for the gradient [128]
-    Config(8192, 16, True, 1, "evict_first", False),  # first sweep not marked evict_last
-    Config(8192, 16, True, 0),  # one program per row (as v1), same kernel [128: 1 CTA/SM]
-    Config(8192, 16, False, 1),  # no prefetch [96]
-    Config(8192, 32, True, 1),  # 1024 threads, 8 elements each [60]
-    Config(16384, 32, False, 1),  # 32 KB loads [52]
-    Config(4096, 16, True, 1),  # [114]
-    Config(2048, 4, True, 4),  # 528 rows in flight: more parallel, beyond L2 [84: 6 CTAs/SM fit]
-    Config(2048, 4, True, 0, two_pass=True),  # loss kernel, then an elementwise gradient kernel
+    Config(8192, 16, True, 1),  # fused, persistent, one program per SM [128]
+    Config(8192, 16, True, 0),  # fused, one program per row (as v1) [128: 1 CTA/SM]
+    Config(16384, 32, False, 1),  # fused, 32 KB loads [52]
+    Config(2048, 4, True, 0, two_pass=True, gradient_block_v=4096),  # gradient kernel 4096/w8
+    Config(2048, 4, True, 0, two_pass=True, gradient_block_v=1024),  # gradient kernel 1024/w2
+    Config(4096, 8, True, 0, two_pass=True),  # loss kernel 4096/w8
 ]
-# loss only
-CE_FORWARD_VARIANTS = [Config(4096, 8, True, 0), Config(1024, 2, True, 0), Config(8192, 16, True, 0),
-                       Config(2048, 4, True, 4), Config(2048, 4, True, 6), Config(2048, 4, False, 0)]
+# loss only (v2 measured 4096/w8 0.556, 1024/w2 0.557, 8192/w16 0.606, 2048/w4 persistent 4-6/SM 0.61-0.76 ms)
+CE_FORWARD_VARIANTS = [Config(1024, 2, True, 0)]
+# fused vs two-pass kernels at shorter rows (same 2.1 GB of bf16 logits): does a smaller in-flight set hit L2?
+L2_PROBE_VOCABS = (32768, 65536)
 QUICK = "--quick" in sys.argv
 LINEAR_CHUNKS_FULL = [512, 2048, 4096]  # besides the automatic choice (1024 rows at this shape)
 LINEAR_CHUNKS_FORWARD = [128, 1024]  # besides the automatic choice (256 rows)
@@ -323,6 +322,26 @@ def cross_entropy_jobs():
                 finally:
                     ce._CONFIG_OVERRIDE = None
             add(f"greyhound[{config_tag(config)}] unchecked", with_config, modes=(mode,))
+    for vocab in () if CPU_SMOKE else L2_PROBE_VOCABS:
+        rows = BT * V // vocab
+        probe_logits = logits.view(-1)[: rows * vocab].view(rows, vocab)
+        probe_target = torch.randint(0, vocab, (rows,), device=DEVICE)
+        sms = torch.cuda.get_device_properties(DEVICE).multi_processor_count
+        default = ce._launch_config(vocab, 2, True, sms)
+        fused = default if not default.two_pass else Config(8192, 16, True, 1)
+        two_pass = Config(2048, 4, True, 0, two_pass=True)
+        probe_grad = grad_buffer.view(-1)[: probe_logits.numel()].view(probe_logits.shape)
+        one_per_sm = fused._replace(programs_per_sm=1)
+        for tag, config in ((f"fused {config_tag(fused)}", fused), (f"fused {config_tag(one_per_sm)}", one_per_sm),
+                            ("two-pass", two_pass)):
+            def probe(config=config, probe_logits=probe_logits, probe_target=probe_target, probe_grad=probe_grad):
+                ce._CONFIG_OVERRIDE = (None, config)
+                try:
+                    return ce._cross_entropy_rows(probe_logits, probe_target, probe_grad)
+                finally:
+                    ce._CONFIG_OVERRIDE = None
+            name = f"greyhound kernel only V={vocab} rows={rows} {tag}" + (" (default)" if config == default else "")
+            jobs.append((name, "full", probe, [], 2 * nbytes / COPY_BYTES_PER_S * 1e3, 2 * nbytes, False))
     if QUICK:
         return f"BT={BT},V={V},bf16", jobs
     add("torch-eager", F.cross_entropy)

@@ -21,8 +21,11 @@ __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_refer
 TARGET_DTYPES = (torch.int64, torch.int32)
 REDUCTIONS = ("mean", "sum", "none")
 LOG2E = tl.constexpr(1.4426950408889634)
-# Bytes of rows that the gradient-writing grid keeps in flight: room for them in the H200's 50 MB L2.
+# Bytes of rows that the fused gradient-writing grid keeps in flight: room for them in the H200's 50 MB L2.
 L2_ROW_BUDGET_BYTES = 32 << 20
+# Above this many bytes of rows in flight (one row per SM) the gradient takes a second kernel instead: at
+# 132 x 256 KB = 34 MB (V=128256 bf16) the fused second sweep measured no L2 reuse on the H200.
+FUSED_MAX_BYTES_IN_FLIGHT = 16 << 20
 MAX_THREADS_PER_SM = 2048
 
 
@@ -68,16 +71,17 @@ def _grad_block(x, offsets, target, lse_log2, softmax_coef, target_coef, uniform
 def _cross_entropy_kernel(
     logits_ptr, logits_row_stride,
     grad_ptr, grad_row_stride,
-    target_ptr, per_token_loss_ptr, lse_ptr, grad_scale_ptr, grad_scale_stride,
+    target_ptr, per_token_loss_ptr, lse_ptr, grad_scale_ptr, grad_scale_stride, bad_target_flag_ptr,
     n_rows, V, ignore_index, label_smoothing, softcap, lse_square_scale,
     BLOCK_V: tl.constexpr,
     HAS_SOFTCAP: tl.constexpr, HAS_SMOOTHING: tl.constexpr, HAS_Z_LOSS: tl.constexpr, WRITE_GRAD: tl.constexpr,
+    FLAG_BAD_TARGETS: tl.constexpr,
     FIRST_SWEEP_EVICTION: tl.constexpr, GRAD_STORE_EVICTION: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     """Per row: per-token loss and lse; with WRITE_GRAD also grad_scale[row] * d loss_row / d logits_row
     (grad_scale_stride 0: one scale for every row). Program p does rows p, p + #programs, ... (a persistent grid
-    keeps few rows in flight, so that the gradient sweep re-reads its row from L2). A target outside [0, V) that is
-    not ignore_index gives nan loss, lse and gradient row, and is never read.
+    keeps few rows in flight). A target outside [0, V) that is not ignore_index gives nan loss, lse and gradient
+    row, is never read, and with FLAG_BAD_TARGETS sets *bad_target_flag_ptr = 1 (for the host's error).
 
     Reads fp32/bf16/fp16 logits, computes every value in fp32, stores the loss and lse in fp32 and the gradient
     in the gradient tensor's dtype. grad_ptr may equal logits_ptr: each element is read before it is overwritten.
@@ -119,7 +123,9 @@ def _cross_entropy_kernel(
         target = tl.load(target_ptr + row).to(tl.int64)
         is_valid = target != ignore_index
         in_range = (target >= 0) & (target < V)
-        is_bad = is_valid & ((target < 0) | (target >= V))  # only reachable with check_target=False
+        is_bad = is_valid & ((target < 0) | (target >= V))
+        if FLAG_BAD_TARGETS:
+            tl.store(bad_target_flag_ptr, 1, mask=is_bad)  # every writer writes 1: the race is harmless
         z_target = tl.load(logits_row + tl.where(in_range, target, 0), mask=is_valid & in_range,
                            other=0.0).to(tl.float32)
         if HAS_SOFTCAP:
@@ -189,9 +195,9 @@ def _gradient_kernel(
 @triton.jit
 def _scale_rows_kernel(grad_ptr, grad_row_stride, scale_ptr, scale_stride, n_rows, V,
                        PER_ROW_SCALE: tl.constexpr, BLOCK_V: tl.constexpr):
-    """grad[row, :] *= scale (one scalar, or scale[row * scale_stride] with PER_ROW_SCALE) in place, over a persistent grid of
-    (row, block) tiles. Rows whose scale is exactly 1 are neither read nor written: for loss.backward()
-    (grad_output 1) the launch does nothing, and no host sync was needed to know it.
+    """grad[row, :] *= scale (one scalar, or scale[row * scale_stride] with PER_ROW_SCALE) in place, over a
+    persistent grid of (row, block) tiles. Rows whose scale is exactly 1 are neither read nor written: for
+    loss.backward() (grad_output 1) the launch does nothing, and no host sync was needed to know it.
 
     Reads the gradient in its own dtype (fp32/bf16/fp16) and the scale in any float dtype, multiplies in fp32 and
     stores back in the gradient's dtype.
@@ -227,9 +233,10 @@ class _Config(NamedTuple):
     num_warps: int
     prefetch: bool
     programs_per_sm: int  # 0: one program per row; else a persistent grid of this many programs per SM
-    grad_store_eviction: str = "evict_first"  # "" for the default policy
-    keep_rows_in_l2: bool = True  # first sweep's loads marked evict_last when a gradient follows
-    two_pass: bool = False  # gradient by a second, elementwise kernel (grid rows x V blocks of 4096)
+    grad_store_eviction: str = "evict_first"  # fused gradient sweep's stores; "" for the default policy
+    keep_rows_in_l2: bool = True  # fused: first sweep's loads marked evict_last
+    two_pass: bool = False  # gradient by a second, elementwise kernel instead of the fused second sweep
+    gradient_block_v: int = 2048  # two-pass: the gradient kernel's block (num_warps = block / 512)
 
 
 # (forward-only config, gradient config) forced for every launch when set: how scripts/gpu_cross_entropy.py
@@ -246,12 +253,17 @@ def _sm_count(device: torch.device) -> int:
 
 def _launch_config(V: int, element_size: int, write_grad: bool, sm_count: int) -> _Config:
     """Loss only: one program per row, 2048-wide blocks, 4 warps, next block prefetched (the best measured on the
-    H200). With a gradient: 8192-wide blocks, 16 warps, and about as many programs as rows fit the L2 budget."""
+    H200). With a gradient: the same loss kernel, then the elementwise gradient kernel (two-pass, the best
+    measured at V=128256: the fused second sweep found no L2 reuse there); for rows short enough that a
+    persistent grid's rows in flight fit the L2 budget, the fused kernel (8192-wide blocks, 16 warps)."""
     if _CONFIG_OVERRIDE is not None and _CONFIG_OVERRIDE[write_grad] is not None:
         return _CONFIG_OVERRIDE[write_grad]
+    block_v = min(triton.next_power_of_2(V), 2048)
+    loss_only = _Config(block_v, max(1, min(4, block_v // 512)), V > block_v, 0)
     if not write_grad:
-        block_v = min(triton.next_power_of_2(V), 2048)
-        return _Config(block_v, max(1, min(4, block_v // 512)), V > block_v, 0)
+        return loss_only
+    if V * element_size * sm_count > FUSED_MAX_BYTES_IN_FLIGHT:
+        return loss_only._replace(two_pass=True, gradient_block_v=block_v)
     block_v = min(triton.next_power_of_2(V), 8192)
     num_warps = max(1, min(16, block_v // 512))
     resident = max(1, MAX_THREADS_PER_SM // (32 * num_warps))
@@ -291,13 +303,14 @@ def _cross_entropy_rows(
     lse_square_scale: float = 0.0,
     per_token_loss: Optional[torch.Tensor] = None,
     lse: Optional[torch.Tensor] = None,
+    bad_target_flag: Optional[torch.Tensor] = None,
 ) -> tuple:
     """Per-token loss and lse (fp32 [rows]) of `logits` [rows, V]; when `grad` is given (it may be `logits`
     itself), also write grad_scale * d per_token_loss / d logits into it. Inputs are not validated here: callers
     pass 2-D logits with unit stride along V, matching target and grad (a target out of range gives nan, never an
     out-of-bounds read). `grad_scale` is a float, a 0-d device tensor (e.g. 1 / number of valid tokens, read by
     the kernel) or a [rows] tensor of per-row scales. `per_token_loss` / `lse`, if given, are contiguous fp32
-    [rows] outputs.
+    [rows] outputs. `bad_target_flag` (int32 [1], see _target_flag), if given, is set to 1 by a bad target.
     """
     rows, V = logits.shape
     if per_token_loss is None:
@@ -314,10 +327,11 @@ def _cross_entropy_rows(
         logits, logits.stride(0),
         grad if fused_grad else logits, grad.stride(0) if fused_grad else 0,
         target, per_token_loss, lse, grad_scale, grad_scale_stride,
+        per_token_loss if bad_target_flag is None else bad_target_flag,
         rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale),
         BLOCK_V=config.block_v,
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
-        WRITE_GRAD=fused_grad,
+        WRITE_GRAD=fused_grad, FLAG_BAD_TARGETS=bad_target_flag is not None,
         # streamed once without a gradient; with one, kept in L2 for the second sweep
         FIRST_SWEEP_EVICTION=("evict_last" if config.keep_rows_in_l2 else "") if fused_grad else "evict_first",
         GRAD_STORE_EVICTION=config.grad_store_eviction,
@@ -325,12 +339,12 @@ def _cross_entropy_rows(
         num_warps=config.num_warps,
     )
     if write_grad and config.two_pass:
-        block_v = min(triton.next_power_of_2(V), 4096)
+        block_v = min(triton.next_power_of_2(V), config.gradient_block_v)
         _gradient_kernel[(rows, triton.cdiv(V, block_v))](
             logits, logits.stride(0), grad, grad.stride(0), target, lse, grad_scale, grad_scale_stride,
             V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale),
             BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None, HAS_Z_LOSS=lse_square_scale > 0,
-            num_warps=max(1, min(8, block_v // 256)),
+            num_warps=max(1, min(8, block_v // 512)),
         )
     return per_token_loss, lse
 
@@ -362,12 +376,31 @@ def _reduce(per_token_loss: torch.Tensor, n_valid: torch.Tensor, reduction: str)
     return total / n_valid if reduction == "mean" else total  # mean over no valid token is 0/0 = nan, as in torch
 
 
-def _check_targets(target: torch.Tensor, V: int, ignore_index: int, check_target: bool = True) -> None:
-    """One fused device check and one host sync, unless check_target=False, torch.compile is tracing or a CUDA
-    graph is being captured (none can read a device flag): then the kernels give nan for such rows."""
+def _checking_targets(target: torch.Tensor, check_target: bool) -> bool:
+    """Whether to check: not with check_target=False, nor while torch.compile traces or a CUDA graph is captured
+    (neither can read a device flag); the kernels then give nan for such rows."""
     if not check_target or target.numel() == 0 or torch.compiler.is_compiling():
-        return
-    if target.is_cuda and torch.cuda.is_current_stream_capturing():
+        return False
+    return not (target.is_cuda and torch.cuda.is_current_stream_capturing())
+
+
+def _target_flag(target: torch.Tensor, check_target: bool) -> Optional[torch.Tensor]:
+    """A zeroed int32 [1] that the loss kernel sets to 1 on a bad target, read by _raise_if_flagged after the
+    kernel (one launch before it, one host sync after it); None when not checking."""
+    if not _checking_targets(target, check_target):
+        return None
+    return torch.zeros(1, dtype=torch.int32, device=target.device)
+
+
+def _raise_if_flagged(flag: Optional[torch.Tensor], target: torch.Tensor, V: int, ignore_index: int) -> None:
+    if flag is not None and bool(flag):
+        _check_targets(target, V, ignore_index)
+
+
+def _check_targets(target: torch.Tensor, V: int, ignore_index: int, check_target: bool = True) -> None:
+    """A device check and one host sync before any kernel (for inplace_backward, whose kernel overwrites the
+    logits), unless _checking_targets says not to."""
+    if not _checking_targets(target, check_target):
         return
     bad = ((target < 0) | (target >= V)) & (target != ignore_index)
     if bool(bad.any()):
@@ -395,13 +428,13 @@ def _hand_out_once(ctx, op_name: str) -> None:
 class _CrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, reduction, ignore_index, label_smoothing, softcap, lse_square_scale,
-                inplace_backward):
+                inplace_backward, bad_target_flag):
         grad = logits if inplace_backward else torch.empty_like(logits)
         n_valid = (target != ignore_index).sum()
         grad_scale = 1.0 / n_valid.float() if reduction == "mean" else 1.0
         per_token_loss, lse = _cross_entropy_rows(
             logits, target, grad, grad_scale, ignore_index=ignore_index, label_smoothing=label_smoothing,
-            softcap=softcap, lse_square_scale=lse_square_scale,
+            softcap=softcap, lse_square_scale=lse_square_scale, bad_target_flag=bad_target_flag,
         )
         if inplace_backward:
             # other nodes that saved logits now raise; bumped before saving so the saved version holds the gradient
@@ -422,7 +455,7 @@ class _CrossEntropyFunction(torch.autograd.Function):
         grad = grad.detach()
         if grad_loss is not None:
             _scale_rows_(grad, grad_loss)  # a no-op on the device for loss.backward()'s grad_output of 1
-        return grad, None, None, None, None, None, None, None
+        return grad, None, None, None, None, None, None, None, None
 
 
 class CrossEntropyOutput(NamedTuple):
@@ -494,7 +527,8 @@ def cross_entropy_with_grad(
     asked for are None. Gradients reach `logits` only; one backward per forward call.
 
     `check_target=True` raises a ValueError naming `target` for an entry outside [0, V) other than ignore_index,
-    at the cost of one host sync (skipped anyway while torch.compile traces or a CUDA graph is captured).
+    at the cost of one host sync (after the kernel, which flags bad targets; before it with inplace_backward;
+    skipped anyway while torch.compile traces or a CUDA graph is captured).
     check_target=False: no host sync; an out-of-range target gives NaN instead of an error (its per-token loss,
     lse and gradient row are nan, so is a mean or sum over it), and is never read out of bounds.
     """
@@ -518,20 +552,25 @@ def cross_entropy_with_grad(
             )
         logits = logits.contiguous()
     target = target.contiguous()
-    _check_targets(target, V, ignore_index, check_target)
+    if inplace_backward and needs_grad:
+        _check_targets(target, V, ignore_index, check_target)  # before the kernel overwrites the logits
+        bad_target_flag = None
+    else:  # set by the kernel and read after it: the host syncs once, on a finished kernel
+        bad_target_flag = _target_flag(target, check_target)
     options = dict(ignore_index=ignore_index, label_smoothing=float(label_smoothing), softcap=softcap,
                    lse_square_scale=float(lse_square_scale))
 
     if needs_grad:
         loss, per_token_loss, lse = _CrossEntropyFunction.apply(
             logits, target, reduction, ignore_index, options["label_smoothing"], softcap,
-            options["lse_square_scale"], bool(inplace_backward),
+            options["lse_square_scale"], bool(inplace_backward), bad_target_flag,
         )
         if reduction == "none":
             per_token_loss = loss.detach()
     else:
-        per_token_loss, lse = _cross_entropy_rows(logits, target, **options)
+        per_token_loss, lse = _cross_entropy_rows(logits, target, bad_target_flag=bad_target_flag, **options)
         loss = _reduce(per_token_loss, (target != ignore_index).sum(), reduction)
+    _raise_if_flagged(bad_target_flag, target, V, ignore_index)
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)
 
 
@@ -550,7 +589,8 @@ def cross_entropy_reference(
     check_target: bool = True,
 ):
     """Plain-PyTorch definition of `cross_entropy_with_grad` (same options and outputs; differentiable through
-    autograd; never writes in place, so `inplace_backward` is ignored; torch's gather checks the targets). Computes in fp64 for fp64 logits, else fp32.
+    autograd; never writes in place, so `inplace_backward` is ignored; torch's gather checks the targets).
+    Computes in fp64 for fp64 logits, else fp32.
     """
     z = logits if logits.dtype == torch.float64 else logits.float()
     if softcap is not None:

@@ -34,9 +34,9 @@ AUTO_CHUNK_BYTES = 256 * 2**20
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
 def _logprobs_forward_row(
-    logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr,
+    logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr, bad_target_flag_ptr,
     row, inner_rows, stride_outer, stride_inner, vocab_size, scale,
-    COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr,
+    COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr, FLAG_BAD_TARGETS: tl.constexpr,
 ):
     """The forward kernel's work on one row (int64 index `row`)."""
     # Rows are (outer, inner) pairs so that logits[:, :-1] and other non-collapsible slices need no copy.
@@ -75,6 +75,8 @@ def _logprobs_forward_row(
     log2_sum = tl.log2(total)
     target = tl.load(target_ptr + row).to(tl.int64)
     target_ok = (target >= 0) & (target < vocab_size)
+    if FLAG_BAD_TARGETS:  # for the host's error after the kernel; every writer writes 1, the race is harmless
+        tl.store(bad_target_flag_ptr, 1, mask=(target < 0) | (target >= vocab_size))
     target_x = tl.load(row_ptr + target, mask=target_ok, other=0.0).to(tl.float32)
     logprob = ((target_x - running_max) * scale - log2_sum) * LN2
     # An out-of-range target (only reachable when the host check is skipped) gives nan, never a wrong number.
@@ -88,20 +90,21 @@ def _logprobs_forward_row(
 
 @triton.jit
 def _logprobs_forward_kernel(
-    logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr,
+    logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr, bad_target_flag_ptr,
     n_rows, inner_rows, stride_outer, stride_inner, vocab_size, scale,
-    COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr,
+    COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr, FLAG_BAD_TARGETS: tl.constexpr,
 ):
     """Per row: logprob = log_softmax(x / T)[target], the row's normaliser, optionally the entropy. Program p does
-    rows p, p + #programs, ... (one row each with the default grid of n_rows programs).
+    rows p, p + #programs, ... (one row each with the default grid of n_rows programs). A target outside [0, V)
+    gives a nan logprob, is never read, and with FLAG_BAD_TARGETS sets *bad_target_flag_ptr = 1.
 
     Logits fp32/bf16/fp16, loaded and upcast, read once; fp32 math on s = (x - max) · log2(e)/T (exp2 units).
     Writes fp32 logprob, entropy, and for the backward the row max of x and log2 sum 2^s (lse = max + that / scale).
     """
     for row_index in range(tl.program_id(0), n_rows, tl.num_programs(0)):
         _logprobs_forward_row(logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr,
-                              tl.cast(row_index, tl.int64), inner_rows, stride_outer, stride_inner, vocab_size,
-                              scale, COMPUTE_ENTROPY, PREFETCH, BLOCK_V)
+                              bad_target_flag_ptr, tl.cast(row_index, tl.int64), inner_rows, stride_outer,
+                              stride_inner, vocab_size, scale, COMPUTE_ENTROPY, PREFETCH, BLOCK_V, FLAG_BAD_TARGETS)
 
 
 @triton.jit
@@ -193,8 +196,9 @@ def _forward_outputs(n_rows, compute_entropy, device):
     return (*outputs[:3], outputs[3] if compute_entropy else None)
 
 
-def _launch_forward(logits, target_flat, temperature, outputs, config=None):
-    """Run the forward kernel on logits[..., V] (any strides) into `outputs` (see _forward_outputs); returns them."""
+def _launch_forward(logits, target_flat, temperature, outputs, config=None, bad_target_flag=None):
+    """Run the forward kernel on logits[..., V] (any strides) into `outputs` (see _forward_outputs); returns them.
+    `bad_target_flag` (see _target_flag), if given, is set to 1 by a target outside [0, V)."""
     logits, inner_rows, stride_outer, stride_inner = _row_layout(logits)
     n_rows, vocab_size = target_flat.numel(), logits.shape[-1]
     logprob, row_max, log2_sum, entropy = outputs
@@ -204,8 +208,10 @@ def _launch_forward(logits, target_flat, temperature, outputs, config=None):
     programs = n_rows if not persistent or not persistent[0] else min(n_rows, persistent[0] * _sm_count(logits.device))
     _logprobs_forward_kernel[(programs,)](
         logits, target_flat, logprob, row_max, log2_sum, entropy,
+        logprob if bad_target_flag is None else bad_target_flag,
         n_rows, inner_rows, stride_outer, stride_inner, vocab_size, LOG2E / temperature,
-        COMPUTE_ENTROPY=entropy is not None, PREFETCH=prefetch, BLOCK_V=block_v, num_warps=num_warps,
+        COMPUTE_ENTROPY=entropy is not None, PREFETCH=prefetch, BLOCK_V=block_v,
+        FLAG_BAD_TARGETS=bad_target_flag is not None, num_warps=num_warps,
     )
     return outputs
 
@@ -262,14 +268,14 @@ def _check_target(target, expected_shape, like):
                          f"got {tuple(target.shape)}")
 
 
-def _target_out_of_range(target_flat, vocab_size, check_target=True):
-    """A device flag (no sync yet): callers launch their kernels first, then read it, so the GPU never idles on it.
-    None (nothing to read) with check_target=False."""
+def _target_flag(target_flat, check_target=True):
+    """A zeroed int32 [1] that the forward kernel sets to 1 on a target outside [0, V): one launch before the
+    kernel, one host sync after it (the GPU never idles on the check). None with check_target=False."""
     if not check_target or target_flat.numel() == 0:
         return None
     if torch.compiler.is_compiling() or (target_flat.is_cuda and torch.cuda.is_current_stream_capturing()):
         return None  # cannot read a flag while tracing or capturing; the kernel writes nan for such rows
-    return ((target_flat < 0) | (target_flat >= vocab_size)).any()
+    return torch.zeros(1, dtype=torch.int32, device=target_flat.device)
 
 
 def _raise_if_out_of_range(flag, target_flat, vocab_size):
@@ -286,9 +292,10 @@ class _LogProbs(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, temperature, return_entropy, check_target):
         target_flat = target.reshape(-1).contiguous()
-        out_of_range = _target_out_of_range(target_flat, logits.shape[-1], check_target)
+        out_of_range = _target_flag(target_flat, check_target)
         logprob, row_max, log2_sum, entropy = _launch_forward(
-            logits, target_flat, temperature, _forward_outputs(target_flat.numel(), return_entropy, logits.device))
+            logits, target_flat, temperature, _forward_outputs(target_flat.numel(), return_entropy, logits.device),
+            bad_target_flag=out_of_range)
         _raise_if_out_of_range(out_of_range, target_flat, logits.shape[-1])
         ctx.save_for_backward(logits, target_flat, row_max, log2_sum, entropy)
         ctx.temperature = temperature
@@ -311,10 +318,11 @@ def logprobs(logits, target, *, temperature=1.0, return_entropy=False, check_tar
     logits: [..., V] fp32/bf16/fp16 on CUDA (any strides; math in fp32); target: integer [...] in [0, V).
     Differentiable w.r.t. logits: the gradient has logits' dtype. Extra memory in forward: the outputs only.
     Returns logprob, or (logprob, entropy) with return_entropy=True (entropy of softmax(logits / temperature)).
-    check_target=True raises a ValueError naming `target` for an id outside [0, V) (one host sync per call, after
-    the kernel; skipped while torch.compile traces or a CUDA graph is captured). check_target=False: no host sync;
-    an out-of-range target gives NaN instead of an error (its logprob and, if the logprob has a gradient, its
-    gradient row are nan; the entropy is unaffected); it is never read out of bounds.
+    check_target=True raises a ValueError naming `target` for an id outside [0, V) (the kernel flags it; one host
+    sync per call, after the kernel; skipped while torch.compile traces or a CUDA graph is captured).
+    check_target=False: no host sync; an out-of-range target gives NaN instead of an error (its logprob and, if
+    the logprob has a gradient, its gradient row are nan; the entropy is unaffected); it is never read out of
+    bounds.
     """
     check_tensor("logits", logits, dtypes=FLOAT_DTYPES)
     if logits.dim() == 0 or logits.shape[-1] == 0:
@@ -385,12 +393,12 @@ class _LinearLogProbs(torch.autograd.Function):
         hidden_2d = hidden.reshape(-1, hidden.shape[-1])
         target_flat = target.reshape(-1).contiguous()
         n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
-        out_of_range = _target_out_of_range(target_flat, vocab_size, check_target)
+        out_of_range = _target_flag(target_flat, check_target)
         outputs = _forward_outputs(n_rows, return_entropy, hidden.device)
         for start in range(0, n_rows, chunk_rows):
             rows = slice(start, min(n_rows, start + chunk_rows))
             _launch_forward(_linear_logits(hidden_2d[rows], weight, bias), target_flat[rows], temperature,
-                            tuple(None if out is None else out[rows] for out in outputs))
+                            tuple(None if out is None else out[rows] for out in outputs), bad_target_flag=out_of_range)
         _raise_if_out_of_range(out_of_range, target_flat, vocab_size)
         logprob, row_max, log2_sum, entropy = outputs
         ctx.save_for_backward(hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy)

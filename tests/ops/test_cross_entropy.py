@@ -248,10 +248,13 @@ def test_out_of_range_target_raises(device, bad_target):
         cross_entropy_with_grad(logits.requires_grad_(), target)
 
 
+@pytest.mark.parametrize("two_pass", [False, True])
 @pytest.mark.parametrize("reduction", ["mean", "none"])
 @pytest.mark.parametrize("with_grad", [False, True])
-def test_unchecked_out_of_range_target_gives_nan(device, small_blocks, reduction, with_grad):
+def test_unchecked_out_of_range_target_gives_nan(device, monkeypatch, reduction, with_grad, two_pass):
     # check_target=False: no error and no out-of-bounds read; bad rows are nan, the other rows stay exact
+    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", (ce._Config(128, 4, True, 0),
+                                                 ce._Config(128, 4, True, 1, two_pass=two_pass, gradient_block_v=64)))
     logits, target = make_inputs(9, 300, torch.float32, device, ignored=(4,))
     target[2], target[6] = 300, -7
     leaf = logits.clone().requires_grad_(with_grad)
@@ -294,6 +297,16 @@ def test_unchecked_path_never_syncs(device, small_blocks, monkeypatch):
     assert rel_err(loss, expected) < 1e-5 and rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
 
 
+def test_kernel_flags_bad_targets(device):
+    logits, target = make_inputs(6, 50, torch.float32, device, ignored=(0,))
+    flag = ce._target_flag(target, True)
+    ce._cross_entropy_rows(logits, target, bad_target_flag=flag)
+    assert flag.item() == 0  # ignore_index is not out of range
+    target[4] = 50
+    ce._cross_entropy_rows(logits, target, torch.empty_like(logits), bad_target_flag=flag)
+    assert flag.item() == 1
+
+
 def test_target_check_skipped_while_compiling(device, monkeypatch):
     logits, target = make_inputs(4, 10, torch.float32, device)
     target[1] = 10
@@ -319,19 +332,39 @@ def test_scale_rows_skips_rows_scaled_by_one(device, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_two_pass_variant_matches_reference(device, monkeypatch, dtype):
-    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", (None, ce._Config(128, 4, True, 0, two_pass=True)))
+    # the default with a gradient at large vocabularies: loss kernel, then the elementwise gradient kernel
+    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE",
+                        (None, ce._Config(128, 4, True, 0, two_pass=True, gradient_block_v=128)))
     logits, target = make_inputs(9, 517, dtype, device, ignored=(2,))
     check_against_reference(logits, target, label_smoothing=0.1, softcap=8.0, lse_square_scale=1e-3)
     check_against_reference(logits, target, reduction="none")
+    leaf = logits.clone().requires_grad_()
+    scaled = leaf * 1.0
+    loss = cross_entropy_with_grad(scaled, target, softcap=8.0, inplace_backward=True)
+    loss.backward()
+    ref_leaf = logits.double().requires_grad_()
+    cross_entropy_reference(ref_leaf, target, softcap=8.0).backward()
+    assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[dtype]
+
+
+def test_inplace_backward_checks_targets_before_writing(device):
+    logits, target = make_inputs(5, 60, torch.float32, device)
+    target[2] = 60
+    scaled = logits.clone().requires_grad_() * 1.0
+    before = scaled.detach().clone()
+    with pytest.raises(ValueError, match="target"):
+        cross_entropy_with_grad(scaled, target, inplace_backward=True)
+    assert torch.equal(scaled.detach(), before)
 
 
 def test_launch_config():
-    # the shape on an H200 (132 SMs): one 16-warp program per SM walks its rows (L2 holds ~132 rows)
+    # the shape on an H200 (132 SMs): 34 MB of rows in flight found no L2 reuse, so two kernels
     config = ce._launch_config(128256, 2, True, 132)
-    assert (config.block_v, config.num_warps, config.prefetch, config.programs_per_sm) == (8192, 16, True, 1)
-    assert ce._grid_size(8192, config, torch.device("cpu")) == 3 and ce._grid_size(2, config, torch.device("cpu")) == 2
-    # shorter rows: more programs per SM, never more than fit next to each other
-    assert ce._launch_config(32768, 2, True, 132).programs_per_sm == 3
+    assert config == ce._Config(2048, 4, True, 0, two_pass=True, gradient_block_v=2048)
+    # shorter rows: the fused kernel on a persistent grid, never more programs per SM than fit next to each other
+    config = ce._launch_config(32768, 2, True, 132)
+    assert (config.block_v, config.num_warps, config.programs_per_sm, config.two_pass) == (8192, 16, 3, False)
+    assert ce._grid_size(8192, config, torch.device("cpu")) == 9 and ce._grid_size(2, config, torch.device("cpu")) == 2
     assert ce._launch_config(1000, 4, True, 132).programs_per_sm == 2048 // (32 * 2)
     assert ce._launch_config(128256, 2, False, 132) == ce._Config(2048, 4, True, 0)
     assert ce._launch_config(300, 4, False, 132) == ce._Config(512, 1, False, 0)

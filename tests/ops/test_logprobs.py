@@ -200,8 +200,13 @@ def test_kernel_writes_nan_for_out_of_range_target(device):
     """The in-kernel guard (used when the host check cannot run: tracing, graph capture) never reads out of bounds."""
     logits, _ = make_case((3,), 40, torch.float32, device)
     target = torch.tensor([5, 40, -3], device=device)
-    logprob, row_max, log2_sum, _ = ops._launch_forward(logits, target, 1.0, ops._forward_outputs(3, False, device))
-    assert torch.isnan(logprob[1:]).all()
+    flag = ops._target_flag(target)
+    logprob, row_max, log2_sum, _ = ops._launch_forward(logits, target, 1.0, ops._forward_outputs(3, False, device),
+                                                        bad_target_flag=flag)
+    assert torch.isnan(logprob[1:]).all() and flag.item() == 1  # what check_target=True raises on
+    clean_flag = ops._target_flag(target[:1])
+    ops._launch_forward(logits[:1], target[:1], 1.0, ops._forward_outputs(1, False, device), bad_target_flag=clean_flag)
+    assert clean_flag.item() == 0
     assert rel_err(logprob[:1], logprobs_reference(logits[:1].double(), target[:1])) < 1e-6
     lse = row_max.double() + log2_sum.double() * math.log(2)
     assert torch.equal(row_max, logits.max(-1).values) and rel_err(lse, torch.logsumexp(logits.double(), -1)) < 1e-6
