@@ -8,8 +8,8 @@
    Every timed CE config variant is also checked (gradient vs fp64 at V=128256), and check_target=False's nan rows.
 2. triton.testing.do_bench medians (warmup 25 ms, rep 100 ms) and peak extra CUDA memory of one call at
    BT=8192, V=128256 bf16 (CE) and BT=8192, H=4096, V=128256 bf16 (linear CE), full (forward + backward) and
-   forward (no gradient): greyhound (default, check_target=False, the bare kernel), its config variants
-   (BLOCK_V / num_warps / prefetch / persistent programs per SM / eviction / two-pass; chunk sizes), and the
+   forward (no gradient): greyhound (default, check_target=False, the bare kernels), its config variants
+   (block sizes / num_warps / prefetch of the loss and gradient kernels; chunk sizes), and the
    importable peers: Liger, fla, torch eager, torch.compile, CCE.
 3. A compact table last; everything as JSON in --out (default $OUT/gpu_cross_entropy.json).
 
@@ -47,22 +47,12 @@ BT, V, H = (16, 384, 32) if CPU_SMOKE else (8192, 128256, 4096)
 CE_VOCABS = (300, 1000) if CPU_SMOKE else (32768, 128256, 262144)
 HUGE = (4, 1000) if CPU_SMOKE else (16400, 131072)  # rows x vocab: 2.15e9 bf16 logits > 2^31 elements
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
-Config = ce._Config  # (block_v, num_warps, prefetch, programs_per_sm [0: one per row], grad_store_eviction,
-#                       keep_rows_in_l2, two_pass)
-# with a gradient; the default at V=128256 is two-pass (loss kernel 2048/w4, gradient kernel 2048/w4); registers
-# (sm_90, Triton 3.9) in brackets: a persistent grid must fit next to itself on an SM
-CE_FULL_VARIANTS = [
-    Config(8192, 16, True, 1),  # fused, persistent, one program per SM [128]
-    Config(8192, 16, True, 0),  # fused, one program per row (as v1) [128: 1 CTA/SM]
-    Config(16384, 32, False, 1),  # fused, 32 KB loads [52]
-    Config(2048, 4, True, 0, two_pass=True, gradient_block_v=4096),  # gradient kernel 4096/w8
-    Config(2048, 4, True, 0, two_pass=True, gradient_block_v=1024),  # gradient kernel 1024/w2
-    Config(4096, 8, True, 0, two_pass=True),  # loss kernel 4096/w8
-]
-# loss only (v2 measured 4096/w8 0.556, 1024/w2 0.557, 8192/w16 0.606, 2048/w4 persistent 4-6/SM 0.61-0.76 ms)
-CE_FORWARD_VARIANTS = [Config(1024, 2, True, 0)]
-# fused vs two-pass kernels at shorter rows (same 2.1 GB of bf16 logits): does a smaller in-flight set hit L2?
-L2_PROBE_VOCABS = (32768, 65536)
+Config = ce._Config  # (loss BLOCK_V, loss num_warps, loss PREFETCH, gradient BLOCK_V); default (2048, 4, True, 2048)
+# v2 measured on the H200 (full, unchecked): 4096/w8 loss 1.635 ms, gradient 4096 1.639, gradient 1024 1.620 vs
+# default 1.620; the fused persistent kernel (one program per SM, second sweep re-reading its row) 1.68-1.89 ms at
+# V = 32768 / 65536 / 128256 against 1.57-1.63 for the two kernels: dropped (docs/perf/cross_entropy.md)
+CE_FULL_VARIANTS = [Config(4096, 8, True, 2048), Config(2048, 4, True, 1024)]
+CE_FORWARD_VARIANTS = [Config(4096, 8, True, 2048), Config(1024, 2, True, 2048)]
 QUICK = "--quick" in sys.argv
 LINEAR_CHUNKS_FULL = [512, 2048, 4096]  # besides the automatic choice (1024 rows at this shape)
 LINEAR_CHUNKS_FORWARD = [128, 1024]  # besides the automatic choice (256 rows)
@@ -138,7 +128,7 @@ def cross_entropy_checks():
                         grad_output=torch.tensor(0.5, device=DEVICE))
     check_cross_entropy("bf16 mean grad_output=1", logits, target, grad_output=torch.tensor(1.0, device=DEVICE))
     for config in CE_FULL_VARIANTS:
-        ce._CONFIG_OVERRIDE = (None, config)
+        ce._CONFIG_OVERRIDE = config
         try:
             check_cross_entropy(f"bf16 V={V} {config_tag(config)}", logits, target, **all_options)
         finally:
@@ -276,13 +266,7 @@ def time_one(kernel, provider, mode, shape, fn, grad_to_none, floor_ms, work, un
 
 
 def config_tag(config):
-    tag = f"{config.block_v}/w{config.num_warps}/pf{int(config.prefetch)}/" + (
-        f"{config.programs_per_sm}perSM" if config.programs_per_sm else "rowgrid")
-    if config.grad_store_eviction != "evict_first":
-        tag += "/store-default"
-    if not config.keep_rows_in_l2:
-        tag += "/no-evict_last"
-    return tag + ("/two-pass" if config.two_pass else "")
+    return f"loss {config.block_v}/w{config.num_warps}/pf{int(config.prefetch)}, gradient {config.gradient_block_v}"
 
 
 def cross_entropy_jobs():
@@ -316,32 +300,12 @@ def cross_entropy_jobs():
     for mode, configs in (("full", CE_FULL_VARIANTS), ("forward", CE_FORWARD_VARIANTS)):
         for config in configs:
             def with_config(a, t, config=config, mode=mode):
-                ce._CONFIG_OVERRIDE = (None, config) if mode == "full" else (config, None)
+                ce._CONFIG_OVERRIDE = config
                 try:
                     return cross_entropy_with_grad(a, t, check_target=False)
                 finally:
                     ce._CONFIG_OVERRIDE = None
             add(f"greyhound[{config_tag(config)}] unchecked", with_config, modes=(mode,))
-    for vocab in () if CPU_SMOKE else L2_PROBE_VOCABS:
-        rows = BT * V // vocab
-        probe_logits = logits.view(-1)[: rows * vocab].view(rows, vocab)
-        probe_target = torch.randint(0, vocab, (rows,), device=DEVICE)
-        sms = torch.cuda.get_device_properties(DEVICE).multi_processor_count
-        default = ce._launch_config(vocab, 2, True, sms)
-        fused = default if not default.two_pass else Config(8192, 16, True, 1)
-        two_pass = Config(2048, 4, True, 0, two_pass=True)
-        probe_grad = grad_buffer.view(-1)[: probe_logits.numel()].view(probe_logits.shape)
-        one_per_sm = fused._replace(programs_per_sm=1)
-        for tag, config in ((f"fused {config_tag(fused)}", fused), (f"fused {config_tag(one_per_sm)}", one_per_sm),
-                            ("two-pass", two_pass)):
-            def probe(config=config, probe_logits=probe_logits, probe_target=probe_target, probe_grad=probe_grad):
-                ce._CONFIG_OVERRIDE = (None, config)
-                try:
-                    return ce._cross_entropy_rows(probe_logits, probe_target, probe_grad)
-                finally:
-                    ce._CONFIG_OVERRIDE = None
-            name = f"greyhound kernel only V={vocab} rows={rows} {tag}" + (" (default)" if config == default else "")
-            jobs.append((name, "full", probe, [], 2 * nbytes / COPY_BYTES_PER_S * 1e3, 2 * nbytes, False))
     if QUICK:
         return f"BT={BT},V={V},bf16", jobs
     add("torch-eager", F.cross_entropy)

@@ -116,16 +116,10 @@ def check_linear(tag, dtype, n_rows, hidden_size, vocab, chunk_size):
         check(f"{tag} grad {name}", rel_err(leaf.grad, ref.grad), tol)
 
 
-def check_persistent_and_unchecked():
-    """The persistent-grid variant timed below, and check_target=False's nan rows (no error, others exact)."""
+def check_unchecked_targets():
+    """check_target=False: out-of-range targets give nan rows (logprob and gradient), no error; others exact."""
     logits = (torch.randn(8, 257, V, device=DEVICE) * 3).bfloat16()
     target = torch.randint(0, V, (8, 257), device=DEVICE)
-    default = ops._forward_config
-    ops._forward_config = lambda vocab_size: (2048, 4, True, 6)
-    try:
-        check_logprobs("bf16 persistent forward (2048,4,pf,6/SM)", logits, target)
-    finally:
-        ops._forward_config = default
     bad = target.clone()
     bad[0, 5], bad[3, 7] = V, -1
     leaf = logits.clone().requires_grad_()
@@ -143,7 +137,7 @@ def check_persistent_and_unchecked():
 
 def correctness():
     dev = DEVICE
-    guarded("persistent / unchecked", check_persistent_and_unchecked)
+    guarded("check_target=False", check_unchecked_targets)
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         tag = str(dtype).replace("torch.", "")
         logits = (torch.randn(8, 257, V, device=dev) * 3).to(dtype)
@@ -294,10 +288,9 @@ def logprobs_jobs():
     outputs = ops._forward_outputs(BT, False, logits.device)
     outputs_entropy = ops._forward_outputs(BT, True, logits.device)
     default = ops._forward_config(V)
-    # a 4th entry: persistent grid of that many programs per SM (2048/4 compiles to 64 registers: 8 CTAs/SM fit)
-    for config in (default, (4096, 8, True), (1024, 2, True), (2048, 4, True, 4), (2048, 4, True, 6)):
-        tag = (f"kernel BLOCK_V={config[0]},w={config[1]},pf={int(config[2])}"
-               f"{f',{config[3]}/SM' if len(config) > 3 else ''}{' (default)' if config == default else ''}")
+    # v2 (H200): a persistent grid of 2048/4 programs, 4 or 6 per SM, measured 0.74 / 0.59 ms: dropped
+    for config in (default, (4096, 8, True), (1024, 2, True)):
+        tag = f"kernel BLOCK_V={config[0]},w={config[1]},pf={int(config[2])}{' (default)' if config == default else ''}"
         forward = lambda c=config: ops._launch_forward(logits, target, 1.0, outputs, c)  # noqa: E731
         jobs.append((1, job(tag, "forward", forward, fwd)))
     for config in (default, (4096, 8, True)):

@@ -24,13 +24,12 @@ from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
 from greyhound.ops.cross_entropy import (
     TARGET_DTYPES,
     _check_options,
+    _check_targets,
     _cross_entropy_rows,
     _hand_out_once,
     _outputs,
-    _raise_if_flagged,
     _reduce,
     _scale_rows_,
-    _target_flag,
     cross_entropy_reference,
 )
 
@@ -138,8 +137,7 @@ def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, scale=None, first
 # ----------------------------------------------------------------------------------------------------------------
 # The chunk loop
 # ----------------------------------------------------------------------------------------------------------------
-def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chunk_size, options,
-                            bad_target_flag=None):
+def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chunk_size, options):
     """Per-token loss and lse (fp32 [BT]) and, for the inputs flagged in `needs_grad` (x, weight, bias), the
     gradients of sum_rows grad_scale * per_token_loss. `grad_scale`: float, 0-d tensor or per-row [BT] tensor; a
     per-row scale is folded into d loss / d logits (in the inputs' dtype), one scale is applied to the GEMM results
@@ -170,8 +168,7 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
         _cross_entropy_rows(
             logits, target[start:stop], logits if with_grad else None,
             grad_scale[start:stop] if per_row_scale else 1.0,
-            per_token_loss=per_token_loss[start:stop], lse=lse[start:stop], bad_target_flag=bad_target_flag,
-            **options,
+            per_token_loss=per_token_loss[start:stop], lse=lse[start:stop], **options,
         )
         # from here `logits` holds d loss / d logits of this chunk
         if need_x:
@@ -193,7 +190,7 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
 class _LinearCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, target, reduction, chunk_size, ignore_index, label_smoothing, softcap,
-                lse_square_scale, bad_target_flag):
+                lse_square_scale):
         options = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, softcap=softcap,
                        lse_square_scale=lse_square_scale)
         ctx.options, ctx.chunk_size, ctx.reduction = options, chunk_size, reduction
@@ -201,7 +198,7 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
             # the per-token grad_output weights each row inside the weight-gradient sum: known only in backward,
             # so the chunks are recomputed there (four GEMMs in all instead of three)
             per_token_loss, lse, *_ = _chunked_loss_and_grads(
-                x, weight, bias, target, 0.0, (False, False, False), chunk_size, options, bad_target_flag)
+                x, weight, bias, target, 0.0, (False, False, False), chunk_size, options)
             ctx.save_for_backward(x, weight, bias, target)
             ctx.mark_non_differentiable(lse)
             return per_token_loss, None, lse
@@ -209,7 +206,7 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
         # clamped: with every token ignored d loss / d logits is 0, and 0 * inf would be nan
         grad_scale = 1.0 / n_valid.clamp_min(1).float() if reduction == "mean" else 1.0
         per_token_loss, lse, grad_x, grad_weight, grad_bias = _chunked_loss_and_grads(
-            x, weight, bias, target, grad_scale, ctx.needs_input_grad[:3], chunk_size, options, bad_target_flag)
+            x, weight, bias, target, grad_scale, ctx.needs_input_grad[:3], chunk_size, options)
         ctx.save_for_backward(grad_x, grad_weight, grad_bias)
         ctx.mark_non_differentiable(per_token_loss, lse)
         return _reduce(per_token_loss, n_valid, reduction), per_token_loss, lse
@@ -227,7 +224,7 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
             for grad in (grad_x, grad_weight, grad_bias):
                 if grad is not None:  # a no-op on the device for loss.backward()'s grad_output of 1: no host sync
                     _scale_rows_(grad.view(-1, grad.shape[-1]), grad_loss)
-        return grad_x, grad_weight, grad_bias, None, None, None, None, None, None, None, None
+        return grad_x, grad_weight, grad_bias, None, None, None, None, None, None, None
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -264,7 +261,7 @@ def chunked_linear_cross_entropy(
     folded into d loss / d logits in the inputs' dtype: in fp16, products below ~6e-8 flush to zero, as in torch).
 
     `check_target=True` raises a ValueError naming `target` for an entry outside [0, V) other than ignore_index
-    (one host sync, after the chunks; skipped while torch.compile traces or a CUDA graph is captured).
+    (one host sync, before the chunks; skipped while torch.compile traces or a CUDA graph is captured).
     check_target=False: no host sync; an out-of-range target gives NaN instead of an error (its per-token loss
     and lse are nan, and so are the loss and the gradients that sum over it); it is never read out of bounds.
     """
@@ -289,22 +286,22 @@ def chunked_linear_cross_entropy(
         raise ValueError(f"chunk_size must be None or a positive int, got {chunk_size!r}")
     _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
     target = target.contiguous()
-    bad_target_flag = _target_flag(target, check_target)  # set by the row kernel, read once after the chunks
+    _check_targets(target, V, ignore_index, check_target)  # one sync, before the chunks (work queues behind it)
+    inputs = (x, weight, bias)
+    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in inputs)
     options = dict(ignore_index=ignore_index, label_smoothing=float(label_smoothing), softcap=softcap,
                    lse_square_scale=float(lse_square_scale))
 
-    inputs = (x, weight, bias)
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in inputs):
+    if needs_grad:
         loss, per_token_loss, lse = _LinearCrossEntropyFunction.apply(
             x, weight, bias, target, reduction, chunk_size, ignore_index, options["label_smoothing"], softcap,
-            options["lse_square_scale"], bad_target_flag)
+            options["lse_square_scale"])
         if reduction == "none":
             per_token_loss = loss.detach()
     else:
         per_token_loss, lse, *_ = _chunked_loss_and_grads(
-            x, weight, bias, target, 0.0, (False, False, False), chunk_size, options, bad_target_flag)
+            x, weight, bias, target, 0.0, (False, False, False), chunk_size, options)
         loss = _reduce(per_token_loss, (target != ignore_index).sum(), reduction)
-    _raise_if_flagged(bad_target_flag, target, V, ignore_index)
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)
 
 

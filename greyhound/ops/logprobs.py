@@ -33,12 +33,19 @@ AUTO_CHUNK_BYTES = 256 * 2**20
 # Kernels
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
-def _logprobs_forward_row(
+def _logprobs_forward_kernel(
     logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr, bad_target_flag_ptr,
-    row, inner_rows, stride_outer, stride_inner, vocab_size, scale,
+    inner_rows, stride_outer, stride_inner, vocab_size, scale,
     COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr, FLAG_BAD_TARGETS: tl.constexpr,
 ):
-    """The forward kernel's work on one row (int64 index `row`)."""
+    """One program per row: logprob = log_softmax(x / T)[target], the row's normaliser, optionally the entropy.
+    A target outside [0, V) gives a nan logprob, is never read, and with FLAG_BAD_TARGETS sets
+    *bad_target_flag_ptr = 1 (for the host's error).
+
+    Logits fp32/bf16/fp16, loaded and upcast, read once; fp32 math on s = (x - max) · log2(e)/T (exp2 units).
+    Writes fp32 logprob, entropy, and for the backward the row max of x and log2 sum 2^s (lse = max + that / scale).
+    """
+    row = tl.program_id(0).to(tl.int64)
     # Rows are (outer, inner) pairs so that logits[:, :-1] and other non-collapsible slices need no copy.
     row_ptr = logits_ptr + (row // inner_rows) * stride_outer + (row % inner_rows) * stride_inner
     offsets = tl.arange(0, BLOCK_V)
@@ -89,25 +96,6 @@ def _logprobs_forward_row(
 
 
 @triton.jit
-def _logprobs_forward_kernel(
-    logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr, bad_target_flag_ptr,
-    n_rows, inner_rows, stride_outer, stride_inner, vocab_size, scale,
-    COMPUTE_ENTROPY: tl.constexpr, PREFETCH: tl.constexpr, BLOCK_V: tl.constexpr, FLAG_BAD_TARGETS: tl.constexpr,
-):
-    """Per row: logprob = log_softmax(x / T)[target], the row's normaliser, optionally the entropy. Program p does
-    rows p, p + #programs, ... (one row each with the default grid of n_rows programs). A target outside [0, V)
-    gives a nan logprob, is never read, and with FLAG_BAD_TARGETS sets *bad_target_flag_ptr = 1.
-
-    Logits fp32/bf16/fp16, loaded and upcast, read once; fp32 math on s = (x - max) · log2(e)/T (exp2 units).
-    Writes fp32 logprob, entropy, and for the backward the row max of x and log2 sum 2^s (lse = max + that / scale).
-    """
-    for row_index in range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        _logprobs_forward_row(logits_ptr, target_ptr, logprob_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr,
-                              bad_target_flag_ptr, tl.cast(row_index, tl.int64), inner_rows, stride_outer,
-                              stride_inner, vocab_size, scale, COMPUTE_ENTROPY, PREFETCH, BLOCK_V, FLAG_BAD_TARGETS)
-
-
-@triton.jit
 def _logprobs_backward_kernel(
     logits_ptr, target_ptr, row_max_ptr, log2_sum_ptr, entropy_ptr, grad_logprob_ptr, grad_entropy_ptr,
     grad_logits_ptr, inner_rows, stride_outer, stride_inner, stride_grad_row, vocab_size, vocab_offset,
@@ -153,15 +141,10 @@ def _backward_config(vocab_size):
 
 
 def _forward_config(vocab_size):
-    """(BLOCK_V, num_warps, PREFETCH[, programs per SM]): the backward's blocks, the next block's load issued early,
-    one program per row (a 4th entry > 0 makes the grid persistent). 2048/4 measured 0.514 ms on the H200 at
-    V=128256, against 0.530 ms for 4096/8."""
+    """(BLOCK_V, num_warps, PREFETCH): the backward's blocks, with the next block's load issued early. On the H200
+    at V=128256 2048/4 measured 0.504-0.515 ms, 4096/8 0.530-0.547, a persistent grid of 2048/4 programs
+    (4 or 6 per SM) 0.59-0.75 ms."""
     return (*_backward_config(vocab_size), True)
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(device):
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 3
 
 
 def _row_layout(logits):
@@ -204,12 +187,11 @@ def _launch_forward(logits, target_flat, temperature, outputs, config=None, bad_
     logprob, row_max, log2_sum, entropy = outputs
     if n_rows == 0:
         return outputs
-    block_v, num_warps, prefetch, *persistent = config or _forward_config(vocab_size)
-    programs = n_rows if not persistent or not persistent[0] else min(n_rows, persistent[0] * _sm_count(logits.device))
-    _logprobs_forward_kernel[(programs,)](
+    block_v, num_warps, prefetch = config or _forward_config(vocab_size)
+    _logprobs_forward_kernel[(n_rows,)](
         logits, target_flat, logprob, row_max, log2_sum, entropy,
         logprob if bad_target_flag is None else bad_target_flag,
-        n_rows, inner_rows, stride_outer, stride_inner, vocab_size, LOG2E / temperature,
+        inner_rows, stride_outer, stride_inner, vocab_size, LOG2E / temperature,
         COMPUTE_ENTROPY=entropy is not None, PREFETCH=prefetch, BLOCK_V=block_v,
         FLAG_BAD_TARGETS=bad_target_flag is not None, num_warps=num_warps,
     )

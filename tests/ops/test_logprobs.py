@@ -12,7 +12,6 @@ GRAD_TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2
 # Small blocks make the kernel walk the vocabulary in many steps, so the online max/sum rescaling is exercised.
 SMALL_BLOCKS = (128, 4, True)
 SMALL_BLOCKS_NO_PREFETCH = (64, 2, False)
-PERSISTENT_SMALL_BLOCKS = (128, 4, True, 1)  # one program per interpreter "SM" (3), each walking several rows
 
 
 def rel_err(out, ref):
@@ -56,8 +55,7 @@ def check_against_reference(logits, target, *, temperature, with_entropy, entrop
     return ours_in.grad
 
 
-@pytest.mark.parametrize("forward_blocks", [None, SMALL_BLOCKS, SMALL_BLOCKS_NO_PREFETCH, PERSISTENT_SMALL_BLOCKS],
-                         indirect=True)
+@pytest.mark.parametrize("forward_blocks", [None, SMALL_BLOCKS, SMALL_BLOCKS_NO_PREFETCH], indirect=True)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_values_entropy_and_grads(device, dtype, forward_blocks):
     logits, target = make_case((3, 17), 1031, dtype, device)
