@@ -1,7 +1,8 @@
 """CheriBlock: causal dilated depthwise conv -> LayerNorm over channels -> MLP (GELU) -> residual, on (N, C, L).
 
 A thin module over greyhound.ops.cheri_conv_norm (docs/kernels/cheri_block.md defines it and its paths):
-  * grad enabled (training-fwd): Triton conv + LayerNorm with a Triton backward, then the MLP in eager PyTorch;
+  * grad enabled (training-fwd): the fused Triton block kernel saving the hidden layer for a cuBLAS + Triton
+    backward (hidden width a multiple of 16); otherwise Triton conv + LayerNorm, then the MLP in eager PyTorch;
   * grad disabled and hidden width (expansion * n_filters) a multiple of 16: the inference megakernel. In
     eval mode it reads the MLP weights' bf16 cast cached by .eval(); in train mode it casts them every call;
   * grad disabled otherwise: the training-fwd path without autograd.
@@ -62,7 +63,7 @@ class CheriBlock(nn.Module):
             return x.clone()
         eps = self._modules["norm"].eps
         if torch.is_grad_enabled() or not self.uses_megakernel_when_no_grad:
-            return cheri_block_forward(x, *params, dilation=self.dilation, eps=eps)
+            return cheri_block_forward(x, *params, dilation=self.dilation, eps=eps, fp32_dot=self.fp32_dot)
         if self.training:  # no cache in train mode: the cast happens here, every call
             mlp_weights = prepare_mlp_weights(params[4], params[6], self.fp32_dot)
         else:

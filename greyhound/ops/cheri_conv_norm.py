@@ -1,4 +1,4 @@
-"""Cheri Block kernels: the fused causal-conv + LayerNorm (forward and backward) and the inference megakernel.
+"""Cheri Block kernels: the fused block kernel (inference and training forward) and the conv + LayerNorm kernels.
 
 The block, on x of shape (N, C, L) (docs/kernels/cheri_block.md is the full definition):
     y   = b_conv + sum_k w_conv[:, k] * x[:, :, l - (K-1-k)*dilation]   (depthwise, causal: zeros left of l=0)
@@ -6,10 +6,12 @@ The block, on x of shape (N, C, L) (docs/kernels/cheri_block.md is the full defi
     out = x + (GELU_erf(z @ W1^T + b1) @ W2^T + b2)                       (pointwise MLP C -> E -> C)
 
 Paths:
-  * `conv_norm` (autograd): one Triton kernel for conv + LayerNorm, writing z as (N, L, C) for the eager MLP;
-    its backward is one Triton kernel (recomputes y; per-program partial sums for the parameter gradients).
   * `cheri_block_megakernel` (inference): conv, LayerNorm, MLP and residual in one kernel; the E-wide hidden
     layer is produced BLOCK_E columns at a time and consumed at once, so it never leaves the chip.
+  * `cheri_block_forward` (training): the same kernel, also writing the hidden activations and the LayerNorm
+    statistics for its backward (cuBLAS GEMMs, the exact-erf GELU backward, two Triton conv + LayerNorm kernels).
+    A hidden width that is not a multiple of 16 takes `conv_norm` + an eager MLP instead.
+  * `conv_norm` (autograd): conv + LayerNorm alone, writing z as (N, L, C).
   * `cheri_block_reference`: plain PyTorch in the inputs' dtype (tests, docs, torch-eager/torch.compile).
 On CPU tensors without TRITON_INTERPRET the same functions run eager PyTorch with the same numerics.
 """
@@ -20,13 +22,18 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.runtime.errors import OutOfResources
 
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
 
-FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee")
-# Megakernel MLP operand modes (a tl.constexpr): one bf16 dot, three bf16 dots on hi/lo splits, or fp32 dots.
-_DOT_BF16, _DOT_BF16X3, _DOT_TF32X3, _DOT_IEEE = 0, 1, 2, 3
-_DOT_MODE_CODES = {"bf16": _DOT_BF16, "bf16x3": _DOT_BF16X3, "tf32x3": _DOT_TF32X3, "ieee": _DOT_IEEE}
+FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
+# MLP operand modes (a tl.constexpr): one bf16 dot, three bf16 dots on hi/lo splits, fp32 dots, or one fp16 dot.
+_DOT_BF16, _DOT_BF16X3, _DOT_TF32X3, _DOT_IEEE, _DOT_FP16 = 0, 1, 2, 3, 4
+_DOT_MODE_CODES = {"bf16": _DOT_BF16, "bf16x3": _DOT_BF16X3, "tf32x3": _DOT_TF32X3, "ieee": _DOT_IEEE,
+                   "fp16": _DOT_FP16}
+# GELU evaluations the fused kernel can compile: "poly" is the one every path uses; "erf" (libdevice erff) and
+# "none" (no activation: wrong on purpose) exist so the GPU script can time what the activation costs.
+GELU_VARIANTS = {"poly": 0, "erf": 1, "none": 2}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -54,50 +61,110 @@ def cheri_block_reference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Triton tile helpers shared by the three kernels. Tiles are (BLOCK_L positions, BLOCK_C channels), fp32.
+# Triton tile helpers. Tiles are (BLOCK_L positions, BLOCK_C channels) (or transposed), fp32.
 # ----------------------------------------------------------------------------------------------------------
 @triton.jit
-def _causal_conv_tile(x_row, conv_w_ptr, conv_b_ptr, offs_l, offs_c, mask_c, L, stride_xc, stride_xl,
-                      stride_wc, stride_wk, dilation, KERNEL_SIZE: tl.constexpr, BLOCK_L: tl.constexpr,
-                      BLOCK_C: tl.constexpr):
-    y = tl.zeros([BLOCK_L, BLOCK_C], dtype=tl.float32)
-    y += tl.load(conv_b_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
+def _block_tile_mask(offs_l, L, C: tl.constexpr, EVEN_L: tl.constexpr, BLOCK_L: tl.constexpr,
+                     BLOCK_C: tl.constexpr, TRANSPOSED: tl.constexpr):
+    """Valid (position, channel) entries of a fused-kernel tile: all of them when L % BLOCK_L == 0 and C == BLOCK_C
+    (both compile-time facts, so full tiles need no masks and keep their vector loads and stores)."""
+    offs_c = tl.arange(0, BLOCK_C)
+    if TRANSPOSED:
+        mask = tl.full([BLOCK_C, BLOCK_L], 1, tl.int1)
+        if not EVEN_L:
+            mask = mask & (offs_l < L)[None, :]
+        if C != BLOCK_C:
+            mask = mask & (offs_c < C)[:, None]
+    else:
+        mask = tl.full([BLOCK_L, BLOCK_C], 1, tl.int1)
+        if not EVEN_L:
+            mask = mask & (offs_l < L)[:, None]
+        if C != BLOCK_C:
+            mask = mask & (offs_c < C)[None, :]
+    return mask
+
+
+@triton.jit
+def _conv_norm_block_tile(x_row, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, offs_l, L, eps,
+                          C: tl.constexpr, KERNEL_SIZE: tl.constexpr, DILATION: tl.constexpr, EVEN_L: tl.constexpr,
+                          BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, TRANSPOSED: tl.constexpr):
+    """z = LayerNorm(causal_conv(x)) * gamma + beta for positions offs_l of one contiguous (C, L) sequence at x_row:
+    fp32 (BLOCK_L, BLOCK_C) tile, or (BLOCK_C, BLOCK_L) when TRANSPOSED, plus mean and rstd per position.
+    Tap shifts are compile-time constants and full tiles are unmasked, so the tap loads stay vectorised along L
+    (the only mask left is the causal zero padding, `position >= shift`, on the first tiles' shifted taps)."""
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C
+    tile_mask = _block_tile_mask(offs_l, L, C, EVEN_L, BLOCK_L, BLOCK_C, TRANSPOSED)
+    if TRANSPOSED:
+        y = tl.zeros([BLOCK_C, BLOCK_L], dtype=tl.float32)
+        y += tl.load(conv_b_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[:, None]
+    else:
+        y = tl.zeros([BLOCK_L, BLOCK_C], dtype=tl.float32)
+        y += tl.load(conv_b_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :]
     for k in tl.static_range(KERNEL_SIZE):
-        src_l = offs_l - (KERNEL_SIZE - 1 - k) * dilation
-        tap_mask = ((src_l >= 0) & (src_l < L))[:, None] & mask_c[None, :]
-        x_tap = tl.load(x_row + offs_c[None, :] * stride_xc + src_l[:, None] * stride_xl, mask=tap_mask, other=0.0)
-        w_tap = tl.load(conv_w_ptr + offs_c * stride_wc + k * stride_wk, mask=mask_c, other=0.0)
-        y += x_tap.to(tl.float32) * w_tap.to(tl.float32)[None, :]
-    return y
+        shift = (KERNEL_SIZE - 1 - k) * DILATION  # a compile-time constant
+        w_tap = tl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k, mask=mask_c, other=0.0).to(tl.float32)
+        if TRANSPOSED:
+            tap_ptrs = x_row + offs_c[:, None] * L + (offs_l - shift)[None, :]
+            causal = (offs_l >= shift)[None, :]
+        else:
+            tap_ptrs = x_row + offs_c[None, :] * L + (offs_l - shift)[:, None]
+            causal = (offs_l >= shift)[:, None]
+        if shift == 0:
+            if EVEN_L and C == BLOCK_C:
+                x_tap = tl.load(tap_ptrs)
+            else:
+                x_tap = tl.load(tap_ptrs, mask=tile_mask, other=0.0)
+        else:
+            x_tap = tl.load(tap_ptrs, mask=tile_mask & causal, other=0.0)
+        if TRANSPOSED:
+            y += x_tap.to(tl.float32) * w_tap[:, None]
+        else:
+            y += x_tap.to(tl.float32) * w_tap[None, :]
+    gamma = tl.load(gamma_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
+    beta = tl.load(beta_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
+    if TRANSPOSED:
+        mean = tl.sum(y, axis=0) / C  # padded channels of y are exactly zero
+        centered = y - mean[None, :]
+        if C != BLOCK_C:
+            centered = tl.where(mask_c[:, None], centered, 0.0)
+        rstd = tl.math.rsqrt(tl.sum(centered * centered, axis=0) / C + eps)
+        z = (centered * rstd[None, :]) * gamma[:, None] + beta[:, None]
+    else:
+        mean = tl.sum(y, axis=1) / C
+        centered = y - mean[:, None]
+        if C != BLOCK_C:
+            centered = tl.where(mask_c[None, :], centered, 0.0)
+        rstd = tl.math.rsqrt(tl.sum(centered * centered, axis=1) / C + eps)
+        z = (centered * rstd[:, None]) * gamma[None, :] + beta[None, :]
+    return z, mean, rstd  # padded channels: z = beta = 0, so they add nothing to the dots
 
 
 @triton.jit
-def _layer_norm_tile(y, mask_c, C, eps):
-    """Returns xhat = (y - mean) * rstd (zero on padded channels), mean and rstd per position."""
-    mean = tl.sum(y, axis=1) / C  # padded channels of y are exactly zero
-    centered = tl.where(mask_c[None, :], y - mean[:, None], 0.0)
-    rstd = tl.math.rsqrt(tl.sum(centered * centered, axis=1) / C + eps)
-    return centered * rstd[:, None], mean, rstd
+def _gelu_erf(pre, bias, GELU_VARIANT: tl.constexpr):
+    """GELU(u) = u * Phi(u) = u/2 * (1 + erf(u/sqrt 2)) of u = pre + bias (bias broadcasts), fp32, without erf.
 
-
-@triton.jit
-def _conv_norm_grad_tile(x_row, dz_row, mean_row, rstd_row, conv_w_ptr, conv_b_ptr, gamma, offs_l, offs_c,
-                         mask_c, C, L, stride_xc, stride_xl, stride_wc, stride_wk, stride_dzl, stride_dzc,
-                         dilation, KERNEL_SIZE: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr):
-    """Recomputes xhat at positions offs_l and returns (dy, xhat, dz); all zero at positions >= L."""
-    mask_l = offs_l < L
-    y = _causal_conv_tile(x_row, conv_w_ptr, conv_b_ptr, offs_l, offs_c, mask_c, L, stride_xc, stride_xl,
-                          stride_wc, stride_wk, dilation, KERNEL_SIZE, BLOCK_L, BLOCK_C)
-    mean = tl.load(mean_row + offs_l, mask=mask_l, other=0.0)
-    rstd = tl.load(rstd_row + offs_l, mask=mask_l, other=0.0)
-    xhat = tl.where(mask_c[None, :], (y - mean[:, None]) * rstd[:, None], 0.0)
-    dz = tl.load(dz_row + offs_l[:, None] * stride_dzl + offs_c[None, :] * stride_dzc,
-                 mask=mask_l[:, None] & mask_c[None, :], other=0.0).to(tl.float32)
-    g = dz * gamma[None, :]
-    mean_g_xhat = tl.sum(g * xhat, axis=1) / C
-    mean_g = tl.sum(g, axis=1) / C
-    dy = tl.where(mask_c[None, :], rstd[:, None] * (g - xhat * mean_g_xhat[:, None] - mean_g[:, None]), 0.0)
-    return dy, xhat, dz
+    With h = u/2 and E = erfc(|u|/sqrt 2) = 2^F(|h|), F a degree-7 polynomial (F(0) = 0), GELU(u) is 2h - |h|E
+    for u >= 0 and hE for u < 0, i.e. (h + |h|) - |h|E in both cases: no cancellation in either tail. E is
+    within 3.9e-6 relative of erfc for |u| <= 6 (beyond, E < 1e-9 and falls on), so the result is within
+    ~8e-7 absolute of fp64 GELU: 11 FP32 operations and one ex2, where libdevice erff takes ~30."""
+    if GELU_VARIANT == 0:
+        half = tl.fma(pre, 0.5, tl.broadcast_to(bias * 0.5, pre.shape))  # the bias add, halved
+        a = tl.abs(half)
+        f = tl.fma(a, -0.0002296021111298399, 0.003886459236891913)
+        f = tl.fma(f, a, -0.029541895977814654)
+        f = tl.fma(f, a, 0.13562948692196355)
+        f = tl.fma(f, a, -0.4311274590691493)
+        f = tl.fma(f, a, -1.8341663513528101)
+        f = tl.fma(f, a, -2.302428738391304)
+        erfc_abs = tl.exp2(f * a)
+        gelu = tl.fma(-a, erfc_abs, half + a)
+    elif GELU_VARIANT == 1:
+        u = pre + bias
+        gelu = 0.5 * u * (1.0 + tl.math.erf(u * 0.7071067811865476))
+    else:
+        gelu = pre + bias
+    return gelu
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -106,91 +173,122 @@ def _conv_norm_grad_tile(x_row, dz_row, mean_row, rstd_row, conv_w_ptr, conv_b_p
 @triton.jit
 def _conv_norm_fwd_kernel(
     x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ptr, mean_ptr, rstd_ptr,
-    C, L, num_l_blocks, eps, dilation,
-    stride_xn, stride_xc, stride_xl, stride_wc, stride_wk, stride_zn, stride_zl, stride_zc,
-    KERNEL_SIZE: tl.constexpr, SAVE_STATS: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+    L, eps,
+    C: tl.constexpr, KERNEL_SIZE: tl.constexpr, DILATION: tl.constexpr, EVEN_L: tl.constexpr,
+    SAVE_STATS: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    """z[n, l, :] = LayerNorm(causal_conv(x)[n, :, l]) * gamma + beta, stored (N, L, C) in z's dtype.
-    Loads any float dtype, computes conv and statistics in fp32, rounds once on store.
+    """z[n, l, :] = LayerNorm(causal_conv(x)[n, :, l]) * gamma + beta, x (N, C, L) and z (N, L, C) contiguous, z in
+    its dtype. Loads any float dtype, computes conv and statistics in fp32, rounds once on store.
     Optionally stores fp32 mean and rstd (N, L) for the backward."""
     pid = tl.program_id(0)
+    num_l_blocks = tl.cdiv(L, BLOCK_L)
     n = pid // num_l_blocks
     offs_l = (pid % num_l_blocks) * BLOCK_L + tl.arange(0, BLOCK_L)
     offs_c = tl.arange(0, BLOCK_C)
     mask_l = offs_l < L
-    mask_c = offs_c < C
-    x_row = x_ptr + n.to(tl.int64) * stride_xn
-    y = _causal_conv_tile(x_row, conv_w_ptr, conv_b_ptr, offs_l, offs_c, mask_c, L, stride_xc, stride_xl,
-                          stride_wc, stride_wk, dilation, KERNEL_SIZE, BLOCK_L, BLOCK_C)
-    xhat, mean, rstd = _layer_norm_tile(y, mask_c, C, eps)
-    gamma = tl.load(gamma_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
-    beta = tl.load(beta_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
-    z = xhat * gamma[None, :] + beta[None, :]
-    z_ptrs = z_ptr + n.to(tl.int64) * stride_zn + offs_l[:, None] * stride_zl + offs_c[None, :] * stride_zc
-    tl.store(z_ptrs, z.to(z_ptr.dtype.element_ty), mask=mask_l[:, None] & mask_c[None, :])
+    z, mean, rstd = _conv_norm_block_tile(x_ptr + n.to(tl.int64) * C * L, conv_w_ptr, conv_b_ptr, gamma_ptr,
+                                          beta_ptr, offs_l, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L,
+                                          BLOCK_C, False)
+    z_ptrs = z_ptr + (n.to(tl.int64) * L + offs_l)[:, None] * C + offs_c[None, :]
+    tl.store(z_ptrs, z.to(z_ptr.dtype.element_ty), mask=_block_tile_mask(offs_l, L, C, EVEN_L, BLOCK_L, BLOCK_C,
+                                                                          False))
     if SAVE_STATS:
         tl.store(mean_ptr + n.to(tl.int64) * L + offs_l, mean, mask=mask_l)
         tl.store(rstd_ptr + n.to(tl.int64) * L + offs_l, rstd, mask=mask_l)
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Fused conv + LayerNorm: backward
+# Fused conv + LayerNorm: backward, in two passes (dy at each position, then dx from K shifted dy)
 # ----------------------------------------------------------------------------------------------------------
 @triton.jit
-def _conv_norm_bwd_kernel(
-    x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, mean_ptr, rstd_ptr, dz_ptr, dx_ptr, partials_ptr,
-    C, L, tiles_per_program, programs_per_row, dilation,
-    stride_xn, stride_xc, stride_xl, stride_wc, stride_wk, stride_dzn, stride_dzl, stride_dzc,
-    stride_dxn, stride_dxc, stride_dxl,
-    KERNEL_SIZE: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+def _conv_norm_bwd_dy_kernel(
+    x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, mean_ptr, rstd_ptr, dz_ptr, dy_ptr, partials_ptr,
+    L, tiles_per_program, programs_per_row,
+    C: tl.constexpr, KERNEL_SIZE: tl.constexpr, DILATION: tl.constexpr, EVEN_L: tl.constexpr,
+    BLOCK_K: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    """dx (N, C, L) in dx's dtype, plus fp32 per-program partial sums (3 + K, C) of dgamma, dbeta, dconv_b, dconv_w.
-    Recomputes y from x in fp32; dx[l] needs dy at l + shift_k, which is recomputed rather than stored.
-    Each program owns `tiles_per_program` consecutive L-blocks of one row, so the partials stay small."""
+    """dy = d(loss)/d(conv output), fp32 (N, C, L), from dz (N, L, C) in any float dtype, plus fp32 per-program
+    partial sums (3 + K, C) of dgamma, dbeta, dconv_b, dconv_w. x, dz, dy contiguous. Recomputes y from x in fp32
+    with the saved mean/rstd. Each program owns `tiles_per_program` consecutive L-blocks of one row."""
     pid = tl.program_id(0)
     n = pid // programs_per_row
     first_block = (pid % programs_per_row) * tiles_per_program
     offs_c = tl.arange(0, BLOCK_C)
     offs_k = tl.arange(0, BLOCK_K)
     mask_c = offs_c < C
-    x_row = x_ptr + n.to(tl.int64) * stride_xn
-    dz_row = dz_ptr + n.to(tl.int64) * stride_dzn
-    mean_row = mean_ptr + n.to(tl.int64) * L
-    rstd_row = rstd_ptr + n.to(tl.int64) * L
+    x_row = x_ptr + n.to(tl.int64) * C * L
+    dy_row = dy_ptr + n.to(tl.int64) * C * L
     gamma = tl.load(gamma_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
+    conv_b = tl.load(conv_b_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
     dgamma_acc = tl.zeros([BLOCK_C], dtype=tl.float32)
     dbeta_acc = tl.zeros([BLOCK_C], dtype=tl.float32)
     dconv_b_acc = tl.zeros([BLOCK_C], dtype=tl.float32)
     dconv_w_acc = tl.zeros([BLOCK_K, BLOCK_C], dtype=tl.float32)
     for t in range(tiles_per_program):
         offs_l = (first_block + t) * BLOCK_L + tl.arange(0, BLOCK_L)
-        dx = tl.zeros([BLOCK_L, BLOCK_C], dtype=tl.float32)
+        mask_l = offs_l < L
+        tile_mask = _block_tile_mask(offs_l, L, C, EVEN_L, BLOCK_L, BLOCK_C, False)
+        y = tl.zeros([BLOCK_L, BLOCK_C], dtype=tl.float32) + conv_b[None, :]
         for k in tl.static_range(KERNEL_SIZE):
-            shift = (KERNEL_SIZE - 1 - k) * dilation
-            dy, xhat, dz = _conv_norm_grad_tile(
-                x_row, dz_row, mean_row, rstd_row, conv_w_ptr, conv_b_ptr, gamma, offs_l + shift, offs_c, mask_c,
-                C, L, stride_xc, stride_xl, stride_wc, stride_wk, stride_dzl, stride_dzc, dilation,
-                KERNEL_SIZE, BLOCK_L, BLOCK_C)
-            w_k = tl.load(conv_w_ptr + offs_c * stride_wc + k * stride_wk, mask=mask_c, other=0.0).to(tl.float32)
-            dx += dy * w_k[None, :]
-            if k == KERNEL_SIZE - 1:  # unshifted tile: this program's share of the parameter gradients
-                dgamma_acc += tl.sum(dz * xhat, axis=0)
-                dbeta_acc += tl.sum(dz, axis=0)
-                dconv_b_acc += tl.sum(dy, axis=0)
-                for j in tl.static_range(KERNEL_SIZE):
-                    src_l = offs_l - (KERNEL_SIZE - 1 - j) * dilation
-                    tap_mask = ((src_l >= 0) & (src_l < L))[:, None] & mask_c[None, :]
-                    x_tap = tl.load(x_row + offs_c[None, :] * stride_xc + src_l[:, None] * stride_xl,
-                                    mask=tap_mask, other=0.0).to(tl.float32)
-                    dconv_w_acc += tl.where(offs_k[:, None] == j, tl.sum(dy * x_tap, axis=0)[None, :], 0.0)
-        dx_ptrs = dx_ptr + n.to(tl.int64) * stride_dxn + offs_c[None, :] * stride_dxc + offs_l[:, None] * stride_dxl
-        tl.store(dx_ptrs, dx.to(dx_ptr.dtype.element_ty), mask=(offs_l < L)[:, None] & mask_c[None, :])
+            shift = (KERNEL_SIZE - 1 - k) * DILATION  # a compile-time constant: vector loads along L
+            w_tap = tl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k, mask=mask_c, other=0.0).to(tl.float32)
+            x_tap = tl.load(x_row + offs_c[None, :] * L + (offs_l - shift)[:, None],
+                            mask=tile_mask & (offs_l >= shift)[:, None], other=0.0)
+            y += x_tap.to(tl.float32) * w_tap[None, :]
+        mean = tl.load(mean_ptr + n.to(tl.int64) * L + offs_l, mask=mask_l, other=0.0)
+        rstd = tl.load(rstd_ptr + n.to(tl.int64) * L + offs_l, mask=mask_l, other=0.0)
+        xhat = tl.where(tile_mask, (y - mean[:, None]) * rstd[:, None], 0.0)
+        dz = tl.load(dz_ptr + (n.to(tl.int64) * L + offs_l)[:, None] * C + offs_c[None, :], mask=tile_mask,
+                     other=0.0).to(tl.float32)
+        g = dz * gamma[None, :]
+        mean_g_xhat = tl.sum(g * xhat, axis=1) / C
+        mean_g = tl.sum(g, axis=1) / C
+        dy = tl.where(tile_mask, rstd[:, None] * (g - xhat * mean_g_xhat[:, None] - mean_g[:, None]), 0.0)
+        tl.store(dy_row + offs_c[None, :] * L + offs_l[:, None], dy, mask=tile_mask)
+        dgamma_acc += tl.sum(dz * xhat, axis=0)
+        dbeta_acc += tl.sum(dz, axis=0)
+        dconv_b_acc += tl.sum(dy, axis=0)
+        for k in tl.static_range(KERNEL_SIZE):  # the taps again: L1/L2 hits from the conv above
+            shift = (KERNEL_SIZE - 1 - k) * DILATION
+            x_tap = tl.load(x_row + offs_c[None, :] * L + (offs_l - shift)[:, None],
+                            mask=tile_mask & (offs_l >= shift)[:, None], other=0.0).to(tl.float32)
+            dconv_w_acc += tl.where(offs_k[:, None] == k, tl.sum(dy * x_tap, axis=0)[None, :], 0.0)
     partial_row = partials_ptr + pid.to(tl.int64) * (3 + KERNEL_SIZE) * C
     tl.store(partial_row + offs_c, dgamma_acc, mask=mask_c)
     tl.store(partial_row + C + offs_c, dbeta_acc, mask=mask_c)
     tl.store(partial_row + 2 * C + offs_c, dconv_b_acc, mask=mask_c)
     tl.store(partial_row + (3 + offs_k[:, None]) * C + offs_c[None, :], dconv_w_acc,
              mask=(offs_k < KERNEL_SIZE)[:, None] & mask_c[None, :])
+
+
+@triton.jit
+def _conv_norm_bwd_dx_kernel(
+    dy_ptr, conv_w_ptr, residual_grad_ptr, dx_ptr,
+    C, L, num_l_blocks, dilation,
+    stride_wc, stride_wk, stride_rn, stride_rc, stride_rl,
+    KERNEL_SIZE: tl.constexpr, HAS_RESIDUAL: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_L: tl.constexpr,
+):
+    """dx[n, c, l] = sum_k w[c, k] * dy[n, c, l + (K-1-k)*dilation] (+ residual_grad[n, c, l]), dx (N, C, L)
+    contiguous in its dtype; dy fp32 (N, C, L) contiguous; fp32 arithmetic, one rounding on store.
+    Tiles are (BLOCK_C channels, BLOCK_L positions) along x's contiguous L."""
+    pid = tl.program_id(0)
+    n = pid // num_l_blocks
+    offs_l = (pid % num_l_blocks) * BLOCK_L + tl.arange(0, BLOCK_L)
+    offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C
+    tile_mask = mask_c[:, None] & (offs_l < L)[None, :]
+    dy_rows = dy_ptr + n.to(tl.int64) * C * L + offs_c[:, None] * L
+    dx = tl.zeros([BLOCK_C, BLOCK_L], dtype=tl.float32)
+    for k in tl.static_range(KERNEL_SIZE):
+        src_l = offs_l + (KERNEL_SIZE - 1 - k) * dilation
+        w_k = tl.load(conv_w_ptr + offs_c * stride_wc + k * stride_wk, mask=mask_c, other=0.0).to(tl.float32)
+        dy = tl.load(dy_rows + src_l[None, :], mask=mask_c[:, None] & (src_l < L)[None, :], other=0.0)
+        dx += w_k[:, None] * dy
+    if HAS_RESIDUAL:
+        dx += tl.load(residual_grad_ptr + n.to(tl.int64) * stride_rn + offs_c[:, None] * stride_rc
+                      + offs_l[None, :] * stride_rl, mask=tile_mask, other=0.0).to(tl.float32)
+    tl.store(dx_ptr + n.to(tl.int64) * C * L + offs_c[:, None] * L + offs_l[None, :],
+             dx.to(dx_ptr.dtype.element_ty), mask=tile_mask)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -207,6 +305,10 @@ def _uses_triton(x):
 
 def _next_power_of_2(n):
     return 1 << (n - 1).bit_length()  # triton.next_power_of_2 is a constexpr_function on 3.9: ~2 us a call
+
+
+def _cdiv(a, b):
+    return -(-a // b)  # triton.cdiv is a constexpr_function on 3.9 as well
 
 
 def _channel_block(channels):
@@ -235,6 +337,7 @@ def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dil
 def _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats,
                        block_l=None, num_warps=None):
     batch, channels, length = x.shape
+    x, conv_weight = x.contiguous(), conv_weight.contiguous()  # the kernel derives strides from the shapes
     z = torch.empty((batch, length, channels), device=x.device, dtype=x.dtype)
     stats_shape = (batch, length) if save_stats else (1,)
     mean = torch.empty(stats_shape, device=x.device, dtype=torch.float32)
@@ -243,40 +346,53 @@ def _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilati
         return z, mean.zero_(), rstd.zero_()
     block_c = _channel_block(channels)
     block_l = block_l or max(16, min(64, 8192 // block_c))
-    num_l_blocks = triton.cdiv(length, block_l)
-    _conv_norm_fwd_kernel[(batch * num_l_blocks,)](
-        x, conv_weight, conv_bias, norm_weight, norm_bias, z, mean, rstd,
-        channels, length, num_l_blocks, eps, dilation,
-        x.stride(0), x.stride(1), x.stride(2), conv_weight.stride(0), conv_weight.stride(2),
-        z.stride(0), z.stride(1), z.stride(2),
-        KERNEL_SIZE=conv_weight.shape[2], SAVE_STATS=save_stats, BLOCK_L=block_l, BLOCK_C=block_c,
+    _conv_norm_fwd_kernel[(batch * _cdiv(length, block_l),)](
+        x, conv_weight, conv_bias, norm_weight, norm_bias, z, mean, rstd, length, eps,
+        C=channels, KERNEL_SIZE=conv_weight.shape[2], DILATION=dilation, EVEN_L=length % block_l == 0,
+        SAVE_STATS=save_stats, BLOCK_L=block_l, BLOCK_C=block_c,
         num_warps=num_warps or (4 if block_l * block_c <= 4096 else 8),
     )
     return z, mean, rstd
 
 
-def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, dilation,
-                        block_l=None, num_warps=None, target_programs=None):
+def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, dilation, residual_grad=None,
+                        block_l=None, num_warps=None, target_programs=None, dx_block_l=None):
+    """(dx, dconv_w, dconv_b, dgamma, dbeta) for dz of shape (N, L, C); dx += residual_grad when given.
+    Parameter gradients come back in fp32 (callers cast); dx in x's dtype."""
     batch, channels, length = x.shape
+    x, dz, conv_weight = x.contiguous(), dz.contiguous(), conv_weight.contiguous()
     kernel_size = conv_weight.shape[2]
     block_c = _channel_block(channels)
-    block_l = block_l or max(16, min(64, 4096 // block_c))
-    num_l_blocks = triton.cdiv(length, block_l)
+    block_l = block_l or max(16, min(64, 2048 // block_c))  # its tiles hold several (BLOCK_L, C) fp32 tensors
+    num_l_blocks = _cdiv(length, block_l)
     # Enough programs to fill the GPU, few enough that the partial sums stay a small fraction of x.
     if target_programs is None:
         target_programs = 64 if x.device.type == "cpu" else 8 * _multiprocessor_count(x.device.index)
     tiles_per_program = max(1, min(num_l_blocks, (batch * num_l_blocks) // max(target_programs, 1)))
-    programs_per_row = triton.cdiv(num_l_blocks, tiles_per_program)
+    programs_per_row = _cdiv(num_l_blocks, tiles_per_program)
     num_programs = batch * programs_per_row
-    dx = torch.empty_like(x, memory_format=torch.contiguous_format)
+    dy = torch.empty((batch, channels, length), device=x.device, dtype=torch.float32)
     partials = torch.empty((num_programs, 3 + kernel_size, channels), device=x.device, dtype=torch.float32)
-    _conv_norm_bwd_kernel[(num_programs,)](
-        x, conv_weight, conv_bias, norm_weight, mean, rstd, dz, dx, partials,
-        channels, length, tiles_per_program, programs_per_row, dilation,
-        x.stride(0), x.stride(1), x.stride(2), conv_weight.stride(0), conv_weight.stride(2),
-        dz.stride(0), dz.stride(1), dz.stride(2), dx.stride(0), dx.stride(1), dx.stride(2),
-        KERNEL_SIZE=kernel_size, BLOCK_K=_next_power_of_2(kernel_size), BLOCK_L=block_l, BLOCK_C=block_c,
+    _conv_norm_bwd_dy_kernel[(num_programs,)](
+        x, conv_weight, conv_bias, norm_weight, mean, rstd, dz, dy, partials,
+        length, tiles_per_program, programs_per_row,
+        # a ragged split gives the last program of a row tiles past L: those need the row mask
+        C=channels, KERNEL_SIZE=kernel_size, DILATION=dilation,
+        EVEN_L=length % block_l == 0 and num_l_blocks % tiles_per_program == 0,
+        BLOCK_K=_next_power_of_2(kernel_size), BLOCK_L=block_l, BLOCK_C=block_c,
         num_warps=num_warps or (4 if block_l * block_c <= 4096 else 8),
+    )
+    dx = torch.empty((batch, channels, length), device=x.device, dtype=x.dtype)
+    dx_block_c = min(block_c, 32)
+    dx_block_l = dx_block_l or (64 if x.device.type == "cpu" else 256)
+    dx_l_blocks = _cdiv(length, dx_block_l)
+    residual = residual_grad if residual_grad is not None else dx
+    _conv_norm_bwd_dx_kernel[(batch * dx_l_blocks, _cdiv(channels, dx_block_c))](
+        dy, conv_weight, residual, dx,
+        channels, length, dx_l_blocks, dilation,
+        conv_weight.stride(0), conv_weight.stride(2), residual.stride(0), residual.stride(1), residual.stride(2),
+        KERNEL_SIZE=kernel_size, HAS_RESIDUAL=residual_grad is not None, BLOCK_C=dx_block_c, BLOCK_L=dx_block_l,
+        num_warps=4,
     )
     sums = partials.sum(dim=0)
     dgamma, dbeta, dconv_b = sums[0], sums[1], sums[2]
@@ -328,19 +444,12 @@ def conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, *, dilation=1, 
     return z
 
 
-def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
-                        fc2_bias, *, dilation=1, eps=1e-5):
-    """The training-forward path: Triton conv + LayerNorm (with its Triton backward), then the eager MLP + residual."""
-    z = conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation=dilation, eps=eps)
-    return mlp_residual(x, z, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
-
-
 # ----------------------------------------------------------------------------------------------------------
-# Inference megakernel
+# The fused block kernel (inference megakernel; with TRAINING, the training forward)
 # ----------------------------------------------------------------------------------------------------------
 @triton.jit
-def _bf16_dot(a, b, acc, EMULATE_BF16_DOT: tl.constexpr):
-    if EMULATE_BF16_DOT:  # the interpreter's bf16 dot is wrong; bf16 x bf16 products are exact in fp32
+def _half_dot(a, b, acc, EMULATE_DOT: tl.constexpr):
+    if EMULATE_DOT:  # the interpreter's 16-bit dot is wrong; 16-bit x 16-bit products are exact in fp32
         acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
     else:
         acc = tl.dot(a, b, acc)
@@ -348,9 +457,9 @@ def _bf16_dot(a, b, acc, EMULATE_BF16_DOT: tl.constexpr):
 
 
 @triton.jit
-def _to_bf16(a, EMULATE_BF16_DOT: tl.constexpr):
+def _to_bf16(a, EMULATE_DOT: tl.constexpr):
     """Round-to-nearest-even fp32 -> bf16. The interpreter's cast truncates (biased dots, 1-ulp outputs)."""
-    if EMULATE_BF16_DOT:
+    if EMULATE_DOT:
         bits = a.to(tl.int32, bitcast=True)
         bits = (bits + (0x7FFF + ((bits >> 16) & 1))) & -65536  # round the low 16 bits away (ties to even)
         a = bits.to(tl.float32, bitcast=True)  # now exactly representable: any cast mode keeps it
@@ -358,14 +467,17 @@ def _to_bf16(a, EMULATE_BF16_DOT: tl.constexpr):
 
 
 @triton.jit
-def _dot_operand(a, DOT_MODE: tl.constexpr, EMULATE_BF16_DOT: tl.constexpr):
+def _dot_operand(a, DOT_MODE: tl.constexpr, EMULATE_DOT: tl.constexpr):
     """Splits an fp32 tile into the (hi, lo) operands DOT_MODE multiplies; lo is only read by bf16x3."""
     if DOT_MODE == 0:
-        hi = _to_bf16(a, EMULATE_BF16_DOT)
+        hi = _to_bf16(a, EMULATE_DOT)
         lo = hi
     elif DOT_MODE == 1:
-        hi = _to_bf16(a, EMULATE_BF16_DOT)
-        lo = _to_bf16(a - hi.to(tl.float32), EMULATE_BF16_DOT)
+        hi = _to_bf16(a, EMULATE_DOT)
+        lo = _to_bf16(a - hi.to(tl.float32), EMULATE_DOT)
+    elif DOT_MODE == 4:
+        hi = a.to(tl.float16)
+        lo = hi
     else:
         hi = a
         lo = a
@@ -373,13 +485,13 @@ def _dot_operand(a, DOT_MODE: tl.constexpr, EMULATE_BF16_DOT: tl.constexpr):
 
 
 @triton.jit
-def _mlp_dot(a_hi, a_lo, b_hi, b_lo, acc, DOT_MODE: tl.constexpr, EMULATE_BF16_DOT: tl.constexpr):
-    if DOT_MODE == 0:
-        acc = _bf16_dot(a_hi, b_hi, acc, EMULATE_BF16_DOT)
+def _mlp_dot(a_hi, a_lo, b_hi, b_lo, acc, DOT_MODE: tl.constexpr, EMULATE_DOT: tl.constexpr):
+    if DOT_MODE == 0 or DOT_MODE == 4:
+        acc = _half_dot(a_hi, b_hi, acc, EMULATE_DOT)
     elif DOT_MODE == 1:  # a*b ~ a_lo*b_hi + a_hi*b_lo + a_hi*b_hi: ~2^-16 relative, at bf16 tensor-core rate
-        acc = _bf16_dot(a_lo, b_hi, acc, EMULATE_BF16_DOT)
-        acc = _bf16_dot(a_hi, b_lo, acc, EMULATE_BF16_DOT)
-        acc = _bf16_dot(a_hi, b_hi, acc, EMULATE_BF16_DOT)
+        acc = _half_dot(a_lo, b_hi, acc, EMULATE_DOT)
+        acc = _half_dot(a_hi, b_lo, acc, EMULATE_DOT)
+        acc = _half_dot(a_hi, b_hi, acc, EMULATE_DOT)
     elif DOT_MODE == 2:
         acc = tl.dot(a_hi, b_hi, acc, input_precision="tf32x3")
     else:
@@ -388,94 +500,136 @@ def _mlp_dot(a_hi, a_lo, b_hi, b_lo, acc, DOT_MODE: tl.constexpr, EMULATE_BF16_D
 
 
 @triton.jit
-def _cheri_block_megakernel(
-    x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr,
+def _cheri_block_kernel(
+    x_ptr, out_ptr, hidden_ptr, mean_ptr, rstd_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr,
     w1_hi_ptr, w1_lo_ptr, b1_ptr, w2_hi_ptr, w2_lo_ptr, b2_ptr,
-    L, eps, dilation, rows_bucket,
-    stride_xn, stride_xc, stride_xl, stride_on, stride_oc, stride_ol, stride_wc, stride_wk,
-    stride_w1e, stride_w1c, stride_w2c, stride_w2e,
-    C: tl.constexpr, HIDDEN: tl.constexpr, KERNEL_SIZE: tl.constexpr, DOT_MODE: tl.constexpr,
-    EMULATE_BF16_DOT: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr,
+    L, eps,
+    C: tl.constexpr, HIDDEN: tl.constexpr, KERNEL_SIZE: tl.constexpr, DILATION: tl.constexpr,
+    EVEN_L: tl.constexpr, DOT_MODE: tl.constexpr, TRAINING: tl.constexpr, GELU_VARIANT: tl.constexpr,
+    EMULATE_DOT: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr,
 ):
     """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile, out in x's dtype.
-    Conv, statistics, GELU (erf), biases and both dot accumulators are fp32; dot operands follow DOT_MODE
-    (bf16 / bf16x3 hi+lo splits / tf32x3 / ieee fp32). The hidden layer exists BLOCK_E columns at a time."""
+    Conv, statistics, GELU, biases and both dot accumulators are fp32; dot operands follow DOT_MODE (bf16 / bf16x3
+    hi+lo splits / tf32x3 / ieee fp32 / fp16). With TRAINING it also stores the hidden layer (the GEMM2 operand) and mean/rstd.
+    x, out, conv weight (C, 1, K), W1 (E, C), W2 (C, E) and hidden (N, L, E) are contiguous: strides are derived."""
     pid = tl.program_id(0)
-    num_l_blocks = tl.cdiv(L, BLOCK_L)  # BLOCK_L comes from the autotuner
+    num_l_blocks = tl.cdiv(L, BLOCK_L)
     n = pid // num_l_blocks
     offs_l = (pid % num_l_blocks) * BLOCK_L + tl.arange(0, BLOCK_L)
     offs_c = tl.arange(0, BLOCK_C)
     mask_l = offs_l < L
     mask_c = offs_c < C
-    x_row = x_ptr + n.to(tl.int64) * stride_xn
-    y = _causal_conv_tile(x_row, conv_w_ptr, conv_b_ptr, offs_l, offs_c, mask_c, L, stride_xc, stride_xl,
-                          stride_wc, stride_wk, dilation, KERNEL_SIZE, BLOCK_L, BLOCK_C)
-    xhat, _, _ = _layer_norm_tile(y, mask_c, C, eps)
-    gamma = tl.load(gamma_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
-    beta = tl.load(beta_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)
-    z = xhat * gamma[None, :] + beta[None, :]  # padded channels stay 0: they add nothing to the dots
-    z_hi, z_lo = _dot_operand(z, DOT_MODE, EMULATE_BF16_DOT)
+    row_offset = n.to(tl.int64) * C * L
+    z, mean, rstd = _conv_norm_block_tile(x_ptr + row_offset, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, offs_l,
+                                          L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_C, False)
+    if TRAINING:
+        tl.store(mean_ptr + n.to(tl.int64) * L + offs_l, mean, mask=mask_l)
+        tl.store(rstd_ptr + n.to(tl.int64) * L + offs_l, rstd, mask=mask_l)
+    z_hi, z_lo = _dot_operand(z, DOT_MODE, EMULATE_DOT)
+    hidden_rows = hidden_ptr + (n.to(tl.int64) * L + offs_l)[:, None] * HIDDEN
 
     acc = tl.zeros([BLOCK_L, BLOCK_C], dtype=tl.float32)
     for e0 in range(0, HIDDEN, BLOCK_E):
         offs_e = e0 + tl.arange(0, BLOCK_E)
-        w1_offsets = offs_c[:, None] * stride_w1c + offs_e[None, :] * stride_w1e  # (BLOCK_C, BLOCK_E) = W1^T block
+        w1_offsets = offs_c[:, None] + offs_e[None, :] * C  # (BLOCK_C, BLOCK_E) block of W1^T
         w1_hi = tl.load(w1_hi_ptr + w1_offsets, mask=mask_c[:, None], other=0.0)
         w1_lo = w1_hi
         if DOT_MODE == 1:
             w1_lo = tl.load(w1_lo_ptr + w1_offsets, mask=mask_c[:, None], other=0.0)
-        pre_act = tl.zeros([BLOCK_L, BLOCK_E], dtype=tl.float32) + tl.load(b1_ptr + offs_e).to(tl.float32)[None, :]
-        pre_act = _mlp_dot(z_hi, z_lo, w1_hi, w1_lo, pre_act, DOT_MODE, EMULATE_BF16_DOT)
-        hidden = 0.5 * pre_act * (1.0 + tl.math.erf(pre_act * 0.7071067811865476))  # exact GELU: x/2 (1 + erf(x/√2))
-        h_hi, h_lo = _dot_operand(hidden, DOT_MODE, EMULATE_BF16_DOT)
-        w2_offsets = offs_e[:, None] * stride_w2e + offs_c[None, :] * stride_w2c  # (BLOCK_E, BLOCK_C) = W2^T block
+        pre_act = _mlp_dot(z_hi, z_lo, w1_hi, w1_lo, tl.zeros([BLOCK_L, BLOCK_E], dtype=tl.float32), DOT_MODE,
+                           EMULATE_DOT)
+        hidden = _gelu_erf(pre_act, tl.load(b1_ptr + offs_e).to(tl.float32)[None, :], GELU_VARIANT)
+        h_hi, h_lo = _dot_operand(hidden, DOT_MODE, EMULATE_DOT)
+        if TRAINING:  # what the backward's dW2 needs: the GEMM2 operand (the fp32 hidden for fp32 modes)
+            if DOT_MODE == 0 or DOT_MODE == 4:
+                tl.store(hidden_rows + offs_e[None, :], h_hi, mask=mask_l[:, None])
+            else:
+                tl.store(hidden_rows + offs_e[None, :], hidden, mask=mask_l[:, None])
+        w2_offsets = offs_e[:, None] + offs_c[None, :] * HIDDEN  # (BLOCK_E, BLOCK_C) block of W2^T
         w2_hi = tl.load(w2_hi_ptr + w2_offsets, mask=mask_c[None, :], other=0.0)
         w2_lo = w2_hi
         if DOT_MODE == 1:
             w2_lo = tl.load(w2_lo_ptr + w2_offsets, mask=mask_c[None, :], other=0.0)
-        acc = _mlp_dot(h_hi, h_lo, w2_hi, w2_lo, acc, DOT_MODE, EMULATE_BF16_DOT)
+        acc = _mlp_dot(h_hi, h_lo, w2_hi, w2_lo, acc, DOT_MODE, EMULATE_DOT)
 
-    tile_mask = mask_l[:, None] & mask_c[None, :]
-    residual = tl.load(x_row + offs_c[None, :] * stride_xc + offs_l[:, None] * stride_xl, mask=tile_mask, other=0.0)
+    tile_mask = _block_tile_mask(offs_l, L, C, EVEN_L, BLOCK_L, BLOCK_C, False)
+    tile_offsets = row_offset + offs_c[None, :] * L + offs_l[:, None]
+    residual = tl.load(x_ptr + tile_offsets, mask=tile_mask, other=0.0)
     out = acc + tl.load(b2_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[None, :] + residual.to(tl.float32)
-    out_ptrs = out_ptr + n.to(tl.int64) * stride_on + offs_c[None, :] * stride_oc + offs_l[:, None] * stride_ol
     if out_ptr.dtype.element_ty == tl.bfloat16:
-        tl.store(out_ptrs, _to_bf16(out, EMULATE_BF16_DOT), mask=tile_mask)
+        tl.store(out_ptr + tile_offsets, _to_bf16(out, EMULATE_DOT), mask=tile_mask)
     else:
-        tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=tile_mask)
+        tl.store(out_ptr + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=tile_mask)
 
 
-# (BLOCK_L, BLOCK_E, num_warps, num_stages); pruned to those whose BLOCK_E divides the hidden width.
-# Every program re-reads all of W1 and W2 (256 KB in bf16 at C=128, E=512) from L2, so long L-tiles pay;
-# few configs on purpose: each is compiled on the first call per dtype (the one-off cost the benchmark reports).
-MEGAKERNEL_CONFIGS = [(64, 64, 4, 3), (128, 64, 8, 2), (128, 128, 8, 2), (256, 64, 16, 2)]
+@triton.jit
+def _cheri_block_kernel_t(
+    x_ptr, out_ptr, hidden_ptr, mean_ptr, rstd_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr,
+    w1_hi_ptr, w1_lo_ptr, b1_ptr, w2_hi_ptr, w2_lo_ptr, b2_ptr,
+    L, eps,
+    C: tl.constexpr, HIDDEN: tl.constexpr, KERNEL_SIZE: tl.constexpr, DILATION: tl.constexpr,
+    EVEN_L: tl.constexpr, DOT_MODE: tl.constexpr, TRAINING: tl.constexpr, GELU_VARIANT: tl.constexpr,
+    EMULATE_DOT: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr,
+):
+    """_cheri_block_kernel computed transposed: out^T = x^T + W2 @ GELU(W1 @ z^T + b1) + b2 on (C, BLOCK_L) tiles,
+    so the weights are the dots' A operands and z^T, h^T the B operands (both in shared memory, not registers);
+    same numerics and arguments."""
+    pid = tl.program_id(0)
+    num_l_blocks = tl.cdiv(L, BLOCK_L)
+    n = pid // num_l_blocks
+    offs_l = (pid % num_l_blocks) * BLOCK_L + tl.arange(0, BLOCK_L)
+    offs_c = tl.arange(0, BLOCK_C)
+    mask_l = offs_l < L
+    mask_c = offs_c < C
+    x_row = x_ptr + n.to(tl.int64) * C * L
+    z_t, mean, rstd = _conv_norm_block_tile(x_row, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, offs_l, L, eps, C,
+                                            KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_C, True)
+    if TRAINING:
+        tl.store(mean_ptr + n.to(tl.int64) * L + offs_l, mean, mask=mask_l)
+        tl.store(rstd_ptr + n.to(tl.int64) * L + offs_l, rstd, mask=mask_l)
+    z_hi, z_lo = _dot_operand(z_t, DOT_MODE, EMULATE_DOT)
+    hidden_cols = hidden_ptr + (n.to(tl.int64) * L + offs_l)[None, :] * HIDDEN
 
+    acc = tl.zeros([BLOCK_C, BLOCK_L], dtype=tl.float32)
+    for e0 in range(0, HIDDEN, BLOCK_E):
+        offs_e = e0 + tl.arange(0, BLOCK_E)
+        w1_offsets = offs_e[:, None] * C + offs_c[None, :]  # (BLOCK_E, BLOCK_C) block of W1
+        w1_hi = tl.load(w1_hi_ptr + w1_offsets, mask=mask_c[None, :], other=0.0)
+        w1_lo = w1_hi
+        if DOT_MODE == 1:
+            w1_lo = tl.load(w1_lo_ptr + w1_offsets, mask=mask_c[None, :], other=0.0)
+        pre_act = _mlp_dot(w1_hi, w1_lo, z_hi, z_lo, tl.zeros([BLOCK_E, BLOCK_L], dtype=tl.float32), DOT_MODE,
+                           EMULATE_DOT)
+        hidden = _gelu_erf(pre_act, tl.load(b1_ptr + offs_e).to(tl.float32)[:, None], GELU_VARIANT)
+        h_hi, h_lo = _dot_operand(hidden, DOT_MODE, EMULATE_DOT)
+        if TRAINING:
+            if DOT_MODE == 0 or DOT_MODE == 4:
+                tl.store(hidden_cols + offs_e[:, None], h_hi, mask=mask_l[None, :])
+            else:
+                tl.store(hidden_cols + offs_e[:, None], hidden, mask=mask_l[None, :])
+        w2_offsets = offs_c[:, None] * HIDDEN + offs_e[None, :]  # (BLOCK_C, BLOCK_E) block of W2
+        w2_hi = tl.load(w2_hi_ptr + w2_offsets, mask=mask_c[:, None], other=0.0)
+        w2_lo = w2_hi
+        if DOT_MODE == 1:
+            w2_lo = tl.load(w2_lo_ptr + w2_offsets, mask=mask_c[:, None], other=0.0)
+        acc = _mlp_dot(w2_hi, w2_lo, h_hi, h_lo, acc, DOT_MODE, EMULATE_DOT)
 
-def _prune_megakernel_configs(configs, named_args, **kwargs):
-    hidden, block_c = named_args.get("HIDDEN", kwargs.get("HIDDEN")), named_args.get("BLOCK_C", kwargs.get("BLOCK_C"))
-    fitting = [c for c in configs if hidden % c.kwargs["BLOCK_E"] == 0
-               and c.kwargs["BLOCK_L"] * block_c <= 32768 and c.kwargs["BLOCK_E"] * block_c <= 16384]
-    if fitting:
-        return fitting
-    # E = 16 * odd, or very wide blocks: smaller tiles, slower (wide blocks may spill registers) but correct.
-    block_e = 32 if hidden % 32 == 0 else 16
-    block_l = max(16, min(64, 16384 // block_c))
-    return [triton.Config({"BLOCK_L": block_l, "BLOCK_E": block_e}, num_warps=4, num_stages=2)]
-
-
-_cheri_block_megakernel_autotuned = triton.autotune(
-    configs=[triton.Config({"BLOCK_L": bl, "BLOCK_E": be}, num_warps=w, num_stages=s)
-             for bl, be, w, s in MEGAKERNEL_CONFIGS],
-    key=["C", "HIDDEN", "KERNEL_SIZE", "DOT_MODE", "rows_bucket"],
-    prune_configs_by={"early_config_prune": _prune_megakernel_configs},
-)(_cheri_block_megakernel)
+    tile_mask = _block_tile_mask(offs_l, L, C, EVEN_L, BLOCK_L, BLOCK_C, True)
+    tile_offsets = offs_c[:, None] * L + offs_l[None, :]
+    residual = tl.load(x_row + tile_offsets, mask=tile_mask, other=0.0)
+    out = acc + tl.load(b2_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[:, None] + residual.to(tl.float32)
+    out_row = out_ptr + n.to(tl.int64) * C * L
+    if out_ptr.dtype.element_ty == tl.bfloat16:
+        tl.store(out_row + tile_offsets, _to_bf16(out, EMULATE_DOT), mask=tile_mask)
+    else:
+        tl.store(out_row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=tile_mask)
 
 
 class MlpDotWeights(NamedTuple):
-    """The MLP weights as the megakernel multiplies them (what CheriBlock.eval() caches).
+    """The MLP weights as the fused kernel multiplies them (what CheriBlock.eval() caches).
 
     mode "bf16": hi = W in bf16. "bf16x3": hi + lo = W (both bf16, lo = W - hi). "tf32x3"/"ieee": hi = W (fp32).
-    Layouts are the nn.Linear ones: fc1 (E, C), fc2 (C, E); the kernel reads W1^T / W2^T blocks through strides."""
+    "fp16" (training path of fp16 models): hi = W. Layouts are the nn.Linear ones, contiguous: fc1 (E, C), fc2 (C, E)."""
     mode: str
     fc1_hi: torch.Tensor
     fc1_lo: Optional[torch.Tensor]
@@ -485,7 +639,7 @@ class MlpDotWeights(NamedTuple):
 
 @triton.jit
 def _split_bf16_kernel(fc1_ptr, fc2_ptr, fc1_hi_ptr, fc2_hi_ptr, fc1_lo_ptr, fc2_lo_ptr, numel,
-                       WRITE_LO: tl.constexpr, EMULATE_BF16_DOT: tl.constexpr, BLOCK: tl.constexpr):
+                       WRITE_LO: tl.constexpr, EMULATE_DOT: tl.constexpr, BLOCK: tl.constexpr):
     """hi = bf16(w), lo = bf16(w - hi) for w = fc1 (program axis 1 = 0) or fc2 (= 1), from any float input,
     rounded to nearest even; w - hi is exact in fp32. One launch for both weights (the per-call cast)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -496,10 +650,10 @@ def _split_bf16_kernel(fc1_ptr, fc2_ptr, fc1_hi_ptr, fc2_hi_ptr, fc1_lo_ptr, fc2
     else:
         w = tl.load(fc2_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         hi_ptr, lo_ptr = fc2_hi_ptr, fc2_lo_ptr
-    hi = _to_bf16(w, EMULATE_BF16_DOT)
+    hi = _to_bf16(w, EMULATE_DOT)
     tl.store(hi_ptr + offs, hi, mask=mask)
     if WRITE_LO:
-        tl.store(lo_ptr + offs, _to_bf16(w - hi.to(tl.float32), EMULATE_BF16_DOT), mask=mask)
+        tl.store(lo_ptr + offs, _to_bf16(w - hi.to(tl.float32), EMULATE_DOT), mask=mask)
 
 
 def _split_bf16(fc1_weight, fc2_weight, write_lo):
@@ -511,9 +665,9 @@ def _split_bf16(fc1_weight, fc2_weight, write_lo):
     fc1_lo, fc2_lo = (parts[2], parts[3]) if write_lo else (None, None)
     if _uses_triton(fc1_weight):
         block = 1024
-        _split_bf16_kernel[(triton.cdiv(fc1_weight.numel(), block), 2)](
+        _split_bf16_kernel[(_cdiv(fc1_weight.numel(), block), 2)](
             fc1_weight, fc2_weight, fc1_hi, fc2_hi, fc1_lo if write_lo else fc1_hi, fc2_lo if write_lo else fc2_hi,
-            fc1_weight.numel(), WRITE_LO=write_lo, EMULATE_BF16_DOT=fc1_weight.device.type == "cpu", BLOCK=block)
+            fc1_weight.numel(), WRITE_LO=write_lo, EMULATE_DOT=fc1_weight.device.type == "cpu", BLOCK=block)
     else:
         for weight, hi, lo in ((fc1_weight, fc1_hi, fc1_lo), (fc2_weight, fc2_hi, fc2_lo)):
             hi.copy_(weight)
@@ -522,25 +676,26 @@ def _split_bf16(fc1_weight, fc2_weight, write_lo):
     return fc1_hi, fc1_lo, fc2_hi, fc2_lo
 
 
-def mlp_dot_mode(model_dtype, fp32_dot="bf16x3"):
-    """bf16/fp16 models multiply bf16 weights; fp32 models use `fp32_dot` (fp32-accurate by default)."""
+def mlp_dot_mode(model_dtype, fp32_dot="bf16x3", training=False):
+    """Inference: bf16/fp16 models multiply bf16 weights; fp32 models use `fp32_dot` (fp32-accurate by default).
+    Training: fp16 models multiply fp16 operands (eager semantics, no cast); the rest as in inference."""
     check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
-    return fp32_dot if model_dtype == torch.float32 else "bf16"
+    if model_dtype == torch.float32:
+        return fp32_dot
+    return "fp16" if training and model_dtype == torch.float16 else "bf16"
 
 
-def prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot="bf16x3"):
-    """The bf16 weight cast (or fp32 hi/lo split) the megakernel reads; CheriBlock caches this in eval mode."""
+def prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot="bf16x3", training=False):
+    """The bf16 weight cast (or fp32 hi/lo split) the fused kernel reads; CheriBlock caches this in eval mode."""
     check_tensor("fc1_weight", fc1_weight, dtypes=FLOAT_DTYPES, ndim=2)
     check_tensor("fc2_weight", fc2_weight, dtypes=FLOAT_DTYPES, ndim=2, like=fc1_weight)
     if fc2_weight.dtype != fc1_weight.dtype or fc2_weight.shape != fc1_weight.shape[::-1]:
         raise ValueError(f"fc2_weight must be ({fc1_weight.shape[1]}, {fc1_weight.shape[0]}) in "
                          f"{fc1_weight.dtype} like fc1_weight, got {tuple(fc2_weight.shape)} in {fc2_weight.dtype}")
-    mode = mlp_dot_mode(fc1_weight.dtype, fp32_dot)
+    mode = mlp_dot_mode(fc1_weight.dtype, fp32_dot, training)
     with torch.no_grad():
-        if mode in ("tf32x3", "ieee"):
-            return MlpDotWeights(mode, fc1_weight.detach(), None, fc2_weight.detach(), None)
-        if fc1_weight.dtype == torch.bfloat16:  # already the dot dtype: no copy
-            return MlpDotWeights(mode, fc1_weight.detach(), None, fc2_weight.detach(), None)
+        if mode in ("tf32x3", "ieee", "fp16") or fc1_weight.dtype == torch.bfloat16:  # the weights as they are
+            return MlpDotWeights(mode, fc1_weight.detach().contiguous(), None, fc2_weight.detach().contiguous(), None)
         return MlpDotWeights(mode, *_split_bf16(fc1_weight, fc2_weight, write_lo=mode == "bf16x3"))
 
 
@@ -568,13 +723,128 @@ def _megakernel_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, weights
     return (x.float() + out.transpose(1, 2)).to(x.dtype)
 
 
+# (BLOCK_L, BLOCK_E, num_warps, num_stages, layout, maxnreg) by (dot-mode family, training): measured on the H200 at
+# C=128, E=512, N in {16, 64, 512} (docs/perf/cheri_block.md). layout "lc" = _cheri_block_kernel ((L, C) tiles),
+# "cl" = _cheri_block_kernel_t. Other shapes start from the same choice and fall back to smaller tiles if it does
+# not fit (shared memory), once per shape.
+_FUSED_CONFIGS = {
+    ("half", False): (64, 32, 4, 3, "lc", None),
+    ("half", True): (64, 32, 4, 3, "lc", None),
+    ("bf16x3", False): (128, 64, 8, 2, "lc", None),
+    ("bf16x3", True): (128, 64, 8, 2, "lc", None),
+    ("tf32x3", False): (64, 32, 4, 1, "lc", None),
+    ("tf32x3", True): (64, 32, 4, 1, "lc", None),
+    ("ieee", False): (64, 16, 8, 1, "lc", None),  # fp32 FMA dots: larger tiles spill registers
+    ("ieee", True): (64, 16, 8, 1, "lc", None),
+}
+_FALLBACK_CONFIGS = [(64, 32, 4, 1, "lc", None), (32, 16, 4, 1, "lc", None), (16, 16, 4, 1, "lc", None)]
+_chosen_configs = {}  # (C, E, K, mode, training, dtype, device) -> the config that compiled
+_KERNELS = {"lc": _cheri_block_kernel, "cl": _cheri_block_kernel_t}
+
+
+def _default_config(channels, hidden_width, dot_mode, training):
+    family = "half" if dot_mode in ("bf16", "fp16") else dot_mode
+    block_l, block_e, num_warps, num_stages, layout, max_registers = _FUSED_CONFIGS[family, training]
+    block_c = _channel_block(channels)
+    while hidden_width % block_e:
+        block_e //= 2
+    while block_l > 16 and block_l * block_c > 16384:  # wide channels: keep the (BLOCK_L, C) tiles in registers
+        block_l //= 2
+    if layout == "cl" and block_e < 64:  # the transposed kernel's first dot has M = BLOCK_E
+        layout = "lc"
+    return block_l, block_e, num_warps, num_stages, layout, max_registers
+
+
+_launchers = {}  # specialisation key -> CompiledKernel (the fast launch path, CUDA only)
+
+
+def _launch(kernel, grid, args, constexprs, options):
+    """kernel[grid](*args, **constexprs, **options), minus Triton's per-call argument binding where that is safe.
+
+    Triton's launch binds and specialises every argument in Python on each call, tens of microseconds on a slow
+    host: most of a small-N call. On CUDA with every pointer 16-byte aligned (the specialisation Triton would pick),
+    the CompiledKernel from `warmup` is cached under a key holding everything that specialisation reads (dtypes,
+    alignment, L's divisibility, the compile-time arguments and options) and launched directly."""
+    x = args[0]
+    if x.device.type != "cuda" or any(t.data_ptr() % 16 for t in args[:15]):
+        return kernel[grid](*args, **constexprs, **options)
+    length = args[15]
+    key = (kernel, x.device.index, tuple(t.dtype for t in args[:15]), length % 16 == 0, length == 1,
+           tuple(constexprs.values()), tuple(options.items()))
+    compiled = _launchers.get(key)
+    if compiled is None:
+        compiled = kernel.warmup(*args, grid=grid, **constexprs, **options)
+        _launchers[key] = compiled
+    compiled[(grid[0], 1, 1)](*args, *constexprs.values())
+
+
+def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation, eps,
+              training=False, config=None, gelu="poly"):
+    """The fused kernel without argument checks (callers own validated parameters).
+
+    Returns out, or (out, hidden (N, L, E), mean (N, L), rstd (N, L)) with training. `config` = (BLOCK_L,
+    BLOCK_E, num_warps, num_stages[, layout[, maxnreg]]) overrides the tuned choice; `gelu` picks a GELU_VARIANTS
+    entry (the GPU script's timing comparison)."""
+    batch, channels, length = x.shape
+    x = x.contiguous()  # the kernel derives every stride from the shapes
+    conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias = (
+        t.contiguous() for t in (conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias))
+    out = torch.empty_like(x)
+    fc1_hi, fc2_hi = mlp_weights.fc1_hi, mlp_weights.fc2_hi
+    hidden_width = fc1_hi.shape[0]
+    if training:
+        hidden_dtype = x.dtype if mlp_weights.mode in ("bf16", "fp16") else torch.float32
+        hidden = torch.empty((batch, length, hidden_width), device=x.device, dtype=hidden_dtype)
+        mean = torch.empty((batch, length), device=x.device, dtype=torch.float32)
+        rstd = torch.empty((batch, length), device=x.device, dtype=torch.float32)
+    else:
+        hidden = mean = rstd = out  # never touched: TRAINING is a compile-time switch
+    if out.numel() == 0:
+        return (out, hidden, mean.zero_(), rstd.zero_()) if training else out
+    fc1_lo = fc1_hi if mlp_weights.fc1_lo is None else mlp_weights.fc1_lo
+    fc2_lo = fc2_hi if mlp_weights.fc2_lo is None else mlp_weights.fc2_lo
+    kernel_size = conv_weight.shape[2]
+    interpreting = x.device.type == "cpu"
+    if interpreting and config is None:  # the interpreter: few, mid-sized tiles run fastest
+        config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
+    key = (channels, hidden_width, kernel_size, mlp_weights.mode, training, x.dtype, x.device)
+    if config is not None:
+        candidates = [(tuple(config) + ("lc", None)[len(config) - 4:])[:6]]
+    elif key in _chosen_configs:
+        candidates = [_chosen_configs[key]]
+    else:
+        candidates = [_default_config(channels, hidden_width, mlp_weights.mode, training)] + [
+            c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0]
+    args = (x, out, hidden, mean, rstd, conv_weight, conv_bias, norm_weight, norm_bias,
+            fc1_hi, fc1_lo, fc1_bias, fc2_hi, fc2_lo, fc2_bias, length, eps)
+    for i, (block_l, block_e, num_warps, num_stages, layout, max_registers) in enumerate(candidates):
+        options = {"num_warps": num_warps, "num_stages": num_stages}
+        if max_registers is not None and not interpreting:
+            options["maxnreg"] = max_registers
+        constexprs = {"C": channels, "HIDDEN": hidden_width, "KERNEL_SIZE": kernel_size, "DILATION": dilation,
+                      "EVEN_L": length % block_l == 0, "DOT_MODE": _DOT_MODE_CODES[mlp_weights.mode],
+                      "TRAINING": training, "GELU_VARIANT": GELU_VARIANTS[gelu], "EMULATE_DOT": interpreting,
+                      "BLOCK_L": block_l, "BLOCK_C": _channel_block(channels), "BLOCK_E": block_e}
+        try:
+            _launch(_KERNELS[layout], (batch * _cdiv(length, block_l),), args, constexprs, options)
+        except OutOfResources:  # shared memory: this shape needs a smaller tile (decided once per shape)
+            if i + 1 == len(candidates):
+                raise
+            continue
+        if config is None:
+            _chosen_configs[key] = candidates[i]
+        break
+    return (out, hidden, mean, rstd) if training else out
+
+
 def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
                            fc2_bias, *, dilation=1, eps=1e-5, mlp_weights=None, fp32_dot="bf16x3", config=None):
     """The inference path: conv, LayerNorm, MLP and residual of the Cheri Block in one Triton kernel (no autograd).
 
     Needs the hidden width E = fc1_weight.shape[0] to be a multiple of 16. `mlp_weights` is a cached
     `prepare_mlp_weights(...)`; without it the cast happens here, every call. `config` = (BLOCK_L, BLOCK_E,
-    num_warps, num_stages) skips autotuning (benchmark variants). Output: x's dtype, shape and device."""
+    num_warps, num_stages[, layout "lc" or "cl"]) overrides the tuned tile choice (benchmark variants).
+    Output: x's dtype, shape and device."""
     _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     channels = x.shape[1]
     hidden_width = fc1_weight.shape[0]
@@ -598,11 +868,11 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
         part = getattr(mlp_weights, name)
         if part is not None:
             check_tensor(f"mlp_weights.{name}", part, dtypes=(dot_dtype,), like=x)
-            if part.shape != getattr(mlp_weights, name[:3] + "_hi").shape or part.stride() != getattr(
-                    mlp_weights, name[:3] + "_hi").stride():
-                raise ValueError(f"mlp_weights.{name} must match the hi part's shape and strides")
-    if config is not None and hidden_width % config[1]:
-        raise ValueError(f"config BLOCK_E={config[1]} must divide the hidden width {hidden_width}")
+            if part.shape != getattr(mlp_weights, name[:3] + "_hi").shape or not part.is_contiguous():
+                raise ValueError(f"mlp_weights.{name} must be contiguous and match the hi part's shape")
+    if config is not None and (len(config) not in (4, 5) or hidden_width % config[1]):
+        raise ValueError(f"config must be (BLOCK_L, BLOCK_E, num_warps, num_stages[, layout]) with BLOCK_E dividing "
+                         f"the hidden width {hidden_width}, got {config!r}")
     return run_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights,
                           dilation, eps, config)
 
@@ -614,37 +884,77 @@ def run_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, 
     if not _uses_triton(x):
         return _megakernel_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, mlp_weights, fc1_bias, fc2_bias,
                                  dilation, eps)
-    batch, channels, length = x.shape
-    out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    if out.numel() == 0:
+    return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation,
+                     eps, config=config)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Training: the fused forward (saves the hidden layer and statistics) and its backward
+# ----------------------------------------------------------------------------------------------------------
+class _CheriBlockFunction(torch.autograd.Function):
+    """Forward: the fused kernel with TRAINING. Backward, for rows r = (n, l) of the (N*L, .) layouts:
+    dW2 = dout^T h, dh = dout W2, u = z W1^T + b1 recomputed (z from the conv + LayerNorm kernel), du = GELU'(u) dh
+    (aten's exact-erf gelu_backward), dW1 = du^T z, dz = du W1, then the conv + LayerNorm backward, which also adds
+    the residual's dout to dx. GEMMs are cuBLAS in the model dtype (fp32 follows torch's allow_tf32 setting)."""
+
+    @staticmethod
+    def forward(ctx, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+                dilation, eps, fp32_dot, config):
+        weights = prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=True)
+        out, hidden, mean, rstd = run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias,
+                                            weights, dilation, eps, training=True, config=config)
+        ctx.save_for_backward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
+                              hidden, mean, rstd)
+        ctx.dilation, ctx.eps = dilation, eps
         return out
-    fc1_hi, fc2_hi = mlp_weights.fc1_hi, mlp_weights.fc2_hi
-    fc1_lo = fc1_hi if mlp_weights.fc1_lo is None else mlp_weights.fc1_lo
-    fc2_lo = fc2_hi if mlp_weights.fc2_lo is None else mlp_weights.fc2_lo
-    hidden_width = fc1_hi.shape[0]
-    interpreting = x.device.type == "cpu"
-    launch_args = dict(
-        C=channels, HIDDEN=hidden_width, KERNEL_SIZE=conv_weight.shape[2],
-        DOT_MODE=_DOT_MODE_CODES[mlp_weights.mode], EMULATE_BF16_DOT=interpreting, BLOCK_C=_channel_block(channels))
-    if interpreting and config is None:  # the interpreter: no autotuning; few, mid-sized tiles run fastest
-        config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1)
-    if config is not None:
-        block_l, block_e, num_warps, num_stages = config
-        kernel = _cheri_block_megakernel
-        launch_args.update(BLOCK_L=block_l, BLOCK_E=block_e, num_warps=num_warps, num_stages=num_stages)
-    else:
-        kernel = _cheri_block_megakernel_autotuned
 
-    def grid(meta):
-        return (batch * triton.cdiv(length, meta["BLOCK_L"]),)
+    @staticmethod
+    def backward(ctx, grad_out):
+        (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, hidden, mean,
+         rstd) = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        batch, channels, length = x.shape
+        rows, hidden_width = batch * length, fc1_weight.shape[0]
+        grad_rows = grad_out.transpose(1, 2).reshape(rows, channels)  # one copy: (N, C, L) -> (N*L, C)
+        hidden_rows = hidden.view(rows, hidden_width)
+        grad_fc2_weight = grad_rows.t() @ hidden_rows if needs[7] else None
+        grad_fc2_bias = grad_rows.sum(0) if needs[8] else None
+        del hidden_rows
+        grad_hidden = grad_rows @ fc2_weight
+        del grad_rows
+        z, _, _ = _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, ctx.dilation, ctx.eps,
+                                     save_stats=False)
+        z = z.view(rows, channels)
+        pre_act = torch.addmm(fc1_bias, z, fc1_weight.t())
+        grad_pre = torch.ops.aten.gelu_backward(grad_hidden, pre_act)  # exact erf form
+        del grad_hidden, pre_act
+        grad_fc1_weight = grad_pre.t() @ z if needs[5] else None
+        grad_fc1_bias = grad_pre.sum(0) if needs[6] else None
+        grad_z = grad_pre @ fc1_weight
+        del grad_pre, z
+        dx, dconv_w, dconv_b, dgamma, dbeta = _conv_norm_backward(
+            grad_z.view(batch, length, channels), x, conv_weight, conv_bias, norm_weight, mean, rstd, ctx.dilation,
+            residual_grad=grad_out)
+        grads = [dx, dconv_w, dconv_b, dgamma, dbeta]
+        params = (x, conv_weight, conv_bias, norm_weight, norm_bias)
+        grads = [g.to(p.dtype) if needed else None for g, p, needed in zip(grads, params, needs[:5])]
+        return (*grads, grad_fc1_weight, grad_fc1_bias, grad_fc2_weight, grad_fc2_bias, None, None, None, None)
 
-    # rows_bucket only keys the autotuner: tiny and huge batches may prefer different tiles.
-    rows_bucket = min(max(_next_power_of_2(batch * length), 2**12), 2**20)
-    kernel[grid](
-        x, out, conv_weight, conv_bias, norm_weight, norm_bias,
-        fc1_hi, fc1_lo, fc1_bias, fc2_hi, fc2_lo, fc2_bias,
-        length, eps, dilation, rows_bucket,
-        *x.stride(), *out.stride(), conv_weight.stride(0), conv_weight.stride(2), *fc1_hi.stride(), *fc2_hi.stride(),
-        **launch_args,
-    )
-    return out
+
+def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
+                        fc2_bias, *, dilation=1, eps=1e-5, fp32_dot="bf16x3", config=None):
+    """The training-forward path (differentiable in x and every parameter).
+
+    Hidden width a multiple of 16 and a Triton device: the fused kernel (`fp32_dot` picks an fp32 model's
+    operand mode; fp16 models multiply in fp16, bf16 in bf16) saving the hidden layer for a cuBLAS backward.
+    Otherwise: the Triton conv + LayerNorm (with its Triton backward), then the MLP and residual in eager PyTorch."""
+    _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
+    tensors = (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
+    if fc1_weight.shape[0] % 16 == 0 and _uses_triton(x) and x.numel() > 0:
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return _CheriBlockFunction.apply(*tensors, dilation, eps, fp32_dot, config)
+        weights = prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=True)
+        return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, weights, dilation,
+                         eps, config=config)
+    z = conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation=dilation, eps=eps)
+    return mlp_residual(x, z, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
