@@ -13,6 +13,8 @@ asv methods, `time_<kernel_name>` and `track_peakmem_<kernel_name>`. Everything 
   timer is the wall clock.
 * Memory: peak CUDA memory allocated during one call above what was allocated before it (the inputs, and in
   backward mode the forward's graph), in bytes. asv's own `peakmem_` would measure host RSS, so it is not used.
+* greyhound providers call the public functions with `check_target=False`: like every peer, no host-side check
+  of the targets (that check costs one host sync; its price is in docs/perf/).
 * Modes: `full` = forward + backward, `forward` = output only with no gradient required, `backward` = the
   backward of a forward run (untimed) in setup.
 """
