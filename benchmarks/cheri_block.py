@@ -1,0 +1,66 @@
+"""CheriBlock: greyhound's training path and inference megakernel vs torch eager/compile, over the batch size."""
+import torch
+
+from . import harness
+from .harness import DEVICE, DTYPES, ON_GPU
+
+PROVIDERS = ["greyhound-train", "greyhound-megakernel", "greyhound-megakernel-noeval", "torch-eager", "torch-compile"]
+TRAINING_PROVIDERS = ("greyhound-train", "torch-eager", "torch-compile")  # the ones a training step (full) can time
+KERNEL_SIZE, DILATION, EXPANSION = 3, 4, 4
+
+
+class CheriBlockSuite(harness.KernelSuite):
+    """One CheriBlock (conv K=3, dilation 4, MLP 4x) on x of shape (batch_size, n_filters, seq_len).
+    full = a training step (forward + backward); forward = greyhound-train with grad enabled (the training
+    forward), the megakernel providers under no_grad in eval mode (cached weight cast) or train mode (inline cast)."""
+    kernel_name = "cheri_block"
+    x_name = "batch_size"
+    param_names = ["provider", "mode", "batch_size", "n_filters", "seq_len", "dtype"]
+    if ON_GPU:
+        params = [harness.served_providers(PROVIDERS), ["full", "forward"], [16, 64, 512], [128], [1024],
+                  ["float32", "bfloat16", "float16"]]
+    else:  # what the CPU can serve: greyhound through TRITON_INTERPRET=1
+        params = [harness.served_providers(PROVIDERS), ["full", "forward"], [1, 2], [16], [32], ["float32"]]
+
+    def make_inputs(self, batch_size, n_filters, seq_len, dtype):
+        from greyhound import CheriBlock
+        block = CheriBlock(n_filters, KERNEL_SIZE, DILATION, EXPANSION, device=DEVICE)
+        with torch.no_grad():  # default init, LayerNorm affine and biases moved off 1 and 0 (as the tests do)
+            block.norm.weight.copy_(1 + 0.3 * torch.randn(n_filters))
+            for bias in (block.conv.bias, block.norm.bias, block.fc1.bias, block.fc2.bias):
+                bias.add_(0.2 * torch.randn_like(bias))
+        self.block = block.to(DTYPES[dtype])
+        self.reference_block = CheriBlock(n_filters, KERNEL_SIZE, DILATION, EXPANSION, device=DEVICE,
+                                          dtype=torch.float64)
+        self.reference_block.load_state_dict({k: v.double() for k, v in self.block.state_dict().items()})
+        x = torch.randn(batch_size, n_filters, seq_len, device=DEVICE, dtype=DTYPES[dtype])
+        return {"x": x}, ["x"]
+
+    def reference(self, x):
+        return self.reference_block.reference_forward(x)
+
+    def provider_fn(self, provider, **shape):
+        if self.mode == "full" and provider not in TRAINING_PROVIDERS:
+            raise NotImplementedError(f"{provider} has no backward (inference only)")
+        from greyhound.nn.cheri_block import CheriBlockReference
+        if provider == "greyhound-train":
+            return self.block.train()
+        if provider == "greyhound-megakernel":
+            return self.block.eval()  # builds the weight cast here, outside the timed calls
+        if provider == "greyhound-megakernel-noeval":
+            return self.block.train()
+        if provider == "torch-eager":
+            return CheriBlockReference(self.block)
+        if provider == "torch-compile":
+            return torch.compile(CheriBlockReference(self.block))
+        raise ValueError(f"provider {provider!r} is not one of {PROVIDERS}")
+
+    def forward_context(self, provider):
+        """The training forward keeps autograd on (it saves the hidden layer for a backward); the rest run no_grad."""
+        return torch.enable_grad() if provider == "greyhound-train" else torch.no_grad()
+
+    def time_cheri_block(self, *params):
+        self.timed_call()
+
+    def track_peakmem_cheri_block(self, *params):
+        return self.peak_memory()
