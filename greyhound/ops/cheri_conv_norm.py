@@ -264,13 +264,14 @@ def _conv_norm_bwd_dy_kernel(
 @triton.jit
 def _conv_norm_bwd_dx_kernel(
     dy_ptr, conv_w_ptr, residual_grad_ptr, dx_ptr,
-    C, L, num_l_blocks, dilation,
-    stride_wc, stride_wk, stride_rn, stride_rc, stride_rl,
-    KERNEL_SIZE: tl.constexpr, HAS_RESIDUAL: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_L: tl.constexpr,
+    C, L, num_l_blocks,
+    stride_rn, stride_rc, stride_rl,
+    KERNEL_SIZE: tl.constexpr, DILATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, BLOCK_C: tl.constexpr,
+    BLOCK_L: tl.constexpr,
 ):
     """dx[n, c, l] = sum_k w[c, k] * dy[n, c, l + (K-1-k)*dilation] (+ residual_grad[n, c, l]), dx (N, C, L)
-    contiguous in its dtype; dy fp32 (N, C, L) contiguous; fp32 arithmetic, one rounding on store.
-    Tiles are (BLOCK_C channels, BLOCK_L positions) along x's contiguous L."""
+    contiguous in its dtype; dy fp32 (N, C, L) and conv weight (C, 1, K) contiguous; fp32 arithmetic, one rounding
+    on store. Tiles are (BLOCK_C channels, BLOCK_L positions) along the contiguous L; shifts are compile-time."""
     pid = tl.program_id(0)
     n = pid // num_l_blocks
     offs_l = (pid % num_l_blocks) * BLOCK_L + tl.arange(0, BLOCK_L)
@@ -280,8 +281,8 @@ def _conv_norm_bwd_dx_kernel(
     dy_rows = dy_ptr + n.to(tl.int64) * C * L + offs_c[:, None] * L
     dx = tl.zeros([BLOCK_C, BLOCK_L], dtype=tl.float32)
     for k in tl.static_range(KERNEL_SIZE):
-        src_l = offs_l + (KERNEL_SIZE - 1 - k) * dilation
-        w_k = tl.load(conv_w_ptr + offs_c * stride_wc + k * stride_wk, mask=mask_c, other=0.0).to(tl.float32)
+        src_l = offs_l + (KERNEL_SIZE - 1 - k) * DILATION
+        w_k = tl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k, mask=mask_c, other=0.0).to(tl.float32)
         dy = tl.load(dy_rows + src_l[None, :], mask=mask_c[:, None] & (src_l < L)[None, :], other=0.0)
         dx += w_k[:, None] * dy
     if HAS_RESIDUAL:
@@ -363,7 +364,7 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     x, dz, conv_weight = x.contiguous(), dz.contiguous(), conv_weight.contiguous()
     kernel_size = conv_weight.shape[2]
     block_c = _channel_block(channels)
-    block_l = block_l or max(16, min(64, 2048 // block_c))  # its tiles hold several (BLOCK_L, C) fp32 tensors
+    block_l = block_l or max(16, min(64, 4096 // block_c))
     num_l_blocks = _cdiv(length, block_l)
     # Enough programs to fill the GPU, few enough that the partial sums stay a small fraction of x.
     if target_programs is None:
@@ -389,10 +390,9 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     residual = residual_grad if residual_grad is not None else dx
     _conv_norm_bwd_dx_kernel[(batch * dx_l_blocks, _cdiv(channels, dx_block_c))](
         dy, conv_weight, residual, dx,
-        channels, length, dx_l_blocks, dilation,
-        conv_weight.stride(0), conv_weight.stride(2), residual.stride(0), residual.stride(1), residual.stride(2),
-        KERNEL_SIZE=kernel_size, HAS_RESIDUAL=residual_grad is not None, BLOCK_C=dx_block_c, BLOCK_L=dx_block_l,
-        num_warps=4,
+        channels, length, dx_l_blocks, residual.stride(0), residual.stride(1), residual.stride(2),
+        KERNEL_SIZE=kernel_size, DILATION=dilation, HAS_RESIDUAL=residual_grad is not None, BLOCK_C=dx_block_c,
+        BLOCK_L=dx_block_l, num_warps=4,
     )
     sums = partials.sum(dim=0)
     dgamma, dbeta, dconv_b = sums[0], sums[1], sums[2]
