@@ -56,7 +56,8 @@ class CallRecorder:
 
 
 # ------------------------------------------------------------------------------------------------ training path
-@pytest.mark.parametrize("dtype,value_tol,grad_tol", [(torch.float32, 1e-5, 1e-5), (torch.float16, 5e-3, 1e-2)])
+@pytest.mark.parametrize("dtype,value_tol,grad_tol", [(torch.float32, 1e-5, 1e-5), (torch.float16, 5e-3, 1e-2),
+                                                       (torch.bfloat16, 2e-2, 3e-2)])
 @pytest.mark.parametrize("kernel_size,dilation", [(3, 2), (2, 5), (1, 1)])
 def test_training_path_values_and_gradients_match_fp64(device, dtype, value_tol, grad_tol, kernel_size, dilation):
     block = make_block(20, kernel_size, dilation, expansion=4, dtype=dtype, device=device)
@@ -74,6 +75,34 @@ def test_training_path_values_and_gradients_match_fp64(device, dtype, value_tol,
     for (name, p), (_, p64) in zip(block.named_parameters(), twin.named_parameters()):
         assert p.grad is not None and p.grad.dtype == dtype, name
         assert rel_err(p.grad, p64.grad) < grad_tol, name
+
+
+def test_training_path_uses_the_fused_kernel_and_saves_only_its_outputs(device, monkeypatch):
+    """Grad enabled and E % 16 == 0: one fused forward (training mode), no eager MLP; E % 16 != 0: the eager MLP."""
+    fused = CallRecorder(monkeypatch, cheri_ops, "run_fused")
+    eager_mlp = CallRecorder(monkeypatch, cheri_ops, "mlp_residual")
+    block = make_block(16, 3, 2, expansion=4, device=device)
+    x = torch.randn(2, 16, 24, device=device, requires_grad=True)
+    block(x).sum().backward()
+    assert (fused.calls, eager_mlp.calls) == (1, 0) and x.grad is not None
+    odd = make_block(12, 3, 2, expansion=3, device=device)
+    odd(torch.randn(2, 12, 24, device=device, requires_grad=True)).sum().backward()
+    assert (fused.calls, eager_mlp.calls) == (1, 1)
+
+
+def test_fp32_one_pass_option(device):
+    """fp32_dot="bf16": an fp32 model multiplying one bf16 pass; bf16-class agreement, training and inference."""
+    block = make_block(32, 3, 4, expansion=4, device=device, fp32_dot="bf16")
+    x = torch.randn(2, 32, 45, device=device, requires_grad=True)
+    ref = fp64_twin(block).reference_forward(x.detach().double())
+    out = block(x)
+    out.sum().backward()
+    with torch.no_grad():
+        mega = block.eval()(x.detach())
+    assert out.dtype == mega.dtype == torch.float32
+    for result in (out, mega):
+        assert 1e-6 < max_abs(result, ref) < 2e-2
+    assert block._mlp_fc1_hi.dtype == torch.bfloat16 and block._mlp_fc1_lo is None
 
 
 @pytest.mark.parametrize("programs,length", [(1, 64), (3, 64), (5, 80)])
@@ -372,6 +401,30 @@ def test_functional_bad_inputs(device):
 
 
 # ------------------------------------------------------------------------------------------------ GPU only
+@pytest.mark.gpu
+def test_cached_compiled_kernel_launch_matches_triton_launch():
+    """The fast launch path (cached CompiledKernel) gives bit-identical output to Triton's own launch."""
+    block = make_block(128, 3, 4, expansion=4, dtype=torch.bfloat16, device="cuda").eval()
+    x = torch.randn(2, 128, 1024, device="cuda", dtype=torch.bfloat16)
+    params = block._params()
+    weights = block._cached_mlp_weights(params[4], params[6])
+    block_l, block_e, warps, stages, layout, _ = cheri_ops._default_config(128, 512, "bf16", False)
+    outs = [torch.empty_like(x) for _ in range(2)]
+    constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=True, DOT_MODE=0, TRAINING=False,
+                      GELU_VARIANT=0, EMULATE_DOT=False, BLOCK_L=block_l, BLOCK_C=128, BLOCK_E=block_e)
+    for out, launch in zip(outs, ("triton", "fast")):
+        args = (x, out, out, out, out, *params[:4], weights.fc1_hi, weights.fc1_hi, params[5], weights.fc2_hi,
+                weights.fc2_hi, params[7], 1024, block.norm.eps)
+        grid = (2 * 1024 // block_l,)
+        options = dict(num_warps=warps, num_stages=stages)
+        if launch == "triton":
+            cheri_ops._KERNELS[layout][grid](*args, **constexprs, **options)
+        else:
+            cheri_ops._launch(cheri_ops._KERNELS[layout], grid, args, constexprs, options)
+    assert torch.equal(outs[0], outs[1])
+
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_megakernel_real_bf16_dots_on_gpu(dtype, monkeypatch):
