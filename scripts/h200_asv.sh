@@ -9,7 +9,7 @@ set -uo pipefail
 start=$SECONDS
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl PYTHONUNBUFFERED=1
-rm -rf /tmp/gh && git clone -q .carry/repo.bundle /tmp/gh && cd /tmp/gh || exit 1
+rm -rf /tmp/gh && git clone -q -b main .carry/repo.bundle /tmp/gh && cd /tmp/gh || exit 1
 git checkout -q -B main
 machine=$(python3 -m tools.asv_machine --machine nvidia-h200) || exit 1
 for regex in "$@"; do
