@@ -1,4 +1,7 @@
-"""On a GPU: the harness's asv timing agrees with triton.testing.do_bench's median within 3% for kernels >= 100 µs."""
+"""On a GPU: the harness's asv timing agrees with triton.testing.do_bench's median within 3% for kernels >= 100 µs.
+
+H200, commit 8b955a6e (before the warm-up loop below): 3 of 4 cases within 3%; greyhound forward read 0.586 ms
+here against do_bench's 0.538 ms, while the asv run itself recorded 0.538 ms p50 for the same case."""
 import statistics
 
 import pytest
@@ -18,6 +21,9 @@ def test_asv_timer_matches_do_bench(provider, mode):
     suite = CrossEntropyWithGrad()
     params = (provider, mode, 8192, 128256, "bfloat16")
     suite.setup(*params)
+    for _ in range(20):  # let clocks settle after the gate, as asv's many earlier benchmarks do in a real run
+        suite.setup(*params)
+        suite.timed_call()
     samples = []
     for _ in range(40):  # what asv does per sample: setup, then the timer around one timed call
         suite.setup(*params)
