@@ -35,7 +35,8 @@ import triton  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
 from greyhound.ops import cross_entropy as ce  # noqa: E402
-from greyhound.ops import linear_cross_entropy as lce  # noqa: E402
+from _checks import make_check, rel_err  # noqa: E402
+from greyhound.ops import _fp32_gemm  # noqa: E402
 from greyhound.ops.cross_entropy import cross_entropy_reference, cross_entropy_with_grad  # noqa: E402
 from greyhound.ops.linear_cross_entropy import (  # noqa: E402
     chunked_linear_cross_entropy, chunked_linear_cross_entropy_reference)
@@ -64,18 +65,7 @@ def elapsed():
     return time.time() - START
 
 
-def rel_err(out, ref):
-    out, ref = out.detach().double(), ref.detach().double()
-    if not torch.equal(torch.isfinite(out), torch.isfinite(ref)):
-        return float("inf")
-    out, ref = torch.nan_to_num(out), torch.nan_to_num(ref)
-    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
-
-
-def check(name, err, tol):
-    ok = err <= tol
-    RESULTS["checks"].append({"name": name, "rel_err": err, "tol": tol, "pass": ok})
-    print(f"{'PASS' if ok else 'FAIL'} {name}: rel err {err:.2e} (tol {tol:.0e})", flush=True)
+check = make_check(RESULTS)
 
 
 def guarded(name, fn):
@@ -203,7 +193,7 @@ def make_linear(rows, hidden, vocab, dtype, with_bias=False):
 
 def linear_checks():
     if DEVICE == "cuda":
-        fast = lce._cublas_accumulates_into_fp32(torch.device("cuda", torch.cuda.current_device()), torch.bfloat16)
+        fast = _fp32_gemm._cublas_accumulates_into_fp32(torch.device("cuda", torch.cuda.current_device()), torch.bfloat16)
         RESULTS["cublas_fp32_accumulate"] = fast
         RESULTS["checks"].append({"name": "LCE cuBLAS fp32 weight-gradient sum", "pass": fast})
         print(f"{'PASS' if fast else 'FAIL'} LCE weight-gradient sum runs as addmm(out_dtype=float32) into fp32"

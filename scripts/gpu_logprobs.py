@@ -24,6 +24,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
+from _checks import make_check, rel_err  # noqa: E402
+from greyhound.ops import _fp32_gemm  # noqa: E402
 from greyhound.ops import logprobs as ops  # noqa: E402
 from greyhound.ops.logprobs import (  # noqa: E402
     linear_logprobs, linear_logprobs_reference, logprobs, logprobs_reference)
@@ -39,18 +41,7 @@ QUICK = "--quick" in sys.argv
 RESULTS = {"device": None, "versions": {}, "checks": [], "timings": [], "skipped": []}
 
 
-def rel_err(out, ref):
-    out, ref = out.detach().double(), ref.detach().double()
-    if not torch.equal(torch.isfinite(out), torch.isfinite(ref)):
-        return float("inf")
-    out, ref = torch.nan_to_num(out), torch.nan_to_num(ref)
-    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
-
-
-def check(name, err, tol):
-    ok = err <= tol
-    RESULTS["checks"].append({"name": name, "rel_err": err, "tol": tol, "pass": ok})
-    print(f"{'PASS' if ok else 'FAIL'} {name}: rel err {err:.2e} (tol {tol:.0e})", flush=True)
+check = make_check(RESULTS)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -159,9 +150,9 @@ def correctness():
             torch.randint(ODD_V // 8, ODD_V, (256,), device=dev))
     del logits, full
     guarded("bf16 > 2^31 elements", check_huge)
-    fused = ops._fused_fp32_addmm_works(torch.empty(0, device=dev).device, torch.bfloat16)
+    fused = _fp32_gemm._cublas_accumulates_into_fp32(torch.empty(0, device=dev).device, torch.bfloat16)
     RESULTS["fused_fp32_addmm"] = fused
-    print(f"grad_hidden accumulation: {'one addmm(out_dtype=fp32)' if fused else 'bf16 product added to fp32'}")
+    print(f"grad_hidden accumulation: {'one addmm(out_dtype=fp32)' if fused else 'fp32 GEMMs on upcast copies'}")
     for dtype, n_rows, hidden_size, vocab in ((torch.bfloat16, 1000, H, V), (torch.float16, 300, H // 4, ODD_V),
                                               (torch.float32, 300, H // 8, ODD_V)):
         for chunk_size in (None, 128):

@@ -14,13 +14,12 @@ bf16/fp16 gradient's own storage: rows [0, V/2) accumulate in place inside it an
 end, rows [V/2, V) in a separate fp32 buffer freed afterwards. Peak extra memory in full mode is therefore
 V*H*4 (grad_weight + that buffer) + BT*H*2 (grad_x) + one chunk of logits, and afterwards just the gradients.
 """
-import functools
-import warnings
 from typing import Optional
 
 import torch
 
 from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
+from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
     TARGET_DTYPES,
     _check_options,
@@ -54,34 +53,6 @@ def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool) -> i
 # ----------------------------------------------------------------------------------------------------------------
 # fp32 accumulation of the weight gradient
 # ----------------------------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
-def _cublas_accumulates_into_fp32(device: torch.device, dtype: torch.dtype) -> bool:
-    """Whether `torch.addmm(acc_fp32, a, b, out_dtype=torch.float32, out=acc_fp32)` works for `dtype` operands
-    here (torch >= 2.8 on CUDA, with an fp32 `self` in recent versions): checked once on a tiny product."""
-    try:
-        a = torch.randn(32, 16, device=device).to(dtype)
-        b = torch.randn(16, 24, device=device).to(dtype)
-        acc = torch.randn(32, 24, device=device)
-        expected = acc + a.float() @ b.float()
-        torch.addmm(acc, a, b, out_dtype=torch.float32, out=acc)
-        return bool(torch.allclose(acc, expected, rtol=1e-3, atol=1e-3))
-    except (RuntimeError, TypeError):
-        return False
-
-
-def _addmm_into_fp32_(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
-    """acc += a @ b for an fp32 `acc`, products and sums in fp32, operands in their own (low) precision."""
-    if a.dtype == torch.float32:
-        acc.addmm_(a, b)
-    elif acc.is_cuda and _cublas_accumulates_into_fp32(acc.device, a.dtype):
-        torch.addmm(acc, a, b, out_dtype=torch.float32, out=acc)
-    else:
-        if acc.is_cuda:
-            warnings.warn("this torch has no addmm(out_dtype=float32) for an fp32 accumulator: the weight gradient "
-                          "falls back to fp32 GEMMs on upcast copies (correct, much slower)", stacklevel=3)
-        acc.addmm_(a.float(), b.float())
-
-
 class _WeightGradAccumulator:
     """Sums g_c^T x_c over chunks in fp32 and hands back the weight gradient in the weight's dtype.
 

@@ -11,7 +11,6 @@ the kernel); the backward walks the vocabulary in slices (logits slice = h @ W_s
 only the saved row normalisers), so grad_W of each slice is one full-depth GEMM written once and only grad_h,
 rows × H, is accumulated in fp32 across slices.
 """
-import functools
 import math
 
 import torch
@@ -19,6 +18,7 @@ import triton
 import triton.language as tl
 
 from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
+from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 
 LOG2E = 1.4426950408889634
 LN2 = tl.constexpr(0.6931471805599453)
@@ -329,29 +329,6 @@ def logprobs_reference(logits, target, *, temperature=1.0, return_entropy=False,
 # ----------------------------------------------------------------------------------------------------------------
 # linear_logprobs
 # ----------------------------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
-def _fused_fp32_addmm_works(device, dtype):
-    """Whether torch.addmm(acc, a, b, out_dtype=fp32, out=acc) exists here for fp16/bf16 a, b and really adds."""
-    accumulator = torch.randn(16, 16, device=device)
-    a, b = torch.randn(16, 32, device=device).to(dtype), torch.randn(32, 16, device=device).to(dtype)
-    expected = accumulator.double() + a.double() @ b.double()
-    try:
-        torch.addmm(accumulator, a, b, out_dtype=torch.float32, out=accumulator)
-    except (RuntimeError, TypeError, NotImplementedError):  # CPU, or a torch without the fp32-output addmm
-        return False
-    return bool(((accumulator.double() - expected).norm() <= 1e-3 * expected.norm()).item())
-
-
-def _accumulate_matmul_fp32(accumulator, a, b):
-    """accumulator (fp32) += a @ b: one GEMM with an fp32 output where torch has it, else a @ b in a's dtype added."""
-    if a.dtype == torch.float32:
-        accumulator.addmm_(a, b)
-    elif _fused_fp32_addmm_works(accumulator.device, a.dtype):
-        torch.addmm(accumulator, a, b, out_dtype=torch.float32, out=accumulator)
-    else:
-        accumulator += a @ b
-
-
 def _auto_chunk_rows(n_rows, vocab_size, element_size):
     rows = AUTO_CHUNK_BYTES // max(1, vocab_size * element_size)
     return max(1, min(n_rows, max(16, rows // 16 * 16)))
@@ -412,7 +389,7 @@ class _LinearLogProbs(torch.autograd.Function):
                                            grad_entropy, ctx.temperature, grad_logits=logits, vocab_offset=start,
                                            full_vocab_size=vocab_size)
             if needs_hidden:
-                _accumulate_matmul_fp32(grad_hidden, grad_logits, weight_slice)
+                _addmm_into_fp32_(grad_hidden, grad_logits, weight_slice)
             if needs_weight:
                 torch.mm(grad_logits.t(), hidden_2d, out=grad_weight[start:end])
             if needs_bias:

@@ -3,6 +3,8 @@ options and reductions; the fp32 weight-gradient sum and its in-place narrowing;
 import pytest
 import torch
 
+from greyhound.ops import _fp32_gemm
+
 import greyhound.ops.linear_cross_entropy as lce
 from greyhound.ops.cross_entropy import CrossEntropyOutput
 from greyhound.ops.linear_cross_entropy import chunked_linear_cross_entropy, chunked_linear_cross_entropy_reference
@@ -258,7 +260,7 @@ def test_bad_arguments(device):
 @pytest.mark.gpu
 def test_gpu_fp32_accumulation_uses_cublas():
     # False means this torch lacks addmm(out_dtype=float32) into an fp32 `self`: the slow upcast path runs
-    assert lce._cublas_accumulates_into_fp32(torch.device("cuda", torch.cuda.current_device()), torch.bfloat16)
+    assert _fp32_gemm._cublas_accumulates_into_fp32(torch.device("cuda", torch.cuda.current_device()), torch.bfloat16)
 
 
 @pytest.mark.gpu

@@ -4,6 +4,8 @@ import math
 import pytest
 import torch
 
+from greyhound.ops import _fp32_gemm
+
 import greyhound
 from greyhound.ops import logprobs as ops
 from greyhound.ops.logprobs import linear_logprobs, linear_logprobs_reference, logprobs, logprobs_reference
@@ -319,7 +321,7 @@ def test_linear_fp32_accumulation_helper(device):
     expected = accumulator.double().clone()
     for dtype in (torch.float32, torch.bfloat16):
         a, b = torch.randn(9, 7, device=device).to(dtype), torch.randn(7, 5, device=device).to(dtype)
-        ops._accumulate_matmul_fp32(accumulator, a, b)
+        _fp32_gemm._addmm_into_fp32_(accumulator, a, b)
         expected += a.double() @ b.double()
     assert accumulator.dtype == torch.float32 and rel_err(accumulator, expected) < 1e-2
 
