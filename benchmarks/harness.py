@@ -116,6 +116,8 @@ class KernelSuite(abc.ABC):
             method = getattr(cls, prefix + cls.kernel_name, None)
             if method is None:
                 raise TypeError(f"{cls.__name__} must define {prefix}{cls.kernel_name}")
+            if getattr(method, "x_name", cls.x_name) != cls.x_name:  # relabelling would change the parent's too
+                raise TypeError(f"{cls.__name__} changes x_name: it must define its own {prefix}{cls.kernel_name}")
             method.kernel_name, method.x_name = cls.kernel_name, cls.x_name
             if unit:
                 method.unit = unit
@@ -162,7 +164,6 @@ class KernelSuite(abc.ABC):
     def _prepare(self, provider, mode, shape):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        torch.manual_seed(0)
         self.dtype = DTYPES[shape["dtype"]] if "dtype" in shape else torch.float32
         self.inputs, grad_names = self.make_inputs(**shape)
         self.mode, self.provider = mode, provider

@@ -53,3 +53,9 @@ def test_suites_carry_kernel_and_x_names_for_export():
         assert (method.kernel_name, method.x_name) == (suite.kernel_name, suite.x_name)
         assert suite.x_name in suite.param_names and suite.param_names[:2] == ["provider", "mode"]
         assert getattr(suite, "track_peakmem_" + suite.kernel_name).unit == "bytes"
+
+
+def test_a_suite_that_changes_the_x_axis_must_define_its_own_methods():
+    with pytest.raises(TypeError, match="must define its own time_cross_entropy_with_grad"):
+        class _OtherAxis(CrossEntropyWithGrad):  # noqa: F841  (the class statement itself must raise)
+            x_name = "batch_size"
