@@ -11,7 +11,8 @@ class _Suite(CrossEntropyWithGrad):
 
     def provider_fn(self, provider, **shape):
         if provider == "greyhound-off-by-a-bit":
-            return lambda logits, target: torch.nn.functional.cross_entropy(logits * 1.05, target)
+            # 1% off in value and gradient whatever the random draw: five times the fp32 gate's tolerance
+            return lambda logits, target: torch.nn.functional.cross_entropy(logits, target) * 1.01
         return super().provider_fn(provider, **shape)
 
 
