@@ -336,10 +336,10 @@ def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dil
 
 
 def _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats,
-                       block_l=None, num_warps=None):
+                       block_l=None, num_warps=None, z_dtype=None):
     batch, channels, length = x.shape
     x, conv_weight = x.contiguous(), conv_weight.contiguous()  # the kernel derives strides from the shapes
-    z = torch.empty((batch, length, channels), device=x.device, dtype=x.dtype)
+    z = torch.empty((batch, length, channels), device=x.device, dtype=z_dtype or x.dtype)
     stats_shape = (batch, length) if save_stats else (1,)
     mean = torch.empty(stats_shape, device=x.device, dtype=torch.float32)
     rstd = torch.empty(stats_shape, device=x.device, dtype=torch.float32)
@@ -502,11 +502,12 @@ def _mlp_dot(a_hi, a_lo, b_hi, b_lo, acc, DOT_MODE: tl.constexpr, EMULATE_DOT: t
 @triton.jit
 def _cheri_block_kernel(
     x_ptr, out_ptr, hidden_ptr, mean_ptr, rstd_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr,
-    w1_hi_ptr, w1_lo_ptr, b1_ptr, w2_hi_ptr, w2_lo_ptr, b2_ptr,
+    w1_hi_ptr, w1_lo_ptr, b1_ptr, w2_hi_ptr, w2_lo_ptr, b2_ptr, z_ptr,
     L, eps,
     C: tl.constexpr, HIDDEN: tl.constexpr, KERNEL_SIZE: tl.constexpr, DILATION: tl.constexpr,
     EVEN_L: tl.constexpr, DOT_MODE: tl.constexpr, TRAINING: tl.constexpr, GELU_VARIANT: tl.constexpr,
-    EMULATE_DOT: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr,
+    EMULATE_DOT: tl.constexpr, Z_PRECOMPUTED: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+    BLOCK_E: tl.constexpr,
 ):
     """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile, out in x's dtype.
     Conv, statistics, GELU, biases and both dot accumulators are fp32; dot operands follow DOT_MODE (bf16 / bf16x3
@@ -520,11 +521,20 @@ def _cheri_block_kernel(
     mask_l = offs_l < L
     mask_c = offs_c < C
     row_offset = n.to(tl.int64) * C * L
-    z, mean, rstd = _conv_norm_block_tile(x_ptr + row_offset, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, offs_l,
-                                          L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_C, False)
-    if TRAINING:
-        tl.store(mean_ptr + n.to(tl.int64) * L + offs_l, mean, mask=mask_l)
-        tl.store(rstd_ptr + n.to(tl.int64) * L + offs_l, rstd, mask=mask_l)
+    if Z_PRECOMPUTED:  # the "split" layout: z (N, L, C) from the conv + LayerNorm kernel (which saved the stats)
+        z_offsets = (n.to(tl.int64) * L + offs_l)[:, None] * C + offs_c[None, :]
+        if EVEN_L and C == BLOCK_C:
+            z = tl.load(z_ptr + z_offsets).to(tl.float32)
+        else:
+            z = tl.load(z_ptr + z_offsets, mask=_block_tile_mask(offs_l, L, C, EVEN_L, BLOCK_L, BLOCK_C, False),
+                        other=0.0).to(tl.float32)
+    else:
+        z, mean, rstd = _conv_norm_block_tile(x_ptr + row_offset, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr,
+                                              offs_l, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_C,
+                                              False)
+        if TRAINING:
+            tl.store(mean_ptr + n.to(tl.int64) * L + offs_l, mean, mask=mask_l)
+            tl.store(rstd_ptr + n.to(tl.int64) * L + offs_l, rstd, mask=mask_l)
     z_hi, z_lo = _dot_operand(z, DOT_MODE, EMULATE_DOT)
     hidden_rows = hidden_ptr + (n.to(tl.int64) * L + offs_l)[:, None] * HIDDEN
 
@@ -565,15 +575,17 @@ def _cheri_block_kernel(
 @triton.jit
 def _cheri_block_kernel_t(
     x_ptr, out_ptr, hidden_ptr, mean_ptr, rstd_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr,
-    w1_hi_ptr, w1_lo_ptr, b1_ptr, w2_hi_ptr, w2_lo_ptr, b2_ptr,
+    w1_hi_ptr, w1_lo_ptr, b1_ptr, w2_hi_ptr, w2_lo_ptr, b2_ptr, z_ptr,
     L, eps,
     C: tl.constexpr, HIDDEN: tl.constexpr, KERNEL_SIZE: tl.constexpr, DILATION: tl.constexpr,
     EVEN_L: tl.constexpr, DOT_MODE: tl.constexpr, TRAINING: tl.constexpr, GELU_VARIANT: tl.constexpr,
-    EMULATE_DOT: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_E: tl.constexpr,
+    EMULATE_DOT: tl.constexpr, Z_PRECOMPUTED: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+    BLOCK_E: tl.constexpr,
 ):
     """_cheri_block_kernel computed transposed: out^T = x^T + W2 @ GELU(W1 @ z^T + b1) + b2 on (C, BLOCK_L) tiles,
     so the weights are the dots' A operands and z^T, h^T the B operands (both in shared memory, not registers);
-    same numerics and arguments."""
+    same numerics and arguments (z_ptr unused: no Z_PRECOMPUTED form)."""
+    tl.static_assert(not Z_PRECOMPUTED, "the transposed kernel computes z itself")
     pid = tl.program_id(0)
     num_l_blocks = tl.cdiv(L, BLOCK_L)
     n = pid // num_l_blocks
@@ -739,7 +751,10 @@ _FUSED_CONFIGS = {
 }
 _FALLBACK_CONFIGS = [(64, 32, 4, 1, "lc", None), (32, 16, 4, 1, "lc", None), (16, 16, 4, 1, "lc", None)]
 _chosen_configs = {}  # (C, E, K, mode, training, dtype, device) -> the config that compiled
-_KERNELS = {"lc": _cheri_block_kernel, "cl": _cheri_block_kernel_t}
+# "split": the conv + LayerNorm kernel writes z (N, L, C) in the dot operand's dtype (bf16 for bf16 dots: the
+# same single rounding as the fused prologue, so the same output), then _cheri_block_kernel reads it.
+_KERNELS = {"lc": _cheri_block_kernel, "cl": _cheri_block_kernel_t, "split": _cheri_block_kernel}
+_Z_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # other dot modes keep z in fp32
 
 
 def _default_config(channels, hidden_width, dot_mode, training):
@@ -756,6 +771,7 @@ def _default_config(channels, hidden_width, dot_mode, training):
 
 
 _launchers = {}  # specialisation key -> CompiledKernel (the fast launch path, CUDA only)
+_NUM_POINTERS = 16  # the fused kernels' tensor arguments come first, then L and eps
 
 
 def _launch(kernel, grid, args, constexprs, options):
@@ -766,10 +782,10 @@ def _launch(kernel, grid, args, constexprs, options):
     the CompiledKernel from `warmup` is cached under a key holding everything that specialisation reads (dtypes,
     alignment, L's divisibility, the compile-time arguments and options) and launched directly."""
     x = args[0]
-    if x.device.type != "cuda" or any(t.data_ptr() % 16 for t in args[:15]):
+    if x.device.type != "cuda" or any(t.data_ptr() % 16 for t in args[:_NUM_POINTERS]):
         return kernel[grid](*args, **constexprs, **options)
-    length = args[15]
-    key = (kernel, x.device.index, tuple(t.dtype for t in args[:15]), length % 16 == 0, length == 1,
+    length = args[_NUM_POINTERS]
+    key = (kernel, x.device.index, tuple(t.dtype for t in args[:_NUM_POINTERS]), length % 16 == 0, length == 1,
            tuple(constexprs.values()), tuple(options.items()))
     compiled = _launchers.get(key)
     if compiled is None:
@@ -815,15 +831,23 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     else:
         candidates = [_default_config(channels, hidden_width, mlp_weights.mode, training)] + [
             c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0]
-    args = (x, out, hidden, mean, rstd, conv_weight, conv_bias, norm_weight, norm_bias,
-            fc1_hi, fc1_lo, fc1_bias, fc2_hi, fc2_lo, fc2_bias, length, eps)
     for i, (block_l, block_e, num_warps, num_stages, layout, max_registers) in enumerate(candidates):
+        z = out  # never read unless the layout is "split"
+        if layout == "split":
+            z, split_mean, split_rstd = _conv_norm_forward(
+                x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats=training,
+                z_dtype=_Z_DTYPES.get(mlp_weights.mode, torch.float32))
+            if training:
+                mean, rstd = split_mean, split_rstd
+        args = (x, out, hidden, mean, rstd, conv_weight, conv_bias, norm_weight, norm_bias,
+                fc1_hi, fc1_lo, fc1_bias, fc2_hi, fc2_lo, fc2_bias, z, length, eps)
         options = {"num_warps": num_warps, "num_stages": num_stages}
         if max_registers is not None and not interpreting:
             options["maxnreg"] = max_registers
         constexprs = {"C": channels, "HIDDEN": hidden_width, "KERNEL_SIZE": kernel_size, "DILATION": dilation,
                       "EVEN_L": length % block_l == 0, "DOT_MODE": _DOT_MODE_CODES[mlp_weights.mode],
                       "TRAINING": training, "GELU_VARIANT": GELU_VARIANTS[gelu], "EMULATE_DOT": interpreting,
+                      "Z_PRECOMPUTED": layout == "split",
                       "BLOCK_L": block_l, "BLOCK_C": _channel_block(channels), "BLOCK_E": block_e}
         try:
             _launch(_KERNELS[layout], (batch * _cdiv(length, block_l),), args, constexprs, options)
@@ -843,7 +867,7 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
 
     Needs the hidden width E = fc1_weight.shape[0] to be a multiple of 16. `mlp_weights` is a cached
     `prepare_mlp_weights(...)`; without it the cast happens here, every call. `config` = (BLOCK_L, BLOCK_E,
-    num_warps, num_stages[, layout "lc" or "cl"]) overrides the tuned tile choice (benchmark variants).
+    num_warps, num_stages[, layout "lc", "cl" or "split"]) overrides the tuned tile choice (benchmark variants).
     Output: x's dtype, shape and device."""
     _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     channels = x.shape[1]
@@ -870,9 +894,10 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
             check_tensor(f"mlp_weights.{name}", part, dtypes=(dot_dtype,), like=x)
             if part.shape != getattr(mlp_weights, name[:3] + "_hi").shape or not part.is_contiguous():
                 raise ValueError(f"mlp_weights.{name} must be contiguous and match the hi part's shape")
-    if config is not None and (len(config) not in (4, 5) or hidden_width % config[1]):
-        raise ValueError(f"config must be (BLOCK_L, BLOCK_E, num_warps, num_stages[, layout]) with BLOCK_E dividing "
-                         f"the hidden width {hidden_width}, got {config!r}")
+    if config is not None and (len(config) not in (4, 5) or hidden_width % config[1]
+                               or (len(config) == 5 and config[4] not in _KERNELS)):
+        raise ValueError(f"config must be (BLOCK_L, BLOCK_E, num_warps, num_stages[, layout in {sorted(_KERNELS)}]) "
+                         f"with BLOCK_E dividing the hidden width {hidden_width}, got {config!r}")
     return run_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights,
                           dilation, eps, config)
 

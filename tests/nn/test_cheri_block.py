@@ -182,7 +182,7 @@ def test_default_tile_config_fits_the_shape(channels, hidden, dot_mode, training
 
 
 def test_fused_kernel_layouts_and_ragged_tiles_stay_in_bounds(device):
-    """Both tile layouts, L not a multiple of the tile, C below the padded width, inference and training outputs;
+    """Every tile layout (split included), L not a multiple of the tile, C below the padded width, inference and training outputs;
     x sits between NaN guards, so a read outside the tensor would poison the result (the interpreter also raises)."""
     channels, length, hidden = 24, 37, 96
     block = make_block(channels, 3, 2, expansion=hidden // channels, device=device)
@@ -193,7 +193,7 @@ def test_fused_kernel_layouts_and_ragged_tiles_stay_in_bounds(device):
     ref = cheri_ops.cheri_block_reference(x.double(), *[t.double() for t in params], dilation=2)
     for training in (False, True):
         weights = cheri_ops.prepare_mlp_weights(params[4], params[6], training=training)
-        for config in ((16, 32, 4, 1, "lc"), (16, 32, 4, 1, "cl"), (32, 16, 4, 1, "lc")):
+        for config in ((16, 32, 4, 1, "lc"), (16, 32, 4, 1, "cl"), (32, 16, 4, 1, "lc"), (16, 32, 4, 1, "split")):
             result = cheri_ops.run_fused(x, *params[:4], params[5], params[7], weights, 2, 1e-5, training=training,
                                          config=config)
             out = result[0] if training else result
