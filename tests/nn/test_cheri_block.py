@@ -411,10 +411,11 @@ def test_cached_compiled_kernel_launch_matches_triton_launch():
     block_l, block_e, warps, stages, layout, _ = cheri_ops._default_config(128, 512, "bf16", False)
     outs = [torch.empty_like(x) for _ in range(2)]
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=True, DOT_MODE=0, TRAINING=False,
-                      GELU_VARIANT=0, EMULATE_DOT=False, BLOCK_L=block_l, BLOCK_C=128, BLOCK_E=block_e)
+                      GELU_VARIANT=0, EMULATE_DOT=False, Z_PRECOMPUTED=False, BLOCK_L=block_l, BLOCK_C=128,
+                      BLOCK_E=block_e)
     for out, launch in zip(outs, ("triton", "fast")):
         args = (x, out, out, out, out, *params[:4], weights.fc1_hi, weights.fc1_hi, params[5], weights.fc2_hi,
-                weights.fc2_hi, params[7], 1024, block.norm.eps)
+                weights.fc2_hi, params[7], out, 1024, block.norm.eps)
         grid = (2 * 1024 // block_l,)
         options = dict(num_warps=warps, num_stages=stages)
         if launch == "triton":
