@@ -147,11 +147,23 @@ def provider_order(providers):
     return sorted(set(providers), key=lambda p: (p != "greyhound", p))
 
 
+# The providers the suites know, each with its own tab10 colour, so a provider keeps its colour in every plot and
+# every run, whatever other providers the CSV holds (greyhound blue, torch eager orange, ...).
+KNOWN_PROVIDERS = ("greyhound", "torch-eager", "torch-compile", "liger", "fla", "cut-cross-entropy", "quack",
+                   "greyhound-train", "greyhound-megakernel", "greyhound-megakernel-noeval")
+
+
 def provider_colors(providers):
-    """One colour per provider for the whole run; greyhound first so it is always blue."""
-    ordered = provider_order(providers)
-    palette = colormaps["tab10"]
-    return {p: to_hex(palette(i % 10)) for i, p in enumerate(ordered)}
+    """One colour per provider, fixed by its name: the known providers' tab10 colours; any other provider a tab20b
+    colour picked by a hash of its name (stable across runs and CSVs)."""
+    colors = {}
+    for provider in provider_order(providers):
+        if provider in KNOWN_PROVIDERS:
+            colors[provider] = to_hex(colormaps["tab10"](KNOWN_PROVIDERS.index(provider)))
+        else:
+            digest = int(hashlib.sha256(provider.encode()).hexdigest(), 16)
+            colors[provider] = to_hex(colormaps["tab20b"](digest % 20))
+    return colors
 
 
 def metric_axis_label(metric, unit):

@@ -158,3 +158,14 @@ def test_bad_input_exits_2(tmp_path, capsys):
 def test_help_runs_as_a_module(module):
     done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0 and "--csv" in done.stdout and "--out" in done.stdout
+
+
+def test_provider_colours_do_not_depend_on_the_other_providers():
+    """A provider's colour is fixed by its name: adding providers to the CSV must not repaint the existing ones."""
+    few = plot.provider_colors(["greyhound", "liger", "torch-eager"])
+    many = plot.provider_colors(["greyhound", "liger", "torch-eager", "greyhound-megakernel", "fla", "my-kernel",
+                                 "other-kernel"])
+    assert all(few[p] == many[p] for p in few)
+    assert few["greyhound"] == "#1f77b4"  # tab10 blue
+    assert len(set(plot.provider_colors(list(plot.KNOWN_PROVIDERS)).values())) == len(plot.KNOWN_PROVIDERS)
+    assert plot.provider_colors(["my-kernel"])["my-kernel"] == many["my-kernel"]  # unknown providers: stable too
