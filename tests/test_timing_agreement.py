@@ -1,7 +1,10 @@
 """On a GPU: the harness's asv timing agrees with triton.testing.do_bench's median within 3% for kernels >= 100 µs.
 
 H200, commit 8b955a6e (before the warm-up loop below): 3 of 4 cases within 3%; greyhound forward read 0.586 ms
-here against do_bench's 0.538 ms, while the asv run itself recorded 0.538 ms p50 for the same case."""
+here against do_bench's 0.538 ms, while the asv run itself recorded 0.538 ms p50 for the same case. Commit 4311716f
+(with the warm-up loop): the same case still fails, 0.581 ms here vs do_bench 0.532 ms (log 13-pytest-gpu.log), and
+asv runs keep recording 0.531-0.538 ms for it: the discrepancy is in this test's process, not in asv's numbers;
+its cause is not found yet (left failing on purpose: it is the check that would catch a harness drift)."""
 import statistics
 
 import pytest
