@@ -4,7 +4,9 @@
 #   device: DEADLINE=540 bash scripts/h200_asv.sh REGEX [REGEX ...]     carry: [".whl", ".carry"]
 # Each REGEX is one `asv run -b REGEX HEAD^!`, in the order given (most important first), stopped when the
 # DEADLINE (seconds from start) passes; asv keeps each finished benchmark in the results file.
-# Leaves $OUT/results.tar.gz (results/ of the run, to unpack over ours) and $OUT/asv.log.
+# Leaves $OUT/results.tar.gz (results/ of the run) and $OUT/asv.log. Bring the results in with
+#   python -m tools.merge_results <files_at>/results.tar.gz      (merges per benchmark; never unpack over results/:
+# /tmp/gh is cloned afresh each call, so a call's file holds only that call's slices of the commit).
 set -uo pipefail
 start=$SECONDS
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1

@@ -4,14 +4,18 @@
     python -m tools.modal_runner --gpu H200 -b "time_cross_entropy_with_grad"
 
 The image installs torch, triton and the bench/thirdparty extras; the repository (with .git, so asv can check out
-commits) is copied in. Only results/ comes back: export and plot locally afterwards.
+commits) is copied in. Only results/ comes back, merged into the local one (tools.merge_results): export and plot
+locally afterwards.
 """
 import argparse
 import io
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
+
+from tools import merge_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,11 +46,18 @@ def build_app(gpu, torch_version):
 
 
 def unpack_results(blob, dest=ROOT):
-    """Unpack results/ from the remote run over the local one (new files added, same-name files replaced)."""
-    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith("results") and ".." not in Path(m.name).parts]
-        tar.extractall(dest, members=members, filter="data")
-    return len(members)
+    """Merge results/ from the remote run into the local one (tools.merge_results: per benchmark and parameter
+    combination, so results that changed here meanwhile, e.g. from another run in parallel, are kept).
+    Returns the number of files copied or merged."""
+    with tempfile.TemporaryDirectory() as scratch:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            members = [m for m in tar.getmembers()
+                       if m.name.startswith("results") and ".." not in Path(m.name).parts]
+            tar.extractall(scratch, members=members, filter="data")
+        if not (Path(scratch) / "results").is_dir():
+            return 0
+        summary = merge_results.merge_tree(Path(scratch) / "results", Path(dest) / "results")
+    return summary["copied"] + summary["merged"]
 
 
 def main(argv=None):
@@ -63,7 +74,7 @@ def main(argv=None):
     app, run_bench = build_app(args.gpu, args.torch)
     with app.run():
         blob = run_bench.remote([a for b in args.bench for a in ("-b", b)])
-    print(f"unpacked {unpack_results(blob)} entries into {ROOT / 'results'}")
+    print(f"merged {unpack_results(blob)} result files into {ROOT / 'results'}")
     return 0
 
 

@@ -1,0 +1,121 @@
+"""tools.merge_results: slices of one commit's asv results measured in separate runs merge without losing any."""
+import json
+import math
+import random
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from tools import merge_results
+
+COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
+           "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+PARAMS = [["'greyhound'", "'liger'"], ["'full'", "'forward'"]]
+
+
+def _entry(values, started_at, version="v1"):
+    """A result row like asv writes it: per-combination lists, None for combinations the run left out."""
+    def per(fn):
+        return [None if v is None else fn(v) for v in values]
+    return [list(values), PARAMS, version, started_at, 10.0, per(lambda v: v * 0.9), per(lambda v: v * 1.1),
+            per(lambda v: v * 0.95), per(lambda v: v * 1.05), per(lambda v: 1), per(lambda v: 10),
+            per(lambda v: [v] * 3)]
+
+
+def _document(results, commit="abc123", date=1000):
+    return {"commit_hash": commit, "env_name": "env", "date": date, "params": {}, "python": "3.12",
+            "requirements": {}, "env_vars": {}, "result_columns": COLUMNS, "results": results, "durations": {},
+            "version": 2}
+
+
+def _write(folder, name, document):
+    path = folder / "results" / "gpu" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_slices_of_one_benchmark_merge_per_parameter_combination(tmp_path):
+    rng = random.Random()
+    a_vals = [rng.uniform(1, 2), None, None, rng.uniform(1, 2)]
+    b_vals = [None, rng.uniform(1, 2), float("nan"), None]
+    ours = _document({"s.time_x": _entry(a_vals, 100), "s.time_only_ours": _entry([1.0, 2.0, 3.0, 4.0], 100)})
+    theirs = _document({"s.time_x": _entry(b_vals, 200), "s.time_only_theirs": _entry([5.0, 6.0, 7.0, 8.0], 200)},
+                       date=900)
+    target = _write(tmp_path / "into", "abc123-env.json", ours)
+    _write(tmp_path / "src", "abc123-env.json", theirs)
+    summary = merge_results.merge_tree(tmp_path / "src" / "results", tmp_path / "into" / "results")
+    assert summary == {"copied": 0, "merged": 1, "replaced": 0, "unchanged": 0}
+    merged = json.loads(target.read_text())
+    row = dict(zip(COLUMNS, merged["results"]["s.time_x"]))
+    assert row["result"][:2] == [a_vals[0], b_vals[1]] and row["result"][3] == a_vals[3]
+    assert row["result"][2] is None or math.isnan(row["result"][2])  # neither side measured it
+    assert row["samples"][1] == [b_vals[1]] * 3 and row["samples"][0] == [a_vals[0]] * 3  # columns move together
+    assert row["started_at"] == 200 and row["duration"] == 20.0
+    assert set(merged["results"]) == {"s.time_x", "s.time_only_ours", "s.time_only_theirs"}
+    assert merged["date"] == 900
+    # merging the same source again changes nothing
+    again = merge_results.merge_tree(tmp_path / "src" / "results", tmp_path / "into" / "results")
+    assert again["merged"] == 0 and again["unchanged"] == 1
+
+
+def test_a_combination_measured_twice_keeps_the_later_run_and_is_reported(tmp_path):
+    ours = _document({"s.time_x": _entry([1.5, 2.5], 300)})
+    theirs = _document({"s.time_x": _entry([1.7, None], 100)})
+    merged, replaced = merge_results.merge_result_file(ours, theirs)
+    assert replaced == 1 and merged["results"]["s.time_x"][0] == [1.5, 2.5]  # ours started later
+    merged, replaced = merge_results.merge_result_file(theirs, ours)
+    assert replaced == 1 and merged["results"]["s.time_x"][0] == [1.5, 2.5]
+
+
+@pytest.mark.parametrize("field,value", [("version", "v2"), ("params", [["'a'"], ["'full'"]])])
+def test_different_benchmark_code_is_refused(field, value):
+    theirs_entry = _entry([1.0, 2.0], 200)
+    theirs_entry[COLUMNS.index(field)] = value
+    with pytest.raises(merge_results.MergeError, match=f"s.time_x: {field} differs"):
+        merge_results.merge_result_file(_document({"s.time_x": _entry([1.0, None], 100)}),
+                                        _document({"s.time_x": theirs_entry}))
+
+
+def test_other_commits_are_refused():
+    with pytest.raises(merge_results.MergeError, match="commit_hash differs"):
+        merge_results.merge_result_file(_document({}), _document({}, commit="def456"))
+
+
+def test_cli_merges_a_tarball_and_copies_new_files(tmp_path):
+    src = tmp_path / "remote"
+    _write(src, "abc123-env.json", _document({"s.time_x": _entry([None, 3.0], 200)}))
+    _write(src, "new999-env.json", _document({"s.time_y": _entry([4.0, 5.0], 200)}, commit="new999"))
+    (src / "results" / "benchmarks.json").write_text(json.dumps({"s.time_x": {"version": "v1"}, "version": 2}))
+    archive = tmp_path / "results.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src / "results", arcname="results")
+    into = tmp_path / "repo" / "results"
+    _write(tmp_path / "repo", "abc123-env.json", _document({"s.time_x": _entry([2.0, None], 100)}))
+    (into / "benchmarks.json").write_text(json.dumps({"s.time_z": {"version": "v9"}, "version": 2}))
+    proc = subprocess.run([sys.executable, "-m", "tools.merge_results", str(archive), "--into", str(into)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 file(s) copied, 2 merged" in proc.stdout
+    row = json.loads((into / "gpu" / "abc123-env.json").read_text())["results"]["s.time_x"]
+    assert row[0] == [2.0, 3.0]
+    assert (into / "gpu" / "new999-env.json").exists()
+    assert set(json.loads((into / "benchmarks.json").read_text())) == {"s.time_x", "s.time_z", "version"}
+
+
+def test_cli_bad_source_exits_2(tmp_path):
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("not results")
+    proc = subprocess.run([sys.executable, "-m", "tools.merge_results", str(bogus), "--into", str(tmp_path / "r")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "source must be a results folder or a .tar.gz" in proc.stderr
+
+
+def test_peak_memory_rows_keep_their_short_form():
+    """asv writes peak-memory rows without the timing statistics (5 columns); a merge must not pad them."""
+    ours = _document({"s.track_m": [[1.0e9, None], PARAMS, "v1", 100, 5.0]})
+    theirs = _document({"s.track_m": [[None, 2.0e9], PARAMS, "v1", 200, 6.0]})
+    merged, replaced = merge_results.merge_result_file(ours, theirs)
+    assert merged["results"]["s.track_m"] == [[1.0e9, 2.0e9], PARAMS, "v1", 200, 11.0] and replaced == 0
