@@ -208,6 +208,9 @@ def linear_checks():
     check_linear("bf16 none per-token grad_output",
                  *make_linear(rows // 2 + 3, hidden // 2, vocab + 77, torch.bfloat16), reduction="none",
                  chunk_size=rows // 4)
+    check_linear("bf16 vocab schedule, reduction none (forward on vocabulary chunks)",
+                 *make_linear(rows + 5, hidden // 2, vocab + 33, torch.bfloat16, True), reduction="none",
+                 forward_schedule="vocab", label_smoothing=0.1, softcap=30.0)
     # the shape: real chunking (auto: 1024 rows), the in-place narrowing at V=128256, H=4096
     check_linear(f"bf16 {BT}x{H} V={V} auto chunks", *make_linear(BT, H, V, torch.bfloat16))
 
@@ -330,6 +333,10 @@ def linear_jobs():
                          flops, compiles))
 
     add("greyhound", chunked_linear_cross_entropy)
+    for cols in (None, 2048, 8192):  # the vocabulary-major loss-only pass (full-height GEMMs), forward only
+        add(f"greyhound[vocab{'' if cols is None else f', chunk={cols}'}]",
+            lambda a, w, t, c=cols: chunked_linear_cross_entropy(a, w, t, forward_schedule="vocab", chunk_size=c),
+            modes=("forward",))
     if QUICK:
         return f"BT={BT},H={H},V={V},bf16", jobs
     for chunk in LINEAR_CHUNKS_FULL:

@@ -17,11 +17,15 @@ V*H*4 (grad_weight + that buffer) + BT*H*2 (grad_x) + one chunk of logits, and a
 from typing import Optional
 
 import torch
+import triton
+import triton.language as tl
 
-from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
+    LOG2E,
     TARGET_DTYPES,
+    _tanh,
     _check_options,
     _check_targets,
     _cross_entropy_rows,
@@ -42,12 +46,110 @@ MIN_GRAD_CHUNK_ROWS = 1024
 MAX_CHUNK_ROWS = 8192
 
 
+FORWARD_SCHEDULES = ("rows", "vocab")
+VOCAB_CHUNK_MULTIPLE = 256  # vocabulary chunks: whole 256-column GEMM tiles (the last one takes the remainder)
+
+
 def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool) -> int:
     """Rows per chunk: the power of two whose logits fit the byte budget, within [64 or 1024, 8192]."""
     budget, floor = (GRAD_CHUNK_BYTES, MIN_GRAD_CHUNK_ROWS) if with_grad else (FORWARD_CHUNK_BYTES, 64)
     fitting = max(1, budget // (V * element_size))
     chunk = 1 << (fitting.bit_length() - 1)
     return max(1, min(rows, max(floor, min(chunk, MAX_CHUNK_ROWS))))
+
+
+def _auto_vocab_chunk(rows: int, V: int, element_size: int) -> int:
+    """Vocabulary entries per chunk of the vocab schedule: all rows x the columns that fit FORWARD_CHUNK_BYTES,
+    a multiple of VOCAB_CHUNK_MULTIPLE (at least one), at most V."""
+    fitting = FORWARD_CHUNK_BYTES // max(1, rows * element_size)
+    return min(V, max(VOCAB_CHUNK_MULTIPLE, fitting // VOCAB_CHUNK_MULTIPLE * VOCAB_CHUNK_MULTIPLE))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The vocab schedule of the loss-only pass: all rows at once, the vocabulary a chunk at a time
+# ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def _vocab_chunk_kernel(
+    logits_ptr, logits_row_stride, target_ptr, running_max_ptr, running_sum_ptr, target_z_ptr, sum_z_ptr,
+    v0, Vc, softcap,
+    BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_SMOOTHING: tl.constexpr, FIRST: tl.constexpr,
+):
+    """One program per row of a logits chunk holding vocabulary entries [v0, v0 + Vc): folds the chunk into the
+    row's running max and sum of exp (fp32; FIRST starts them), adds its logits to the smoothing sum, and stores
+    the (soft-capped) target logit if the target falls in the chunk. Same arithmetic as the loss kernel's loop."""
+    row = tl.program_id(0).to(tl.int64)
+    logits_row = logits_ptr + row * logits_row_stride
+    cols = tl.arange(0, BLOCK_V)
+    chunk_max = -3.4028234663852886e38
+    sum_exp = tl.zeros([BLOCK_V], dtype=tl.float32)
+    sum_z = tl.zeros([BLOCK_V], dtype=tl.float32)
+    for start in range(0, Vc, BLOCK_V):
+        offsets = start + cols
+        mask = offsets < Vc
+        z = tl.load(logits_row + offsets, mask=mask, other=float("-inf"), eviction_policy="evict_first")
+        z = z.to(tl.float32)
+        if HAS_SOFTCAP:
+            z = tl.where(mask, softcap * _tanh(z / softcap), float("-inf"))
+        new_max = tl.maximum(chunk_max, tl.max(z, axis=0))
+        sum_exp = sum_exp * tl.exp2(tl.maximum(chunk_max - new_max, -1000.0) * LOG2E) + tl.exp2((z - new_max) * LOG2E)
+        chunk_max = new_max
+        if HAS_SMOOTHING:
+            sum_z += tl.where(mask, z, 0.0)
+    chunk_sum = tl.sum(sum_exp, axis=0)
+    if FIRST:
+        row_max = chunk_max
+        row_sum = chunk_sum
+    else:
+        old_max = tl.load(running_max_ptr + row)
+        row_max = tl.maximum(old_max, chunk_max)
+        row_sum = (tl.load(running_sum_ptr + row) * tl.exp2(tl.maximum(old_max - row_max, -1000.0) * LOG2E)
+                   + chunk_sum * tl.exp2(tl.maximum(chunk_max - row_max, -1000.0) * LOG2E))
+    tl.store(running_max_ptr + row, row_max)
+    tl.store(running_sum_ptr + row, row_sum)
+    if HAS_SMOOTHING:
+        previous = 0.0 if FIRST else tl.load(sum_z_ptr + row)
+        tl.store(sum_z_ptr + row, previous + tl.sum(sum_z, axis=0))
+    local = tl.load(target_ptr + row).to(tl.int64) - v0
+    in_chunk = (local >= 0) & (local < Vc)
+    z_target = tl.load(logits_row + tl.where(in_chunk, local, 0), mask=in_chunk, other=0.0).to(tl.float32)
+    if HAS_SOFTCAP:
+        z_target = softcap * _tanh(z_target / softcap)
+    tl.store(target_z_ptr + row, z_target, mask=in_chunk)
+
+
+def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_smoothing, softcap,
+                      lse_square_scale):
+    """Per-token loss and lse (fp32 [BT]) with the logits made `chunk_cols` vocabulary entries at a time for all
+    rows: full-height GEMMs (BT x chunk x H) and one read of each chunk; the same results as the rows schedule
+    up to the order of the fp32 sums."""
+    rows, V = x.shape[0], weight.shape[0]
+    chunk = min(V, chunk_cols or _auto_vocab_chunk(rows, V, x.element_size()))
+    running_max, running_sum, target_z, sum_z = (
+        torch.zeros(rows, device=x.device, dtype=torch.float32) for _ in range(4))
+    buffer = torch.empty(rows * chunk, device=x.device, dtype=x.dtype)
+    block_v = min(triton.next_power_of_2(chunk), 2048)
+    for v0 in range(0, V, chunk):
+        v1 = min(v0 + chunk, V)
+        logits = buffer[: rows * (v1 - v0)].view(rows, v1 - v0)
+        if bias is None:
+            torch.mm(x, weight[v0:v1].t(), out=logits)
+        else:
+            torch.addmm(bias[v0:v1], x, weight[v0:v1].t(), out=logits)
+        _vocab_chunk_kernel[(rows,)](
+            logits, logits.stride(0), target, running_max, running_sum, target_z, sum_z, v0, v1 - v0,
+            float(softcap or 1.0), BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None,
+            HAS_SMOOTHING=label_smoothing > 0, FIRST=v0 == 0, num_warps=max(1, min(4, block_v // 512)))
+    lse = running_max + running_sum.log()
+    loss = lse - (1.0 - label_smoothing) * target_z
+    if label_smoothing > 0:
+        loss = loss - label_smoothing * sum_z / V
+    if lse_square_scale > 0:
+        loss = loss + lse_square_scale * lse * lse
+    valid = target != ignore_index
+    bad = valid & ((target < 0) | (target >= V))  # never in any chunk: nan, as the loss kernel gives
+    nan = torch.full_like(lse, float("nan"))
+    per_token_loss = torch.where(bad, nan, torch.where(valid, loss, torch.zeros_like(loss)))
+    return per_token_loss, torch.where(bad, nan, lse)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -108,14 +210,19 @@ def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, scale=None, first
 # ----------------------------------------------------------------------------------------------------------------
 # The chunk loop
 # ----------------------------------------------------------------------------------------------------------------
-def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chunk_size, options):
+def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chunk_size, options,
+                            forward_schedule="rows"):
     """Per-token loss and lse (fp32 [BT]) and, for the inputs flagged in `needs_grad` (x, weight, bias), the
     gradients of sum_rows grad_scale * per_token_loss. `grad_scale`: float, 0-d tensor or per-row [BT] tensor; a
     per-row scale is folded into d loss / d logits (in the inputs' dtype), one scale is applied to the GEMM results
-    (so fp16 keeps the small gradient entries that a 1 / BT factor would push below its range)."""
+    (so fp16 keeps the small gradient entries that a 1 / BT factor would push below its range). Without any
+    gradient, forward_schedule="vocab" walks the vocabulary in chunks instead of the rows."""
     rows, V = x.shape[0], weight.shape[0]
     need_x, need_weight, need_bias = needs_grad
     with_grad = any(needs_grad)
+    if not with_grad and forward_schedule == "vocab" and rows > 0:
+        per_token_loss, lse = _vocab_major_loss(x, weight, bias, target, chunk_size, **options)
+        return per_token_loss, lse, None, None, None
     chunk = chunk_size or _auto_chunk_rows(rows, V, x.element_size(), with_grad)
     per_token_loss = torch.empty(rows, device=x.device, dtype=torch.float32)
     lse = torch.empty(rows, device=x.device, dtype=torch.float32)
@@ -161,7 +268,7 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
 class _LinearCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, target, reduction, chunk_size, ignore_index, label_smoothing, softcap,
-                lse_square_scale):
+                lse_square_scale, forward_schedule):
         options = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, softcap=softcap,
                        lse_square_scale=lse_square_scale)
         ctx.options, ctx.chunk_size, ctx.reduction = options, chunk_size, reduction
@@ -169,7 +276,9 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
             # the per-token grad_output weights each row inside the weight-gradient sum: known only in backward,
             # so the chunks are recomputed there (four GEMMs in all instead of three)
             per_token_loss, lse, *_ = _chunked_loss_and_grads(
-                x, weight, bias, target, 0.0, (False, False, False), chunk_size, options)
+                x, weight, bias, target, 0.0, (False, False, False), chunk_size, options, forward_schedule)
+            if forward_schedule == "vocab":  # chunk_size counted vocabulary entries; the backward chunks rows
+                ctx.chunk_size = None
             ctx.save_for_backward(x, weight, bias, target)
             ctx.mark_non_differentiable(lse)
             return per_token_loss, None, lse
@@ -195,7 +304,7 @@ class _LinearCrossEntropyFunction(torch.autograd.Function):
             for grad in (grad_x, grad_weight, grad_bias):
                 if grad is not None:  # a no-op on the device for loss.backward()'s grad_output of 1: no host sync
                     _scale_rows_(grad.view(-1, grad.shape[-1]), grad_loss)
-        return grad_x, grad_weight, grad_bias, None, None, None, None, None, None, None
+        return grad_x, grad_weight, grad_bias, None, None, None, None, None, None, None, None
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -216,6 +325,7 @@ def chunked_linear_cross_entropy(
     return_lse: bool = False,
     chunk_size: Optional[int] = None,
     check_target: bool = True,
+    forward_schedule: str = "rows",
 ):
     """Cross-entropy of the logits `x @ weight.T + bias` (x [BT, H], weight [V, H], bias [V]) against `target`
     [BT], with the options and outputs of `cross_entropy_with_grad`, computed `chunk_size` rows at a time so that
@@ -230,6 +340,13 @@ def chunked_linear_cross_entropy(
     in the forward pass and kept until `backward` (which only rescales them; one backward per call). With
     reduction="none" they are computed in `backward` instead, where the per-token grad_output is known (and
     folded into d loss / d logits in the inputs' dtype: in fp16, products below ~6e-8 flush to zero, as in torch).
+
+    `forward_schedule` picks how a pass with no gradient (no input requires grad, or the forward of
+    reduction="none") walks the logits: "rows" (default) makes `chunk_size` rows x V at a time; "vocab" makes all
+    BT rows x `chunk_size` vocabulary entries at a time (default: 64 MiB of logits, a multiple of 256 entries), so
+    every GEMM is full-height, and merges each chunk into running log-sum-exps; passes with a gradient then use
+    "rows" with automatic chunks. The two agree to fp32 rounding of the sums. ("vocab" is new: not yet timed on a
+    GPU, so "rows" stays the default.)
 
     `check_target=True` raises a ValueError naming `target` for an entry outside [0, V) other than ignore_index
     (one host sync, before the chunks; skipped while torch.compile traces or a CUDA graph is captured).
@@ -256,6 +373,7 @@ def chunked_linear_cross_entropy(
                                    or chunk_size < 1):
         raise ValueError(f"chunk_size must be None or a positive int, got {chunk_size!r}")
     _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
+    check_choice("forward_schedule", forward_schedule, FORWARD_SCHEDULES)
     target = target.contiguous()
     _check_targets(target, V, ignore_index, check_target)  # one sync, before the chunks (work queues behind it)
     inputs = (x, weight, bias)
@@ -266,12 +384,12 @@ def chunked_linear_cross_entropy(
     if needs_grad:
         loss, per_token_loss, lse = _LinearCrossEntropyFunction.apply(
             x, weight, bias, target, reduction, chunk_size, ignore_index, options["label_smoothing"], softcap,
-            options["lse_square_scale"])
+            options["lse_square_scale"], forward_schedule)
         if reduction == "none":
             per_token_loss = loss.detach()
     else:
         per_token_loss, lse, *_ = _chunked_loss_and_grads(
-            x, weight, bias, target, 0.0, (False, False, False), chunk_size, options)
+            x, weight, bias, target, 0.0, (False, False, False), chunk_size, options, forward_schedule)
         loss = _reduce(per_token_loss, (target != ignore_index).sum(), reduction)
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)
 
@@ -283,9 +401,11 @@ def chunked_linear_cross_entropy_reference(
     bias: Optional[torch.Tensor] = None,
     *,
     chunk_size: Optional[int] = None,
+    forward_schedule: str = "rows",
     **options,
 ):
     """Plain PyTorch: `cross_entropy_reference(x @ weight.T + bias, target, **options)`, the logits made in the
-    inputs' dtype and the loss computed in fp32 (fp64 for fp64 inputs); `chunk_size` is ignored."""
+    inputs' dtype and the loss computed in fp32 (fp64 for fp64 inputs); `chunk_size` and `forward_schedule` are
+    accepted (same signature as the kernel) and ignored."""
     logits = x @ weight.t() if bias is None else torch.addmm(bias, x, weight.t())
     return cross_entropy_reference(logits, target, **options)

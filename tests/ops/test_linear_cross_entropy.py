@@ -268,3 +268,75 @@ def test_gpu_fp32_accumulation_uses_cublas():
 def test_gpu_large_vocab(dtype):
     x, weight, bias, target = make_inputs(2048, 512, 262144, dtype, "cuda", with_bias=True, ignored=(7,))
     check_against_reference(x, weight, bias, target, softcap=30.0, lse_square_scale=1e-4, chunk_size=768)
+
+
+# ------------------------------------------------------------------------------------ forward_schedule="vocab"
+@pytest.mark.parametrize("options", [
+    {}, {"label_smoothing": 0.1}, {"softcap": 3.0}, {"lse_square_scale": 1e-3},
+    {"label_smoothing": 0.05, "softcap": 2.0, "lse_square_scale": 1e-4, "ignore_index": 3},
+])
+@pytest.mark.parametrize("chunk_size", [None, 64, 333])
+def test_vocab_schedule_forward_matches_reference(device, options, chunk_size):
+    """The loss-only pass over vocabulary chunks (V=1000: one chunk, 16 chunks of 64, or 333+333+333+1): loss,
+    per-token loss and lse against fp64, with bias, ignored rows and every option."""
+    x, weight, bias, target = make_inputs(19, 32, 1000, torch.float32, device, with_bias=True)
+    target[[2, 11]] = options.get("ignore_index", -100)
+    with torch.no_grad():
+        out = chunked_linear_cross_entropy(x, weight, target, bias, return_per_token_loss=True, return_lse=True,
+                                           forward_schedule="vocab", chunk_size=chunk_size, **options)
+    ref = chunked_linear_cross_entropy_reference(x.double(), weight.double(), target, bias.double(),
+                                                 return_per_token_loss=True, return_lse=True, **options)
+    for ours, theirs in zip(out, ref):
+        assert rel_err(ours, theirs) < 1e-5
+    assert out.per_token_loss[2] == 0 and out.per_token_loss[11] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_vocab_schedule_half_inputs(device, dtype):
+    x, weight, _, target = make_inputs(24, 64, 777, dtype, device)
+    with torch.no_grad():
+        vocab = chunked_linear_cross_entropy(x, weight, target, reduction="none", forward_schedule="vocab",
+                                             chunk_size=256)
+        rows = chunked_linear_cross_entropy(x, weight, target, reduction="none")
+    ref = chunked_linear_cross_entropy_reference(x.double(), weight.double(), target, reduction="none")
+    assert rel_err(vocab, ref) < TOLERANCE[dtype] and rel_err(vocab, rows) < TOLERANCE[dtype]
+
+
+def test_vocab_schedule_reduction_none_forward_then_backward(device):
+    """reduction="none" runs its forward pass on the vocab schedule and its backward on rows: both right."""
+    x, weight, bias, target = make_inputs(13, 16, 300, torch.float32, device, with_bias=True, ignored=(4,))
+    check_against_reference(x, weight, bias, target, reduction="none", forward_schedule="vocab", chunk_size=100)
+
+
+def test_vocab_schedule_bad_and_ignored_targets(device):
+    """check_target=False: an out-of-range target gives nan for its row only; all rows ignored gives a nan mean
+    and zero per-token losses, as on the rows schedule; -inf logits count as probability 0."""
+    x, weight, _, target = make_inputs(6, 8, 50, torch.float32, device)
+    target[1], target[4] = 50, -7
+    with torch.no_grad():
+        out = chunked_linear_cross_entropy(x, weight, target, return_per_token_loss=True, return_lse=True,
+                                           check_target=False, forward_schedule="vocab", chunk_size=16)
+    assert torch.isnan(out.per_token_loss[[1, 4]]).all() and torch.isnan(out.lse[[1, 4]]).all()
+    assert torch.isfinite(out.per_token_loss[[0, 2, 3, 5]]).all() and torch.isnan(out.loss)
+    ignored = torch.full_like(target, -100)
+    with torch.no_grad():
+        out = chunked_linear_cross_entropy(x, weight, ignored, return_per_token_loss=True, forward_schedule="vocab")
+    assert torch.isnan(out.loss) and (out.per_token_loss == 0).all()
+    bias = torch.zeros(50, device=device)
+    bias[17:40] = float("-inf")  # whole chunks of -inf logits (entries 17..39: chunk 32..47 has some finite)
+    target = torch.randint(0, 17, (6,), device=device)
+    with torch.no_grad():
+        vocab = chunked_linear_cross_entropy(x, weight, target, bias, reduction="none", forward_schedule="vocab",
+                                             chunk_size=16)
+    ref = chunked_linear_cross_entropy_reference(x.double(), weight.double(), target, bias.double(),
+                                                 reduction="none")
+    assert torch.isfinite(vocab).all() and rel_err(vocab, ref) < 1e-5
+
+
+def test_vocab_schedule_chunks_and_bad_choice(device):
+    assert lce._auto_vocab_chunk(8192, 128256, 2) == 4096  # 64 MiB of bf16 logits for all rows
+    assert lce._auto_vocab_chunk(32, 1000, 4) == 1000
+    assert lce._auto_vocab_chunk(10**6, 50000, 2) == 256  # never below one 256-entry tile
+    x, weight, _, target = make_inputs(4, 8, 20, torch.float32, device)
+    with pytest.raises(ValueError, match="forward_schedule must be one of 'rows', 'vocab', got 'cols'"):
+        chunked_linear_cross_entropy(x, weight, target, forward_schedule="cols")
