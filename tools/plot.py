@@ -10,6 +10,8 @@ Reads only the CSV (columns `tools.CSV_COLUMNS`, as tools.export writes it) and 
   <out>/plots_html/<kernel>__<mode>__<metric>__<x>-by-<param>__<gpu>.html   2-D sweeps, where the rows vary in the
       x param and in a numeric param of the config (e.g. vocab_size x d_model): plotly lines per provider and
       param value, a panel per value of any other varying param.
+Generated files from an earlier run that this run did not write (a sweep that left the CSV, a renamed config) are
+removed, so the folders hold exactly the plots of the CSV; other files there (no `__` in the name) are left alone.
 Every plot shows, for each provider, its latest measured commit (newest timestamp). HTML pages load plotly.js from
 `plots_html/plotly.min.js`, written once beside them (include_plotlyjs="directory"): they work offline and on the
 static site without storing the 4.6 MB library in every page. File names keep letters, digits, '-', '_' and '.'.
@@ -384,11 +386,27 @@ def plot_all(frame, out_dir):
     colors = provider_colors(frame["kernel_provider"])
     latest = latest_per_provider(frame, SWEEP_COLUMNS)
     namer = FileNamer()
-    return {
+    written = {
         "sweeps": plot_sweeps(latest, colors, plots_dir, namer),
         "pareto": plot_pareto(frame, colors, plots_dir, namer),
         "html": plot_2d_sweeps(latest, colors, html_dir, namer),
     }
+    written["removed"] = remove_stale(
+        [(plots_dir, ".png"), (html_dir, ".html")], {Path(p) for paths in written.values() for p in paths})
+    return written
+
+
+def remove_stale(folders, keep):
+    """Delete this tool's files (names with `__`, the given suffix) in `folders` that are not in `keep`."""
+    removed = []
+    for folder, suffix in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob(f"*__*{suffix}")):
+            if path not in keep and not path.name.startswith("."):
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 def main(argv=None):
@@ -417,7 +435,8 @@ def main(argv=None):
         print(f"tools.plot: error: cannot write under {args.out}: {err}", file=sys.stderr)
         return 2
     print(f"wrote {len(written['sweeps'])} sweep PNGs and {len(written['pareto'])} Pareto PNGs to "
-          f"{Path(args.out) / 'plots'}, {len(written['html'])} HTML pages to {Path(args.out) / 'plots_html'}")
+          f"{Path(args.out) / 'plots'}, {len(written['html'])} HTML pages to {Path(args.out) / 'plots_html'}"
+          + (f"; removed {len(written['removed'])} stale plot(s) no longer in the CSV" if written["removed"] else ""))
     return 0
 
 

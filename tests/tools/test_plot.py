@@ -169,3 +169,21 @@ def test_provider_colours_do_not_depend_on_the_other_providers():
     assert few["greyhound"] == "#1f77b4"  # tab10 blue
     assert len(set(plot.provider_colors(list(plot.KNOWN_PROVIDERS)).values())) == len(plot.KNOWN_PROVIDERS)
     assert plot.provider_colors(["my-kernel"])["my-kernel"] == many["my-kernel"]  # unknown providers: stable too
+
+
+def test_stale_plots_are_removed_and_other_files_kept(tmp_path, capsys):
+    """A plot whose sweep left the CSV is deleted on the next run; files the tool did not name are kept."""
+    rows = sample_rows(np.random.default_rng())
+    csv_path = write_csv(tmp_path / "data.csv", rows)
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(csv_path), "--out", str(out)]) == 0
+    first = {p.name for p in (out / "plots").iterdir()}
+    (out / "plots" / "README.md").write_text("notes")
+    (out / "plots" / "logo.png").write_bytes(PNG_MAGIC)
+    kept_rows = [r for r in rows if r["kernel_name"] != "chunked_linear_cross_entropy"]
+    assert plot.main(["--csv", str(write_csv(tmp_path / "less.csv", kept_rows)), "--out", str(out)]) == 0
+    second = {p.name for p in (out / "plots").iterdir()}
+    gone = {n for n in first if n.startswith("chunked_linear_cross_entropy")}
+    assert gone and second == (first - gone) | {"README.md", "logo.png"}
+    assert {p.name for p in (out / "plots_html").iterdir()} == {"plotly.min.js"}
+    assert "removed 3 stale plot(s)" in capsys.readouterr().out
