@@ -8,8 +8,9 @@ The block, on x of shape (N, C, L) (docs/kernels/cheri_block.md is the full defi
 Paths:
   * `cheri_block_megakernel` (inference): conv, LayerNorm, MLP and residual in one kernel; the E-wide hidden
     layer is produced BLOCK_E columns at a time and consumed at once, so it never leaves the chip.
-  * `cheri_block_forward` (training): the same kernel, also writing the hidden activations and the LayerNorm
-    statistics for its backward (cuBLAS GEMMs, the exact-erf GELU backward, two Triton conv + LayerNorm kernels).
+  * `cheri_block_forward` (training): the same kernel, also writing the hidden activations (and, in its default
+    "split" layout, reading z and the LayerNorm statistics from the conv + LayerNorm kernel) for its backward
+    (cuBLAS GEMMs, the exact-erf GELU backward, two Triton conv + LayerNorm kernels).
     A hidden width that is not a multiple of 16 takes `conv_norm` + an eager MLP instead.
   * `conv_norm` (autograd): conv + LayerNorm alone, writing z as (N, L, C).
   * `cheri_block_reference`: plain PyTorch in the inputs' dtype (tests, docs, torch-eager/torch.compile).
