@@ -107,8 +107,10 @@ def _vocab_chunk_kernel(
     tl.store(running_max_ptr + row, row_max)
     tl.store(running_sum_ptr + row, row_sum)
     if HAS_SMOOTHING:
-        previous = 0.0 if FIRST else tl.load(sum_z_ptr + row)
-        tl.store(sum_z_ptr + row, previous + tl.sum(sum_z, axis=0))
+        chunk_sum_z = tl.sum(sum_z, axis=0)
+        if not FIRST:
+            chunk_sum_z += tl.load(sum_z_ptr + row)
+        tl.store(sum_z_ptr + row, chunk_sum_z)
     local = tl.load(target_ptr + row).to(tl.int64) - v0
     in_chunk = (local >= 0) & (local < Vc)
     z_target = tl.load(logits_row + tl.where(in_chunk, local, 0), mask=in_chunk, other=0.0).to(tl.float32)
