@@ -32,6 +32,22 @@ def _tanh(x):
 
 
 @triton.jit
+def _online_lse_step(z, mask, row_max, sum_exp, sum_z, softcap, HAS_SOFTCAP: tl.constexpr,
+                     HAS_SMOOTHING: tl.constexpr):
+    """Folds one block of fp32 logits z (masked lanes -inf) into a row's running max, per-lane sums of exp and, for
+    label smoothing, per-lane sums of the logits; the soft-cap is applied first. Returns the three updated."""
+    if HAS_SOFTCAP:
+        z = tl.where(mask, softcap * _tanh(z / softcap), float("-inf"))
+    new_max = tl.maximum(row_max, tl.max(z, axis=0))
+    # clamped so that -FLT_MAX - max never overflows; exp2 of it is 0 either way
+    rescale = tl.exp2(tl.maximum(row_max - new_max, -1000.0) * LOG2E)
+    sum_exp = sum_exp * rescale + tl.exp2((z - new_max) * LOG2E)
+    if HAS_SMOOTHING:
+        sum_z += tl.where(mask, z, 0.0)
+    return new_max, sum_exp, sum_z
+
+
+@triton.jit
 def _cross_entropy_kernel(
     logits_ptr, logits_row_stride, target_ptr, per_token_loss_ptr, lse_ptr, bad_target_flag_ptr,
     V, ignore_index, label_smoothing, softcap, lse_square_scale,
@@ -63,15 +79,8 @@ def _cross_entropy_kernel(
         else:
             z = tl.load(logits_row + offsets, mask=mask, other=float("-inf"),
                         eviction_policy="evict_first").to(tl.float32)
-        if HAS_SOFTCAP:
-            z = tl.where(mask, softcap * _tanh(z / softcap), float("-inf"))
-        new_max = tl.maximum(row_max, tl.max(z, axis=0))
-        # clamped so that -FLT_MAX - max never overflows; exp2 of it is 0 either way
-        rescale = tl.exp2(tl.maximum(row_max - new_max, -1000.0) * LOG2E)
-        sum_exp = sum_exp * rescale + tl.exp2((z - new_max) * LOG2E)
-        row_max = new_max
-        if HAS_SMOOTHING:
-            sum_z += tl.where(mask, z, 0.0)
+        row_max, sum_exp, sum_z = _online_lse_step(z, mask, row_max, sum_exp, sum_z, softcap, HAS_SOFTCAP,
+                                                   HAS_SMOOTHING)
     lse = row_max + tl.log(tl.sum(sum_exp, axis=0))
 
     target = tl.load(target_ptr + row).to(tl.int64)

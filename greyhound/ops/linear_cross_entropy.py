@@ -25,6 +25,7 @@ from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
     LOG2E,
     TARGET_DTYPES,
+    _online_lse_step,
     _tanh,
     _check_options,
     _check_targets,
@@ -76,7 +77,7 @@ def _vocab_chunk_kernel(
 ):
     """One program per row of a logits chunk holding vocabulary entries [v0, v0 + Vc): folds the chunk into the
     row's running max and sum of exp (fp32; FIRST starts them), adds its logits to the smoothing sum, and stores
-    the (soft-capped) target logit if the target falls in the chunk. Same arithmetic as the loss kernel's loop."""
+    the (soft-capped) target logit if the target falls in the chunk. The loss kernel's block step, chunk-wide."""
     row = tl.program_id(0).to(tl.int64)
     logits_row = logits_ptr + row * logits_row_stride
     cols = tl.arange(0, BLOCK_V)
@@ -87,14 +88,8 @@ def _vocab_chunk_kernel(
         offsets = start + cols
         mask = offsets < Vc
         z = tl.load(logits_row + offsets, mask=mask, other=float("-inf"), eviction_policy="evict_first")
-        z = z.to(tl.float32)
-        if HAS_SOFTCAP:
-            z = tl.where(mask, softcap * _tanh(z / softcap), float("-inf"))
-        new_max = tl.maximum(chunk_max, tl.max(z, axis=0))
-        sum_exp = sum_exp * tl.exp2(tl.maximum(chunk_max - new_max, -1000.0) * LOG2E) + tl.exp2((z - new_max) * LOG2E)
-        chunk_max = new_max
-        if HAS_SMOOTHING:
-            sum_z += tl.where(mask, z, 0.0)
+        chunk_max, sum_exp, sum_z = _online_lse_step(z.to(tl.float32), mask, chunk_max, sum_exp, sum_z, softcap,
+                                                     HAS_SOFTCAP, HAS_SMOOTHING)
     chunk_sum = tl.sum(sum_exp, axis=0)
     if FIRST:
         row_max = chunk_max
