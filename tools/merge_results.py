@@ -144,17 +144,27 @@ def merge_tree(source, into, log=print):
     return summary
 
 
+def _results_root(folder):
+    folder = Path(folder)
+    return folder / "results" if (folder / "results").is_dir() else folder
+
+
+def extract_results(tar, scratch):
+    """Unpack an open archive's members (none outside `scratch`) into it; returns its results folder (the
+    archive's results/ if it has one, else its root)."""
+    members = [m for m in tar.getmembers() if ".." not in Path(m.name).parts and not m.name.startswith("/")]
+    tar.extractall(scratch, members=members, filter="data")
+    return _results_root(scratch)
+
+
 def _results_folder(source, scratch):
     source = Path(source)
     if source.is_dir():
-        return source / "results" if (source / "results").is_dir() else source
+        return _results_root(source)
     if not tarfile.is_tarfile(source):
         raise MergeError(f"source must be a results folder or a .tar.gz of one, got {str(source)!r}")
     with tarfile.open(source) as tar:
-        members = [m for m in tar.getmembers() if ".." not in Path(m.name).parts and not m.name.startswith("/")]
-        tar.extractall(scratch, members=members, filter="data")
-    root = Path(scratch)
-    return root / "results" if (root / "results").is_dir() else root
+        return extract_results(tar, scratch)
 
 
 def main(argv=None):

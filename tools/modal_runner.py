@@ -51,12 +51,10 @@ def unpack_results(blob, dest=ROOT):
     Returns the number of files copied or merged."""
     with tempfile.TemporaryDirectory() as scratch:
         with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
-            members = [m for m in tar.getmembers()
-                       if m.name.startswith("results") and ".." not in Path(m.name).parts]
-            tar.extractall(scratch, members=members, filter="data")
-        if not (Path(scratch) / "results").is_dir():
+            folder = merge_results.extract_results(tar, scratch)
+        if folder.name != "results":  # only results/ comes back into the repository
             return 0
-        summary = merge_results.merge_tree(Path(scratch) / "results", Path(dest) / "results")
+        summary = merge_results.merge_tree(folder, Path(dest) / "results")
     return summary["copied"] + summary["merged"]
 
 
