@@ -1,26 +1,35 @@
-"""CheriBlock: greyhound's training path and inference megakernel vs torch eager/compile, over the batch size."""
+"""CheriBlock: greyhound's training path and inference megakernel vs torch eager/compile, over the batch size.
+
+Tracked (every commit): N=512, C=128, L=1024 in bf16 and fp32, every greyhound path and torch.compile (the best
+peer). Sweep (nightly): N in {16, 64, 512} x {fp32, bf16, fp16}, every provider: the published table's cells.
+"""
 import torch
 
 from . import harness
-from .harness import DEVICE, DTYPES, ON_GPU
+from .harness import DEVICE, DTYPES, grid
 
 PROVIDERS = ["greyhound-train", "greyhound-megakernel", "greyhound-megakernel-noeval", "torch-eager", "torch-compile"]
 TRAINING_PROVIDERS = ("greyhound-train", "torch-eager", "torch-compile")  # the ones a training step (full) can time
 KERNEL_SIZE, DILATION, EXPANSION = 3, 4, 4
 
 
-class CheriBlockSuite(harness.KernelSuite):
+class CheriBlockTracked(harness.KernelSuite):
     """One CheriBlock (conv K=3, dilation 4, MLP 4x) on x of shape (batch_size, n_filters, seq_len).
     full = a training step (forward + backward); forward = greyhound-train with grad enabled (the training
     forward), the megakernel providers under no_grad in eval mode (cached weight cast) or train mode (inline cast)."""
     kernel_name = "cheri_block"
     x_name = "batch_size"
-    param_names = ["provider", "mode", "batch_size", "n_filters", "seq_len", "dtype"]
-    if ON_GPU:
-        params = [harness.served_providers(PROVIDERS), ["full", "forward"], [16, 64, 512], [128], [1024],
-                  ["float32", "bfloat16", "float16"]]
-    else:  # what the CPU can serve: greyhound through TRITON_INTERPRET=1
-        params = [harness.served_providers(PROVIDERS), ["full", "forward"], [1, 2], [16], [32], ["float32"]]
+    providers = ["greyhound-train", "greyhound-megakernel", "greyhound-megakernel-noeval", "torch-compile"]
+    modes = ["full", "forward"]
+    gpu_shapes = grid(batch_size=[512], n_filters=[128], seq_len=[1024], dtype=["bfloat16", "float32"])
+    cpu_shapes = grid(batch_size=[2], n_filters=[16], seq_len=[32], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()
+
+    @classmethod
+    def serves(cls, provider, mode, shape):
+        return mode != "full" or provider in TRAINING_PROVIDERS  # the megakernel is inference only
 
     def make_inputs(self, batch_size, n_filters, seq_len, dtype):
         from greyhound import CheriBlock
@@ -40,8 +49,6 @@ class CheriBlockSuite(harness.KernelSuite):
         return self.reference_block.reference_forward(x)
 
     def provider_fn(self, provider, **shape):
-        if self.mode == "full" and provider not in TRAINING_PROVIDERS:
-            raise NotImplementedError(f"{provider} has no backward (inference only)")
         from greyhound.nn.cheri_block import CheriBlockReference
         if provider == "greyhound-train":
             return self.block.train()
@@ -52,15 +59,20 @@ class CheriBlockSuite(harness.KernelSuite):
         if provider == "torch-eager":
             return CheriBlockReference(self.block)
         if provider == "torch-compile":
-            return torch.compile(CheriBlockReference(self.block))
+            return self.compile(CheriBlockReference(self.block))
         raise ValueError(f"provider {provider!r} is not one of {PROVIDERS}")
 
     def forward_context(self, provider):
         """The training forward keeps autograd on (it saves the hidden layer for a backward); the rest run no_grad."""
         return torch.enable_grad() if provider == "greyhound-train" else torch.no_grad()
 
-    def time_cheri_block(self, *params):
-        self.timed_call()
 
-    def track_peakmem_cheri_block(self, *params):
-        return self.peak_memory()
+class CheriBlockSweep(CheriBlockTracked):
+    tier = "sweep"
+    providers = PROVIDERS
+    gpu_shapes = grid(batch_size=[16, 64, 512], n_filters=[128], seq_len=[1024],
+                      dtype=["float32", "bfloat16", "float16"])
+    cpu_shapes = grid(batch_size=[1, 2], n_filters=[16], seq_len=[32], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()

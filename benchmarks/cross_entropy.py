@@ -1,27 +1,32 @@
-"""cross_entropy_with_grad: greyhound vs torch eager/compile, Liger and fla, over the vocabulary size."""
+"""cross_entropy_with_grad: greyhound vs torch eager/compile, Liger and fla.
+
+Tracked (every commit): BT=8192, V=128256 (Llama 3), bf16, greyhound and the best peer (fla), every mode.
+Sweeps (nightly): the vocabulary at BT=8192 and the token count at V=128256, every provider.
+"""
 import functools
 
-import torch
 import torch.nn.functional as F
 
 from . import harness
-from .harness import MODES, ON_GPU
+from .harness import grid
 
 PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "fla"]
+CPU_SHAPE = dict(batch_size=32, vocab_size=1000, dtype="float32")  # greyhound through TRITON_INTERPRET=1
 
 
 def _torch_cross_entropy(logits, target):
     return F.cross_entropy(logits, target)
 
 
-class CrossEntropyWithGrad(harness.KernelSuite):
+class CrossEntropyWithGradTracked(harness.KernelSuite):
     kernel_name = "cross_entropy_with_grad"
     x_name = "vocab_size"
-    param_names = ["provider", "mode", "batch_size", "vocab_size", "dtype"]
-    if ON_GPU:
-        params = [harness.served_providers(PROVIDERS), MODES, [8192], [32768, 65536, 128256, 262144], ["bfloat16"]]
-    else:  # what the CPU can serve: greyhound through TRITON_INTERPRET=1
-        params = [harness.served_providers(PROVIDERS), MODES, [32], [1000, 4096], ["float32"]]
+    providers = ["greyhound", "fla"]
+    gpu_shapes = grid(batch_size=[8192], vocab_size=[128256], dtype=["bfloat16"])
+    cpu_shapes = [CPU_SHAPE]
+
+    def setup_cache(self):
+        return self.measure_grid()
 
     def make_inputs(self, batch_size, vocab_size, dtype):
         return harness.random_logits(batch_size, vocab_size, dtype)
@@ -36,7 +41,7 @@ class CrossEntropyWithGrad(harness.KernelSuite):
         if provider == "torch-eager":
             return _torch_cross_entropy
         if provider == "torch-compile":
-            return torch.compile(_torch_cross_entropy)
+            return self.compile(_torch_cross_entropy)
         if provider == "liger":  # note: Liger writes the gradient into the caller's logits
             from liger_kernel.transformers import LigerCrossEntropyLoss
             return LigerCrossEntropyLoss()
@@ -45,23 +50,23 @@ class CrossEntropyWithGrad(harness.KernelSuite):
             return FusedCrossEntropyLoss()
         raise ValueError(f"provider {provider!r} is not one of {PROVIDERS}")
 
-    def time_cross_entropy_with_grad(self, *params):
-        self.timed_call()
 
-    def track_peakmem_cross_entropy_with_grad(self, *params):
-        return self.peak_memory()
+class CrossEntropyWithGradVocabSweep(CrossEntropyWithGradTracked):
+    tier = "sweep"
+    providers = PROVIDERS
+    gpu_shapes = grid(batch_size=[8192], vocab_size=[32768, 65536, 128256, 262144], dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[32], vocab_size=[1000, 4096], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()
 
 
-class CrossEntropyWithGradBatch(CrossEntropyWithGrad):
-    """The token-count sweep at a Llama-3 vocabulary."""
+class CrossEntropyWithGradTokenSweep(CrossEntropyWithGradTracked):
+    tier = "sweep"
     x_name = "batch_size"
-    if ON_GPU:
-        params = [harness.served_providers(PROVIDERS), MODES, [2048, 4096, 8192, 16384], [128256], ["bfloat16"]]
-    else:
-        params = [harness.served_providers(PROVIDERS), MODES, [16, 48], [1000], ["float32"]]
+    providers = PROVIDERS
+    gpu_shapes = grid(batch_size=[2048, 4096, 8192, 16384], vocab_size=[128256], dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[16, 48], vocab_size=[1000], dtype=["float32"])
 
-    def time_cross_entropy_with_grad(self, *params):
-        self.timed_call()
-
-    def track_peakmem_cross_entropy_with_grad(self, *params):
-        return self.peak_memory()
+    def setup_cache(self):
+        return self.measure_grid()

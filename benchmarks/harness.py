@@ -1,29 +1,47 @@
 """The one place that turns (provider, mode, shape) into a checked, timed call and a peak-memory figure.
 
-A kernel suite subclasses `KernelSuite`: it declares `kernel_name`, `x_name`, `param_names`/`params` (first
-`provider` and `mode`, then the shape parameters), `make_inputs`, `reference` and `provider_fn`, plus two one-line
-asv methods, `time_<kernel_name>` and `track_peakmem_<kernel_name>`. Everything else lives here:
+A kernel suite subclasses `KernelSuite` and declares what it measures: `kernel_name`, `x_name`, `providers`,
+`modes`, `gpu_shapes` and `cpu_shapes` (lists of shape dicts, e.g. `grid(batch_size=[8192], dtype=["bfloat16"])`),
+`make_inputs`, `reference` and `provider_fn`, plus one line, `def setup_cache(self): return self.measure_grid()`.
+The harness derives asv's `params` (the union of both grids, identical on every machine, so `benchmarks.json` is
+too) and generates the two asv benchmarks, `time_<kernel_name>` and `track_peakmem_<kernel_name>`.
 
+How a suite is measured (docs/benchmarking.md has the measured costs):
+* One process per suite class. asv runs `setup_cache` once per class and commit: it measures every combination
+  this machine serves (GPU shapes on a GPU, the CPU's smoke shapes on a CPU; asv shows n/a for the rest) one after
+  another in that process, so CUDA start, imports and kernel loading are paid once per class, not once per
+  (benchmark, combination). asv's per-combination benchmarks then report those figures: `time_` hands asv the
+  recorded samples through the suite's `timer` (exactly `SAMPLES` of them, asv's `repeat`), `track_peakmem_`
+  returns the recorded peak. A combination that failed its gate or raised is an asv failure with the reason.
 * Correctness gate: before a provider is timed, its output (and, in full/backward mode, the gradients of every
-  differentiable input) is compared with the fp64 reference on the same inputs; a mismatch raises, so asv records
-  a failure instead of a time.
-* Speed: on a GPU, each asv sample is one call bracketed by CUDA events after an L2 flush, like
-  `triton.testing.do_bench` (a short device spin first lets the host run ahead, as in do_bench's loop); the suite's asv `timer` returns the accumulated event time, so asv's own wall-clock
-  timer (which does not wait for the GPU) never measures launch overhead or an unfinished kernel. On the CPU the
-  timer is the wall clock.
+  differentiable input) is compared with the fp64 reference on the same fresh random inputs; a mismatch is recorded
+  as a failure instead of a time.
+* Warm-up: the GPU is brought to a steady clock once per process (a matmul loop until its time stops falling),
+  then each provider is called until two consecutive windows of calls agree within 1%, so the first benchmark of
+  a run measures like the tenth (no clocks or power settings are touched).
+* Speed: each sample is one call bracketed by CUDA events after an L2 flush, like `triton.testing.do_bench` (a
+  short device spin first lets the host run ahead, as in do_bench's back-to-back loop). On the CPU: wall clock.
 * Memory: peak CUDA memory allocated during one call above what was allocated before it (the inputs, and in
   backward mode the forward's graph), in bytes. asv's own `peakmem_` would measure host RSS, so it is not used.
-* greyhound providers call the public functions with `check_target=False`: like every peer, no host-side check
-  of the targets (that check costs one host sync; its price is in docs/perf/).
 * Modes: `full` = forward + backward, `forward` = output only with no gradient required, `backward` = the
-  backward of a forward run (untimed) in setup.
+  backward of a forward run (untimed) before each call.
+* greyhound providers call the public functions with `check_target=False`: like every peer, no host-side check.
 """
 import abc
 import functools
+import gc
+import itertools
+import json
 import os
+import statistics
 import time
+import traceback
 
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() must not initialise CUDA before fork
+# Compiled kernels survive asv's per-commit environments and temporary working directories: absolute cache paths.
+_CACHE_ROOT = os.path.join(os.path.expanduser(os.environ.get("GREYHOUND_CACHE_DIR", "~/.cache/greyhound")))
+os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(_CACHE_ROOT, "triton"))
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE_ROOT, "inductor"))
 
 import torch  # noqa: E402
 from asv_runner.benchmarks.mark import SkipNotImplemented  # noqa: E402
@@ -43,19 +61,27 @@ L2_FLUSH_BYTES = 256 * 2**20  # the same buffer size triton.testing.do_bench zer
 # GPU cycles (~0.3 ms at 1.98 GHz) the device spins before each timed call, so the host's Python prologue (argument
 # checks, launches) is queued ahead of the device as in do_bench's back-to-back loop, not timed as idle GPU.
 HEAD_START_CYCLES = 600_000
+SAMPLES = 20  # timed calls per series: asv's `repeat`, replayed exactly
+WARMUP_WINDOW = 5  # calls per window of the warm-up's stability test
+WARMUP_TOLERANCE = 0.01  # two consecutive windows' medians within 1%: warm
+WARMUP_MAX_SECONDS = 3.0 if ON_GPU else 0.5
+# Bump when what a figure means changes (timing method, inputs, gate). asv keeps results of one version together;
+# with the default (a hash of the benchmark's source) any edit to this file would orphan the whole history.
+MEASUREMENT_VERSION = "2"
+PROFILE_ENV = "GREYHOUND_BENCH_PROFILE"  # a JSON-lines file: every measurement's cost breakdown is appended
 
 _device_seconds = [0.0]
 
 
-def served_providers(providers):
-    """The providers a suite runs here: on the CPU torch-compile is left out (tens of seconds of C++ compilation
-    per benchmark process for a number nobody tracks)."""
-    return list(providers) if ON_GPU else [p for p in providers if p != "torch-compile"]
+def grid(**values):
+    """Shape dicts of the cartesian product of the given values, in argument order: grid(a=[1, 2], b=[3])."""
+    names = list(values)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(values[n] for n in names))]
 
 
-def device_clock():
-    """asv timer: seconds of CUDA-event time accumulated by `KernelSuite.timed_call` (wall clock on the CPU)."""
-    return _device_seconds[0] if ON_GPU else time.perf_counter()
+def replay_clock():
+    """asv timer: the running sum of the samples handed to asv by `time_` (see the module docstring)."""
+    return _device_seconds[0]
 
 
 def random_logits(batch_size, vocab_size, dtype):
@@ -90,38 +116,112 @@ def _l2_flush_buffer():
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=DEVICE)
 
 
+def _process_age_seconds():
+    """Seconds since this process was created (fork included), from /proc; None where /proc is missing."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def warm_up_gpu():
+    """Run a bf16 matmul loop until its time stops falling (clocks ramped up from idle); returns the phase record."""
+    start = time.perf_counter()
+    a = torch.randn(4096, 4096, device=DEVICE, dtype=torch.bfloat16)
+    times = []
+    while time.perf_counter() - start < WARMUP_MAX_SECONDS:
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(10):
+            torch.mm(a, a)
+        end.record()
+        end.synchronize()
+        times.append(begin.elapsed_time(end))
+        if len(times) >= 6 and abs(statistics.median(times[-3:]) / statistics.median(times[-6:-3]) - 1) <= 0.005:
+            break
+    del a
+    return {"gpu_warmup": time.perf_counter() - start, "gpu_warmup_first_over_last": times[0] / times[-1]}
+
+
+def measurement(samples=None, peak_bytes=None, error=None, skipped=None, phases=None):
+    """One (provider, mode, shape) as measured: samples (seconds), peak_bytes, error or skipped, phases (seconds).
+    A plain dict, so asv can pickle it from the setup_cache process to the benchmark processes."""
+    return {"samples": samples, "peak_bytes": peak_bytes, "error": error, "skipped": skipped, "phases": phases or {}}
+
+
 class KernelSuite(abc.ABC):
     """Base of every kernel suite; abstract, so asv does not collect it as a benchmark itself."""
 
     kernel_name: str
     x_name: str
-    timer = staticmethod(device_clock)
-    # Samples per benchmark (min, max, max seconds); asv's p20/p80 come from them (`--record-samples`).
-    repeat = (10, 40, 10.0)
-    warmup_time = 0.0  # the correctness gate in setup already ran every provider (compiles, autotunes) once
-    timeout = 600
-    processes = 1
+    providers: list
+    modes = MODES
+    gpu_shapes: list
+    cpu_shapes: list
+    tier = "tracked"  # or "sweep": which `python -m tools.bench --tier` runs it (class names end in Tracked/Sweep)
+    # asv attributes; all of them land in benchmarks.json, so none may depend on the machine.
+    timer = staticmethod(replay_clock)
+    repeat = SAMPLES
+    number = 1
+    warmup_time = 0.0  # the measurement already warmed up; the replay needs none
+    min_run_count = 1
     rounds = 1
+    timeout = 120  # one replay or peak lookup; the measuring itself runs under SETUP_CACHE_TIMEOUT
+    version = MEASUREMENT_VERSION
+    SETUP_CACHE_TIMEOUT = 3600
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if inspect_abstract(cls):
+        if getattr(cls, "kernel_name", None) is None:
             return
-        names = list(cls.param_names)
-        if names[:2] != ["provider", "mode"] or cls.x_name not in names:
-            raise TypeError(f"{cls.__name__}.param_names must start with provider, mode and include x_name "
-                            f"{cls.x_name!r}, got {names}")
-        # asv copies function attributes into benchmarks.json: tools.export reads kernel_name and x_name there.
+        if "setup_cache" not in cls.__dict__:
+            # asv keys the cache by the setup_cache's source line: an inherited one would hand this class its
+            # parent's measurements.
+            raise TypeError(f"{cls.__name__} must define its own `def setup_cache(self): return self.measure_grid()`")
+        cls.__dict__["setup_cache"].timeout = cls.SETUP_CACHE_TIMEOUT
+        shapes = list(cls.gpu_shapes) + list(cls.cpu_shapes)
+        shape_names = list(shapes[0])
+        for shape in shapes:
+            if list(shape) != shape_names:
+                raise TypeError(f"{cls.__name__}: every shape must name {shape_names} in that order, got {list(shape)}")
+        if cls.x_name not in shape_names:
+            raise TypeError(f"{cls.__name__}.x_name {cls.x_name!r} is not one of its shape names {shape_names}")
+        values = [list(dict.fromkeys(shape[n] for shape in shapes)) for n in shape_names]
+        cls.param_names = ["provider", "mode", *shape_names]
+        cls.params = [list(cls.providers), list(cls.modes), *values]
+        # Combinations this machine does not measure: asv_runner skips them before setup (n/a). A frozenset, which
+        # asv does not copy into benchmarks.json (it keeps only str/int/float/list/dict/bool attributes).
+        cls.skip_params = frozenset(combo for combo in itertools.product(*cls.params) if not cls._serves_here(combo))
         for prefix, unit in (("time_", None), ("track_peakmem_", "bytes")):
-            method = getattr(cls, prefix + cls.kernel_name, None)
-            if method is None:
-                raise TypeError(f"{cls.__name__} must define {prefix}{cls.kernel_name}")
-            if getattr(method, "x_name", cls.x_name) != cls.x_name:  # relabelling would change the parent's too
-                raise TypeError(f"{cls.__name__} changes x_name: it must define its own {prefix}{cls.kernel_name}")
-            method.kernel_name, method.x_name = cls.kernel_name, cls.x_name
+            method = _make_benchmark(prefix, cls)
+            method.kernel_name, method.x_name, method.tier = cls.kernel_name, cls.x_name, cls.tier
             if unit:
                 method.unit = unit
-                method.skip_benchmark = not ON_GPU  # asv leaves it out where there is no CUDA memory to measure
+            setattr(cls, prefix + cls.kernel_name, method)
+
+    @classmethod
+    def _serves_here(cls, combo):
+        provider, mode, *values = combo
+        shape = dict(zip(cls.param_names[2:], values))
+        if shape not in (cls.gpu_shapes if ON_GPU else cls.cpu_shapes):
+            return False
+        if not ON_GPU and provider == "torch-compile":  # tens of seconds of C++ compilation for a CPU smoke figure
+            return False
+        return cls.serves(provider, mode, shape)
+
+    @classmethod
+    def serves(cls, provider, mode, shape):
+        """Whether a provider has this mode at this shape (e.g. an inference-only path has no `full`)."""
+        return True
+
+    @classmethod
+    def served_combos(cls):
+        """The (provider, mode, *shape values) combinations this machine measures, in asv's order."""
+        return [combo for combo in itertools.product(*cls.params) if combo not in cls.skip_params]
 
     # --- what a suite declares -------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -148,59 +248,108 @@ class KernelSuite(abc.ABC):
             if not err <= tol:
                 raise AssertionError(f"{self.kernel_name}/{provider}: output {i} relative error {err:.3g} > {tol:g}")
 
-    # --- asv hooks ---------------------------------------------------------------------------------------------
-    def setup(self, provider, mode, *shape_values):
-        providers.require(provider)
-        shape = dict(zip(self.param_names[2:], shape_values))
-        key = (provider, mode, *shape_values)
-        if getattr(self, "_prepared", None) != key:  # asv re-runs setup before every sample: prepare once
-            self._prepare(provider, mode, shape)
-            self._prepared = key
-        for t in self._grad_inputs.values():
-            t.grad = None
-        if mode == "backward":
-            self._outputs = self._forward_for_backward()
+    # --- measuring (in setup_cache, or the sweep command) ----------------------------------------------------
+    def measure_grid(self, combos=None):
+        """Measure `combos` (default: all this machine serves) in this process: {combo: measurement dict}."""
+        combos = self.served_combos() if combos is None else [tuple(c) for c in combos]
+        process = {"process_start": _process_age_seconds()}
+        if ON_GPU and combos:
+            t0 = time.perf_counter()
+            torch.cuda.init()
+            torch.empty(1, device=DEVICE)
+            process["cuda_init"] = time.perf_counter() - t0
+            process.update(warm_up_gpu())
+        measured = {}
+        for combo in combos:
+            measured[combo] = type(self)().measure(*combo)
+        if os.environ.get(PROFILE_ENV):
+            _append_profile(type(self).__name__, process, measured)
+        return measured
 
-    def _prepare(self, provider, mode, shape):
+    def measure(self, provider, mode, *shape_values):
+        """One combination: gate, warm up, SAMPLES timed calls, one peak-memory call. Never raises for the
+        kernel's own failures: they are recorded (error) and the next combination goes on."""
+        phases = {}
+        try:
+            self.prepare(provider, mode, *shape_values, phases=phases)
+            t0 = time.perf_counter()
+            phases["warmup_calls"] = self.warm_up()
+            phases["warmup"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            samples = self.sample_times(SAMPLES)
+            phases["samples"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            peak = self.peak_memory() if ON_GPU else None
+            phases["memory"] = time.perf_counter() - t0
+            return measurement(samples=samples, peak_bytes=peak, phases=phases)
+        except NotImplementedError as err:
+            return measurement(skipped=str(err) or type(err).__name__, phases=phases)
+        except Exception as err:  # noqa: BLE001 - the gate's AssertionError, OOM, a crash: recorded, run goes on
+            detail = "".join(traceback.format_exception_only(type(err), err)).strip()
+            return measurement(error=f"{provider}/{mode}/{shape_values}: {detail}", phases=phases)
+        finally:
+            t0 = time.perf_counter()
+            self.release()
+            phases["cleanup"] = time.perf_counter() - t0
+
+    def prepare(self, provider, mode, *shape_values, phases=None):
+        """Fresh inputs, the provider, and the correctness gate (its first call compiles and loads kernels);
+        records the seconds each phase took in `phases` and returns it. Raises NotImplementedError for a provider
+        not installed here, AssertionError when the gate fails."""
+        providers.require(provider)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        shape = dict(zip(self.param_names[2:], shape_values))
         self.dtype = DTYPES[shape["dtype"]] if "dtype" in shape else torch.float32
-        self.inputs, grad_names = self.make_inputs(**shape)
         self.mode, self.provider = mode, provider
+        phases = {} if phases is None else phases
+        t0 = time.perf_counter()
+        self.inputs, grad_names = self.make_inputs(**shape)
         self.fn = self.provider_fn(provider, **shape)
         needs_grad = mode != "forward"
         self._grad_inputs = {n: self.inputs[n] for n in grad_names} if needs_grad else {}
         for t in self._grad_inputs.values():
             t.requires_grad_(True)
-        self._gate()
-        if ON_GPU:
-            self._start, self._end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            _l2_flush_buffer()
+        phases["inputs"] = _synced_since(t0)
+        self._gate(phases)
+        return phases
 
-    def _gate(self):
-        """Run the provider once (this also warms it up) and compare with the fp64 reference."""
-        ref_inputs = {n: (t.detach().double().requires_grad_(n in self._grad_inputs) if t.is_floating_point()
-                          else t) for n, t in self.inputs.items()}
-        ref = _as_tuple(self.reference(*ref_inputs.values()))
+    def _gate(self, phases):
+        """Run the provider once (compiles, loads kernels) and compare with the fp64 reference."""
+        t0 = time.perf_counter()
         if self.mode == "forward":
             with self.forward_context(self.provider):
                 out = _as_tuple(self.fn(*self.inputs.values()))
-            self.check_output(self.provider, out, ref, self.dtype)
-            return
-        out = _as_tuple(self.fn(*self.inputs.values()))
+        else:
+            out = _as_tuple(self.fn(*self.inputs.values()))
+            self._grad_outputs = [torch.randn_like(o) if o.dim() else torch.ones_like(o)
+                                  for o in out if o.requires_grad]
+            torch.autograd.backward([o for o in out if o.requires_grad], self._grad_outputs)
+        phases["first_call"] = _synced_since(t0)
+        t0 = time.perf_counter()
+        ref_inputs = {n: (t.detach().double().requires_grad_(n in self._grad_inputs) if t.is_floating_point()
+                          else t) for n, t in self.inputs.items()}
+        ref = _as_tuple(self.reference(*ref_inputs.values()))
+        if self.mode != "forward":
+            ref_out = [r for r in ref if r.requires_grad]
+            torch.autograd.backward(ref_out, [g.double() for g in self._grad_outputs])
+        phases["reference"] = _synced_since(t0)
+        t0 = time.perf_counter()
         self.check_output(self.provider, out, ref, self.dtype)
-        self._grad_outputs = [torch.randn_like(o) if o.dim() else torch.ones_like(o)
-                              for o in out if o.requires_grad]
-        torch.autograd.backward([o for o in out if o.requires_grad], self._grad_outputs)
-        ref_out = [r for r in ref if r.requires_grad]
-        torch.autograd.backward(ref_out, [g.double() for g in self._grad_outputs])
         tol = TOLERANCE[self.dtype]
         for name, t in self._grad_inputs.items():
             err = relative_error(t.grad, ref_inputs[name].grad)
             if not err <= tol:
                 raise AssertionError(f"{self.kernel_name}/{self.provider}: grad of {name} relative error "
                                      f"{err:.3g} > {tol:g}")
+        phases["check"] = time.perf_counter() - t0
         del ref, ref_inputs, out
+
+    def _before_call(self):
+        for t in self._grad_inputs.values():
+            t.grad = None
+        if self.mode == "backward":
+            self._outputs = self._forward_for_backward()
 
     def _forward_for_backward(self):
         return [o for o in _as_tuple(self.fn(*self.inputs.values())) if o.requires_grad]
@@ -215,23 +364,44 @@ class KernelSuite(abc.ABC):
             outputs, self._outputs = self._outputs, None
         torch.autograd.backward(outputs, self._grad_outputs)
 
-    def timed_call(self):
-        """The body of every suite's time_ method: one call, timed by CUDA events on a GPU."""
+    def sample_times(self, n):
+        """n calls, in seconds each, measured as triton.testing.do_bench does: on a GPU the calls are queued back to
+        back (the host runs ahead of the device), each after an L2 flush and bracketed by CUDA events, with one
+        synchronisation at the end; a device spin first gives the host its head start. CPU: wall clock per call."""
         if not ON_GPU:
-            self._call()
-            return
+            times = []
+            for _ in range(n):
+                self._before_call()
+                t0 = time.perf_counter()
+                self._call()
+                times.append(time.perf_counter() - t0)
+            return times
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        flush = _l2_flush_buffer()
         torch.cuda._sleep(HEAD_START_CYCLES)
-        _l2_flush_buffer().zero_()
-        self._start.record()
-        self._call()
-        self._end.record()
-        self._end.synchronize()
-        _device_seconds[0] += self._start.elapsed_time(self._end) * 1e-3
+        for start, end in zip(starts, ends):
+            self._before_call()
+            flush.zero_()
+            start.record()
+            self._call()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) * 1e-3 for start, end in zip(starts, ends)]
+
+    def warm_up(self):
+        """Call in windows of WARMUP_WINDOW until two consecutive windows' medians agree within WARMUP_TOLERANCE
+        (or WARMUP_MAX_SECONDS pass); returns the number of calls."""
+        windows, start = [], time.perf_counter()
+        while time.perf_counter() - start < WARMUP_MAX_SECONDS:
+            windows.append(statistics.median(self.sample_times(WARMUP_WINDOW)))
+            if len(windows) >= 2 and abs(windows[-1] / windows[-2] - 1) <= WARMUP_TOLERANCE:
+                break
+        return len(windows) * WARMUP_WINDOW
 
     def peak_memory(self):
-        """The body of every suite's track_peakmem_ method: bytes of CUDA memory above what one call started with."""
-        if not ON_GPU:
-            raise SkipNotImplemented("peak CUDA memory needs a CUDA device")  # for direct calls; asv skips it
+        """Bytes of CUDA memory allocated during one call above what it started with."""
+        self._before_call()
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
@@ -239,7 +409,75 @@ class KernelSuite(abc.ABC):
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - before
 
+    def release(self):
+        """Drop this combination's tensors, compiled graphs and cached blocks before the next one."""
+        for name in ("inputs", "fn", "_grad_inputs", "_grad_outputs", "_outputs"):
+            self.__dict__.pop(name, None)
+        gc.collect()
+        if self.__dict__.pop("_compiled", False):
+            torch._dynamo.reset()
+        if ON_GPU:
+            torch.cuda.empty_cache()
 
-def inspect_abstract(cls):
-    # ABCMeta has not computed __abstractmethods__ yet when __init_subclass__ runs: a suite is one naming a kernel.
-    return getattr(cls, "kernel_name", None) is None
+    def compile(self, fn):
+        """torch.compile for a torch-compile provider: static shapes, state reset after the combination."""
+        self._compiled = True
+        return torch.compile(fn, dynamic=False)
+
+    # --- asv hooks: report what setup_cache measured -----------------------------------------------------------
+    def setup(self, measured, provider, mode, *shape_values):
+        key = (provider, mode, *shape_values)
+        if getattr(self, "_replaying", None) == key:  # asv re-runs setup before every sample
+            return
+        result = measured.get(key)
+        if result is None:
+            raise NotImplementedError(f"{key} is not measured on this machine")
+        if result["skipped"]:
+            raise NotImplementedError(result["skipped"])
+        if result["error"]:
+            raise RuntimeError(result["error"])
+        self._replaying, self._measurement = key, result
+        self._next_sample = iter(result["samples"])
+
+    def replay_sample(self):
+        """The body of `time_`: hand asv the next recorded sample through `replay_clock`."""
+        try:
+            _device_seconds[0] += next(self._next_sample)
+        except StopIteration:
+            raise RuntimeError(f"asv asked for more than the {SAMPLES} samples measured per series "
+                               f"(repeat/number were overridden?)") from None
+
+    def recorded_peak_memory(self):
+        """The body of `track_peakmem_`: the recorded peak (n/a where there is no CUDA memory to measure)."""
+        peak = self._measurement["peak_bytes"]
+        if peak is None:
+            raise SkipNotImplemented("peak CUDA memory needs a CUDA device")
+        return peak
+
+
+def _make_benchmark(prefix, cls):
+    """A fresh function per class, so one class's attributes (x_name, kernel_name) never relabel another's."""
+    if prefix == "time_":
+        def benchmark(self, measured, *params):
+            self.replay_sample()
+    else:
+        def benchmark(self, measured, *params):
+            return self.recorded_peak_memory()
+    benchmark.__name__ = prefix + cls.kernel_name
+    benchmark.__qualname__ = f"{cls.__qualname__}.{benchmark.__name__}"
+    return benchmark
+
+
+def _synced_since(t0):
+    if ON_GPU:
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def _append_profile(suite, process, measured):
+    with open(os.environ[PROFILE_ENV], "a") as f:
+        f.write(json.dumps({"suite": suite, "process": process, "time": time.time(),
+                            "combos": [{"combo": list(map(str, combo)), "phases": m["phases"],
+                                        "p50": statistics.median(m["samples"]) if m["samples"] else None,
+                                        "error": m["error"], "skipped": m["skipped"]}
+                                       for combo, m in measured.items()]}) + "\n")

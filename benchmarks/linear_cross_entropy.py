@@ -1,14 +1,13 @@
 """chunked_linear_cross_entropy: greyhound vs torch eager/compile, Liger, cut-cross-entropy and fla.
 
-Two sweeps: the vocabulary at d_model=4096 (x: vocab_size), and the 2-D sweep d_model x vocab_size (x: d_model,
+Tracked (every commit): BT=8192, d_model=4096, V=128256, bf16, greyhound and the best peer by time (torch.compile),
+every mode. Sweeps (nightly): the vocabulary at d_model=4096 (x: vocab_size), and d_model x vocab_size (x: d_model,
 vocab_size in the fixed config), which tools.plot draws as a Plotly page.
 """
 import functools
 
-import torch
-
 from . import harness
-from .harness import MODES, ON_GPU
+from .harness import grid
 
 PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "cut-cross-entropy", "fla"]
 
@@ -18,14 +17,15 @@ def _reference(x, weight, target):
     return chunked_linear_cross_entropy_reference(x, weight, target)
 
 
-class ChunkedLinearCrossEntropy(harness.KernelSuite):
+class ChunkedLinearCrossEntropyTracked(harness.KernelSuite):
     kernel_name = "chunked_linear_cross_entropy"
     x_name = "vocab_size"
-    param_names = ["provider", "mode", "batch_size", "d_model", "vocab_size", "dtype"]
-    if ON_GPU:
-        params = [harness.served_providers(PROVIDERS), MODES, [8192], [4096], [32768, 65536, 128256, 262144], ["bfloat16"]]
-    else:
-        params = [harness.served_providers(PROVIDERS), MODES, [32], [64], [1000, 4096], ["float32"]]
+    providers = ["greyhound", "torch-compile"]
+    gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[128256], dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
         return harness.random_lm_head(batch_size, d_model, vocab_size, dtype)
@@ -40,7 +40,7 @@ class ChunkedLinearCrossEntropy(harness.KernelSuite):
         if provider == "torch-eager":
             return _reference
         if provider == "torch-compile":
-            return torch.compile(_reference)
+            return self.compile(_reference)
         if provider == "liger":
             from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
             loss = LigerFusedLinearCrossEntropyLoss()
@@ -54,23 +54,24 @@ class ChunkedLinearCrossEntropy(harness.KernelSuite):
             return lambda x, weight, target: loss(x, target, weight)
         raise ValueError(f"provider {provider!r} is not one of {PROVIDERS}")
 
-    def time_chunked_linear_cross_entropy(self, *params):
-        self.timed_call()
 
-    def track_peakmem_chunked_linear_cross_entropy(self, *params):
-        return self.peak_memory()
+class ChunkedLinearCrossEntropyVocabSweep(ChunkedLinearCrossEntropyTracked):
+    tier = "sweep"
+    providers = PROVIDERS
+    gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[32768, 65536, 128256, 262144],
+                      dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000, 4096], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()
 
 
-class ChunkedLinearCrossEntropy2D(ChunkedLinearCrossEntropy):
+class ChunkedLinearCrossEntropy2DSweep(ChunkedLinearCrossEntropyTracked):
+    tier = "sweep"
     x_name = "d_model"
-    param_names = ["provider", "mode", "batch_size", "d_model", "vocab_size", "dtype"]
-    if ON_GPU:
-        params = [harness.served_providers(PROVIDERS), MODES, [8192], [4096, 8192], [65536, 128256], ["bfloat16"]]
-    else:
-        params = [harness.served_providers(PROVIDERS), MODES, [32], [32, 64], [1000, 2048], ["float32"]]
+    providers = PROVIDERS
+    gpu_shapes = grid(batch_size=[8192], d_model=[4096, 8192], vocab_size=[65536, 128256], dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[32], d_model=[32, 64], vocab_size=[1000, 2048], dtype=["float32"])
 
-    def time_chunked_linear_cross_entropy(self, *params):
-        self.timed_call()
-
-    def track_peakmem_chunked_linear_cross_entropy(self, *params):
-        return self.peak_memory()
+    def setup_cache(self):
+        return self.measure_grid()

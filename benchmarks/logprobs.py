@@ -1,11 +1,13 @@
 """logprobs (from logits) and linear_logprobs (from hidden states and the lm-head weight): greyhound vs torch
-eager/compile and the peers' per-token cross-entropy (negated: -CE(reduction='none') is the log-probability)."""
+eager/compile and the peers' per-token cross-entropy (negated: -CE(reduction='none') is the log-probability).
+
+Tracked (every commit): BT=8192, V=128256, d_model=4096, bf16, greyhound and the best peer (fla for logprobs,
+torch.compile for linear_logprobs), every mode. Sweeps (nightly): the vocabulary, every provider.
+"""
 import functools
 
-import torch
-
 from . import harness
-from .harness import MODES, ON_GPU
+from .harness import grid
 
 PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "fla"]
 LINEAR_PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "cut-cross-entropy"]
@@ -21,14 +23,15 @@ def _linear_logprobs_reference(hidden, weight, target):
     return linear_logprobs_reference(hidden, weight, target)
 
 
-class Logprobs(harness.KernelSuite):
+class LogprobsTracked(harness.KernelSuite):
     kernel_name = "logprobs"
     x_name = "vocab_size"
-    param_names = ["provider", "mode", "batch_size", "vocab_size", "dtype"]
-    if ON_GPU:
-        params = [harness.served_providers(PROVIDERS), MODES, [8192], [32768, 65536, 128256, 262144], ["bfloat16"]]
-    else:
-        params = [harness.served_providers(PROVIDERS), MODES, [32], [1000, 4096], ["float32"]]
+    providers = ["greyhound", "fla"]
+    gpu_shapes = grid(batch_size=[8192], vocab_size=[128256], dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[32], vocab_size=[1000], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()
 
     def make_inputs(self, batch_size, vocab_size, dtype):
         return harness.random_logits(batch_size, vocab_size, dtype)
@@ -43,7 +46,7 @@ class Logprobs(harness.KernelSuite):
         if provider == "torch-eager":
             return _logprobs_reference
         if provider == "torch-compile":
-            return torch.compile(_logprobs_reference)
+            return self.compile(_logprobs_reference)
         if provider == "liger":
             from liger_kernel.transformers.functional import liger_cross_entropy
             return lambda logits, target: -liger_cross_entropy(logits, target, reduction="none")
@@ -53,21 +56,26 @@ class Logprobs(harness.KernelSuite):
             return lambda logits, target: -loss(logits, target)
         raise ValueError(f"provider {provider!r} is not one of {PROVIDERS}")
 
-    def time_logprobs(self, *params):
-        self.timed_call()
 
-    def track_peakmem_logprobs(self, *params):
-        return self.peak_memory()
+class LogprobsVocabSweep(LogprobsTracked):
+    tier = "sweep"
+    providers = PROVIDERS
+    gpu_shapes = grid(batch_size=[8192], vocab_size=[32768, 65536, 128256, 262144], dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[32], vocab_size=[1000, 4096], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()
 
 
-class LinearLogprobs(harness.KernelSuite):
+class LinearLogprobsTracked(harness.KernelSuite):
     kernel_name = "linear_logprobs"
     x_name = "vocab_size"
-    param_names = ["provider", "mode", "batch_size", "d_model", "vocab_size", "dtype"]
-    if ON_GPU:
-        params = [harness.served_providers(LINEAR_PROVIDERS), MODES, [8192], [4096], [32768, 65536, 128256, 262144], ["bfloat16"]]
-    else:
-        params = [harness.served_providers(LINEAR_PROVIDERS), MODES, [32], [64], [1000, 4096], ["float32"]]
+    providers = ["greyhound", "torch-compile"]
+    gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[128256], dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
         return harness.random_lm_head(batch_size, d_model, vocab_size, dtype, hidden_name="hidden")
@@ -82,7 +90,7 @@ class LinearLogprobs(harness.KernelSuite):
         if provider == "torch-eager":
             return _linear_logprobs_reference
         if provider == "torch-compile":
-            return torch.compile(_linear_logprobs_reference)
+            return self.compile(_linear_logprobs_reference)
         if provider == "liger":
             from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
             loss = LigerFusedLinearCrossEntropyLoss(reduction="none")
@@ -92,8 +100,13 @@ class LinearLogprobs(harness.KernelSuite):
             return lambda hidden, weight, target: -linear_cross_entropy(hidden, weight, target, reduction="none")
         raise ValueError(f"provider {provider!r} is not one of {LINEAR_PROVIDERS}")
 
-    def time_linear_logprobs(self, *params):
-        self.timed_call()
 
-    def track_peakmem_linear_logprobs(self, *params):
-        return self.peak_memory()
+class LinearLogprobsVocabSweep(LinearLogprobsTracked):
+    tier = "sweep"
+    providers = LINEAR_PROVIDERS
+    gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[32768, 65536, 128256, 262144],
+                      dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000, 4096], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_grid()

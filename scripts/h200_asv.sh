@@ -1,26 +1,39 @@
 #!/bin/bash
-# asv on the offline H200 (through the device tool), for the commit in .carry/repo.bundle:
-#   here:   git bundle create .carry/repo.bundle main   (and ../shared/device/carry-wheels.sh for .whl/)
-#   device: DEADLINE=540 bash scripts/h200_asv.sh REGEX [REGEX ...]     carry: [".whl", ".carry"]
-# Each REGEX is one `asv run -b REGEX HEAD^!`, in the order given (most important first), stopped when the
-# DEADLINE (seconds from start) passes; asv keeps each finished benchmark in the results file.
-# Leaves $OUT/results.tar.gz (results/ of the run) and $OUT/asv.log. Bring the results in with
-#   python -m tools.merge_results <files_at>/results.tar.gz      (merges per benchmark; never unpack over results/:
-# /tmp/gh is cloned afresh each call, so a call's file holds only that call's slices of the commit).
+# asv on the offline H200 (through the device tool), on the commits in .carry/repo.bundle:
+#   here:   git bundle create .carry/repo.bundle --all   (and ../shared/device/carry-wheels.sh for .whl/)
+#   device: DEADLINE=540 bash scripts/h200_asv.sh "RANGE REGEX" ["RANGE REGEX" ...]     carry: [".whl", ".carry"]
+# Each argument is one `asv run --record-samples -b REGEX RANGE` (e.g. "HEAD~4..HEAD Tracked\."), run in the order
+# given under one DEADLINE (seconds from start); asv keeps each finished benchmark in the results file.
+# CHECKOUT=<commit> runs the suites of that commit (default: main); TAG names this call's files.
+# Leaves $OUT/results-$TAG.tar.gz (results/ of the run), $OUT/asv-$TAG.log, $OUT/profile-$TAG.jsonl (every
+# measurement's cost breakdown, benchmarks/harness.py) and $OUT/gpu-$TAG.log (nvidia-smi before and after each run:
+# which GPU, its clocks and temperature; nothing is set). Bring the results in with
+#   python -m tools.merge_results <files_at>/results-$TAG.tar.gz      (merges per benchmark; never unpack over results/)
 set -uo pipefail
 start=$SECONDS
+tag=${TAG:-run}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl PYTHONUNBUFFERED=1
-rm -rf /tmp/gh && git clone -q -b main .carry/repo.bundle /tmp/gh && cd /tmp/gh || exit 1
-git checkout -q -B main
+export GREYHOUND_BENCH_PROFILE=$OUT/profile-$tag.jsonl
+gpu_log() {
+  echo "--- $1 t=$((SECONDS - start))s" >> "$OUT/gpu-$tag.log"
+  nvidia-smi --query-gpu=uuid,pci.bus_id,clocks.sm,clocks.mem,temperature.gpu,power.draw,pstate,utilization.gpu \
+    --format=csv >> "$OUT/gpu-$tag.log" 2>&1
+}
+dir=/tmp/gh-$tag
+rm -rf "$dir" && git clone -q .carry/repo.bundle "$dir" && cd "$dir" || exit 1
+git checkout -q -B main origin/main && git checkout -q "${CHECKOUT:-main}" || exit 1
 machine=$(python3 -m tools.asv_machine --machine nvidia-h200) || exit 1
-for regex in "$@"; do
+gpu_log "start"
+for spec in "$@"; do
+  range=${spec%% *} regex=${spec#* }
   left=$(( ${DEADLINE:-540} - (SECONDS - start) ))
-  if (( left < 20 )); then echo "deadline: not run: $regex" | tee -a "$OUT/asv.log"; continue; fi
-  echo "=== asv run -b $regex (${left}s left)" | tee -a "$OUT/asv.log"
-  timeout "$left" python3 -m asv run --machine "$machine" --record-samples --show-stderr -b "$regex" HEAD^! \
-    >> "$OUT/asv.log" 2>&1
-  echo "=== exit $? after $((SECONDS - start))s" | tee -a "$OUT/asv.log"
+  if (( left < 20 )); then echo "deadline: not run: $spec" | tee -a "$OUT/asv-$tag.log"; continue; fi
+  echo "=== asv run -b $regex $range (${left}s left, t=$((SECONDS - start))s)" | tee -a "$OUT/asv-$tag.log"
+  timeout "$left" python3 -m asv run --machine "$machine" --record-samples --show-stderr -b "$regex" "$range" \
+    >> "$OUT/asv-$tag.log" 2>&1
+  echo "=== exit $? at t=$((SECONDS - start))s" | tee -a "$OUT/asv-$tag.log"
+  gpu_log "after $spec"
 done
-tar czf "$OUT/results.tar.gz" results/
-grep -E "^\[|failed|Error" "$OUT/asv.log" | grep -v " ok$" | tail -n 40
+tar czf "$OUT/results-$tag.tar.gz" results/
+grep -E "^\[|failed|Error" "$OUT/asv-$tag.log" | grep -v " ok$" | tail -n 20

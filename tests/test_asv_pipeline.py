@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = r"time_cross_entropy_with_grad\('greyhound', 'forward', 32, 1000,"
+BENCH = r"CrossEntropyWithGradTracked\.time_cross_entropy_with_grad\('greyhound', 'forward', 32, 1000,"
 SLOWDOWN = "import time as _t; _t.sleep(0.5)  # injected by the regression-gate test\n"
 
 pytestmark = pytest.mark.slow
@@ -64,7 +64,7 @@ def test_run_gate_export_plot_publish(repo):
     data = json.loads(result_files[0].read_text())
     assert data["params"]["gpu_name"] == "cpu" and data["params"]["torch"]  # machine fields reach every result
     columns = data["result_columns"]
-    entry = data["results"]["cross_entropy.CrossEntropyWithGrad.time_cross_entropy_with_grad"]
+    entry = data["results"]["cross_entropy.CrossEntropyWithGradTracked.time_cross_entropy_with_grad"]
     samples = [s for s in entry[columns.index("samples")] if s]
     assert samples and len(samples[0]) >= 10  # samples recorded: p20/p80 come from them
 

@@ -1,9 +1,12 @@
 """The main job: benchmark the current commit with asv, export the CSV, draw the plots, publish the site.
 
-On a CPU-only machine the suites run small shapes (greyhound through TRITON_INTERPRET=1) and peak-CUDA-memory
-benchmarks are left out; on a GPU the suites run their full sweeps. Each step is the command a user would type:
+By default it runs the tracked tier (every kernel's headline shapes, every greyhound path and the best peer: the
+suites whose class name ends in `Tracked`, a few minutes on an H200); `--tier sweep` runs the full sweeps (classes
+ending in `Sweep`, for a nightly or release run), `--tier all` both. On a CPU-only machine the suites measure their
+small smoke shapes (greyhound through TRITON_INTERPRET=1) and the GPU shapes and peak-CUDA-memory figures read n/a.
+Each step is the command a user would type:
   python -m tools.asv_machine
-  asv run --machine NAME --record-samples HEAD^!
+  asv run --machine NAME --record-samples -b 'Tracked\.' HEAD^!
   python -m tools.export --results results --csv docs/data/benchmark_data.csv
   python -m tools.plot --csv docs/data/benchmark_data.csv --out docs/public/assets
   asv publish
@@ -13,6 +16,8 @@ import subprocess
 import sys
 
 from tools import asv_machine
+
+TIERS = {"tracked": [r"Tracked\."], "sweep": [r"Sweep\."], "all": []}
 
 
 def _run(cmd):
@@ -24,23 +29,32 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--machine", help="asv machine name (default: from the GPU model, or cpu-<hostname>)")
     parser.add_argument("--range", default="HEAD^!", help="commits for asv run (default: the current commit)")
-    parser.add_argument("-b", "--bench", action="append", default=[], help="asv benchmark regex (repeatable)")
+    parser.add_argument("--tier", choices=sorted(TIERS), default="tracked",
+                        help="tracked (default: every commit's series), sweep (the full sweeps) or all")
+    parser.add_argument("-b", "--bench", action="append", default=[],
+                        help="asv benchmark regex (repeatable; replaces --tier's selection)")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv")
     parser.add_argument("--out", default="docs/public/assets")
     parser.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     args = parser.parse_args(argv)
 
-    machine = args.machine or asv_machine.default_name(asv_machine.describe())
+    info = asv_machine.describe()
+    machine = args.machine or asv_machine.default_name(info)
+    regexes = args.bench or TIERS[args.tier]
     steps = [
         [sys.executable, "-m", "tools.asv_machine", "--machine", machine],
         [sys.executable, "-m", "asv", "run", "--machine", machine, "--record-samples", "--show-stderr",
-         *[a for b in args.bench for a in ("-b", b)], args.range],
+         *[a for b in regexes for a in ("-b", b)], args.range],
         [sys.executable, "-m", "tools.export", "--results", "results", "--csv", args.csv],
         [sys.executable, "-m", "tools.plot", "--csv", args.csv, "--out", args.out],
     ]
     if not args.no_publish:
         steps.append([sys.executable, "-m", "asv", "publish"])
     failed = [" ".join(step[1:4]) for step in steps if _run(step) != 0]
+    if args.tier == "tracked" and not args.bench:
+        where = "on this GPU" if info["gpu_name"] != "cpu" else "(on a CPU: the smoke shapes)"
+        print(f"tools.bench: ran the tracked tier {where}; the full sweeps: python -m tools.bench --tier sweep "
+              f"(or asv run -b 'Sweep\\.' HEAD^!)")
     if failed:
         print(f"tools.bench: steps that failed: {'; '.join(failed)}", file=sys.stderr)
         return 1

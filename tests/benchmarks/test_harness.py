@@ -1,13 +1,24 @@
-"""The harness on the CPU: the correctness gate refuses a wrong provider, modes run, missing packages skip."""
+"""The harness on the CPU: the gate refuses a wrong provider, modes run, missing packages skip, the grid is one
+for every machine, and asv's benchmarks report exactly what setup_cache measured."""
+import itertools
+
 import pytest
 import torch
 
-from benchmarks import harness, providers
-from benchmarks.cross_entropy import CrossEntropyWithGrad
+from benchmarks import cheri_block, cross_entropy, harness, linear_cross_entropy, logprobs, providers
+from benchmarks.cross_entropy import CrossEntropyWithGradTracked
+
+SUITES = [cls for module in (cheri_block, cross_entropy, linear_cross_entropy, logprobs)
+          for cls in vars(module).values()
+          if isinstance(cls, type) and issubclass(cls, harness.KernelSuite) and cls.__module__ == module.__name__]
 
 
-class _Suite(CrossEntropyWithGrad):
-    """The cross-entropy suite with two extra providers: one right, one subtly wrong."""
+class _Suite(CrossEntropyWithGradTracked):
+    """The cross-entropy suite with one extra provider, subtly wrong."""
+    providers = ["greyhound", "greyhound-off-by-a-bit", "liger"]
+
+    def setup_cache(self):
+        return self.measure_grid()
 
     def provider_fn(self, provider, **shape):
         if provider == "greyhound-off-by-a-bit":
@@ -17,27 +28,61 @@ class _Suite(CrossEntropyWithGrad):
 
 
 @pytest.mark.parametrize("mode", ["full", "forward", "backward"])
-def test_gate_accepts_greyhound_and_the_timed_call_runs(mode):
+def test_measure_gates_warms_up_and_samples(mode):
+    result = _Suite().measure("greyhound", mode, 16, 300, "float32")
+    assert result["error"] is None and result["skipped"] is None, result
+    assert len(result["samples"]) == harness.SAMPLES and all(s > 0 for s in result["samples"])
+    assert result["peak_bytes"] is None  # no CUDA memory on the CPU
+    phases = result["phases"]
+    assert phases["warmup_calls"] >= 2 * harness.WARMUP_WINDOW or phases["warmup"] >= harness.WARMUP_MAX_SECONDS
+    assert {"inputs", "first_call", "reference", "check", "samples"} <= set(phases)
+
+
+def test_backward_mode_times_the_backward_only():
     suite = _Suite()
-    suite.setup("greyhound", mode, 16, 300, "float32")
-    suite.setup("greyhound", mode, 16, 300, "float32")  # asv re-runs setup before each sample
-    start = harness.device_clock()
-    suite.timed_call()
-    assert harness.device_clock() > start
-    if mode != "forward":
+    suite.prepare("greyhound", "backward", 16, 300, "float32")
+    try:
+        suite.sample_times(2)
         assert suite.inputs["logits"].grad is not None and torch.isfinite(suite.inputs["logits"].grad).all()
+    finally:
+        suite.release()
 
 
 @pytest.mark.parametrize("mode", ["full", "forward"])
-def test_gate_rejects_a_wrong_provider(mode):
-    with pytest.raises(AssertionError, match="relative error"):
-        _Suite().setup("greyhound-off-by-a-bit", mode, 16, 300, "float32")
+def test_gate_failure_is_recorded_and_reported_as_an_asv_failure(mode):
+    measured = _Suite().measure_grid([("greyhound-off-by-a-bit", mode, 16, 300, "float32"),
+                                      ("greyhound", mode, 16, 300, "float32")])
+    wrong, right = measured.values()
+    assert "relative error" in wrong["error"] and wrong["samples"] is None
+    assert right["error"] is None  # the run goes on after a failure
+    suite = _Suite()
+    with pytest.raises(RuntimeError, match="relative error"):
+        suite.setup(measured, "greyhound-off-by-a-bit", mode, 16, 300, "float32")
 
 
 def test_missing_third_party_package_is_a_skip(monkeypatch):
     monkeypatch.setitem(providers.THIRD_PARTY, "liger", "surely_not_an_installed_module_xyz")
+    measured = _Suite().measure_grid([("liger", "full", 16, 300, "float32")])
+    assert "not installed" in measured[("liger", "full", 16, 300, "float32")]["skipped"]
     with pytest.raises(NotImplementedError, match="not installed"):
-        _Suite().setup("liger", "full", 16, 300, "float32")
+        _Suite().setup(measured, "liger", "full", 16, 300, "float32")
+
+
+def test_time_replays_exactly_the_measured_samples_and_peak_is_na_on_cpu():
+    combo = ("greyhound", "forward", 16, 300, "float32")
+    measured = _Suite().measure_grid([combo])
+    suite = _Suite()
+    replayed = []
+    for _ in range(harness.SAMPLES):  # asv: setup before every sample, then the timer around one call
+        suite.setup(measured, *combo)
+        before = suite.timer()
+        suite.time_cross_entropy_with_grad(measured, *combo)
+        replayed.append(suite.timer() - before)
+    assert replayed == pytest.approx(measured[combo]["samples"], rel=1e-9)
+    with pytest.raises(RuntimeError, match="more than"):
+        suite.time_cross_entropy_with_grad(measured, *combo)
+    with pytest.raises(NotImplementedError):  # asv_runner's SkipNotImplemented: n/a
+        suite.track_peakmem_cross_entropy_with_grad(measured, *combo)
 
 
 def test_unknown_provider_is_a_clear_error():
@@ -45,18 +90,31 @@ def test_unknown_provider_is_a_clear_error():
         providers.require("tourch-eager")
 
 
-def test_suites_carry_kernel_and_x_names_for_export():
-    from benchmarks import cross_entropy, linear_cross_entropy, logprobs
-    for suite in (cross_entropy.CrossEntropyWithGrad, cross_entropy.CrossEntropyWithGradBatch,
-                  linear_cross_entropy.ChunkedLinearCrossEntropy, linear_cross_entropy.ChunkedLinearCrossEntropy2D,
-                  logprobs.Logprobs, logprobs.LinearLogprobs):
-        method = getattr(suite, "time_" + suite.kernel_name)
-        assert (method.kernel_name, method.x_name) == (suite.kernel_name, suite.x_name)
-        assert suite.x_name in suite.param_names and suite.param_names[:2] == ["provider", "mode"]
-        assert getattr(suite, "track_peakmem_" + suite.kernel_name).unit == "bytes"
+@pytest.mark.parametrize("suite", SUITES, ids=lambda s: s.__name__)
+def test_suites_declare_one_grid_for_every_machine(suite):
+    method = getattr(suite, "time_" + suite.kernel_name)
+    assert (method.kernel_name, method.x_name, method.tier) == (suite.kernel_name, suite.x_name, suite.tier)
+    assert suite.__name__.endswith({"tracked": "Tracked", "sweep": "Sweep"}[suite.tier])
+    assert getattr(suite, "track_peakmem_" + suite.kernel_name).unit == "bytes"
+    assert suite.param_names[:2] == ["provider", "mode"] and suite.x_name in suite.param_names
+    combos = set(itertools.product(*suite.params))
+    for shapes in (suite.gpu_shapes, suite.cpu_shapes):  # both grids inside the one params
+        for shape in shapes:
+            assert any(dict(zip(suite.param_names[2:], c[2:])) == shape for c in combos)
+    served = set(suite.served_combos())
+    assert served and served == combos - suite.skip_params
+    assert all(dict(zip(suite.param_names[2:], c[2:])) in suite.cpu_shapes for c in served)  # this is a CPU
+    assert isinstance(suite.skip_params, frozenset)  # asv never writes a frozenset into benchmarks.json
 
 
-def test_a_suite_that_changes_the_x_axis_must_define_its_own_methods():
-    with pytest.raises(TypeError, match="must define its own time_cross_entropy_with_grad"):
-        class _OtherAxis(CrossEntropyWithGrad):  # noqa: F841  (the class statement itself must raise)
+def test_a_suite_must_define_its_own_setup_cache():
+    with pytest.raises(TypeError, match="must define its own"):
+        class _Inherits(CrossEntropyWithGradTracked):  # noqa: F841  (the class statement itself must raise)
             x_name = "batch_size"
+
+
+def test_subclasses_get_their_own_benchmark_functions():
+    sweep = cross_entropy.CrossEntropyWithGradTokenSweep
+    assert sweep.time_cross_entropy_with_grad is not CrossEntropyWithGradTracked.time_cross_entropy_with_grad
+    assert (sweep.time_cross_entropy_with_grad.x_name, CrossEntropyWithGradTracked.time_cross_entropy_with_grad.x_name
+            ) == ("batch_size", "vocab_size")
