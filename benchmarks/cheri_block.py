@@ -24,9 +24,6 @@ class CheriBlockTracked(harness.KernelSuite):
     gpu_shapes = grid(batch_size=[512], n_filters=[128], seq_len=[1024], dtype=["bfloat16", "float32"])
     cpu_shapes = grid(batch_size=[2], n_filters=[16], seq_len=[32], dtype=["float32"])
 
-    def setup_cache(self):
-        return self.measure_grid()
-
     @classmethod
     def serves(cls, provider, mode, shape):
         return mode != "full" or provider in TRAINING_PROVIDERS  # the megakernel is inference only
@@ -75,4 +72,4 @@ class CheriBlockSweep(CheriBlockTracked):
     cpu_shapes = grid(batch_size=[1, 2], n_filters=[16], seq_len=[32], dtype=["float32"])
 
     def setup_cache(self):
-        return self.measure_grid()
+        return self.measure_suite()

@@ -25,9 +25,6 @@ class CrossEntropyWithGradTracked(harness.KernelSuite):
     gpu_shapes = grid(batch_size=[8192], vocab_size=[128256], dtype=["bfloat16"])
     cpu_shapes = [CPU_SHAPE]
 
-    def setup_cache(self):
-        return self.measure_grid()
-
     def make_inputs(self, batch_size, vocab_size, dtype):
         return harness.random_logits(batch_size, vocab_size, dtype)
 
@@ -58,7 +55,7 @@ class CrossEntropyWithGradVocabSweep(CrossEntropyWithGradTracked):
     cpu_shapes = grid(batch_size=[32], vocab_size=[1000, 4096], dtype=["float32"])
 
     def setup_cache(self):
-        return self.measure_grid()
+        return self.measure_suite()
 
 
 class CrossEntropyWithGradTokenSweep(CrossEntropyWithGradTracked):
@@ -69,4 +66,4 @@ class CrossEntropyWithGradTokenSweep(CrossEntropyWithGradTracked):
     cpu_shapes = grid(batch_size=[16, 48], vocab_size=[1000], dtype=["float32"])
 
     def setup_cache(self):
-        return self.measure_grid()
+        return self.measure_suite()

@@ -30,9 +30,11 @@ How a suite is measured (docs/benchmarking.md has the measured costs):
 import abc
 import functools
 import gc
+import importlib
 import itertools
 import json
 import os
+import pkgutil
 import statistics
 import time
 import traceback
@@ -62,15 +64,18 @@ L2_FLUSH_BYTES = 256 * 2**20  # the same buffer size triton.testing.do_bench zer
 # checks, launches) is queued ahead of the device as in do_bench's back-to-back loop, not timed as idle GPU.
 HEAD_START_CYCLES = 600_000
 SAMPLES = 20  # timed calls per series: asv's `repeat`, replayed exactly
-WARMUP_WINDOW = 5  # calls per window of the warm-up's stability test
-WARMUP_TOLERANCE = 0.01  # two consecutive windows' medians within 1%: warm
+WARMUP_WINDOW = 5  # calls per window of the warm-up's stability test (fewer for calls over 5 ms: ~20 ms a window)
+WARMUP_TOLERANCE = 0.01  # two consecutive windows' medians within 1% ...
+WARMUP_TOLERANCE_SECONDS = 0.5e-6  # ... or within 0.5 µs (launch jitter of a few-µs kernel is larger than 1%)
 WARMUP_MAX_SECONDS = 3.0 if ON_GPU else 0.5
 # Bump when what a figure means changes (timing method, inputs, gate). asv keeps results of one version together;
 # with the default (a hash of the benchmark's source) any edit to this file would orphan the whole history.
 MEASUREMENT_VERSION = "2"
 PROFILE_ENV = "GREYHOUND_BENCH_PROFILE"  # a JSON-lines file: every measurement's cost breakdown is appended
+WARM_UP = os.environ.get("GREYHOUND_BENCH_WARMUP", "1") != "0"  # 0: no warm-up at all (to show a cold start)
 
 _device_seconds = [0.0]
+TRACKED = {}  # name -> tracked suite class of this package, filled as the suite modules are imported
 
 
 def grid(**values):
@@ -132,6 +137,7 @@ def warm_up_gpu():
     """Run a bf16 matmul loop until its time stops falling (clocks ramped up from idle); returns the phase record."""
     start = time.perf_counter()
     a = torch.randn(4096, 4096, device=DEVICE, dtype=torch.bfloat16)
+    torch.mm(a, a)  # cuBLAS start-up stays out of the first timed batch
     times = []
     while time.perf_counter() - start < WARMUP_MAX_SECONDS:
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -178,11 +184,15 @@ class KernelSuite(abc.ABC):
         super().__init_subclass__(**kwargs)
         if getattr(cls, "kernel_name", None) is None:
             return
-        if "setup_cache" not in cls.__dict__:
-            # asv keys the cache by the setup_cache's source line: an inherited one would hand this class its
-            # parent's measurements.
-            raise TypeError(f"{cls.__name__} must define its own `def setup_cache(self): return self.measure_grid()`")
-        cls.__dict__["setup_cache"].timeout = cls.SETUP_CACHE_TIMEOUT
+        if cls.tier == "tracked":
+            if cls.__module__.startswith(f"{__package__}."):
+                TRACKED[cls.__name__] = cls
+            cls.setup_cache = measure_tracked_tier
+        elif "setup_cache" not in cls.__dict__:
+            # asv keys the cache by the setup_cache's source line: an inherited one would hand this class another
+            # class's measurements.
+            raise TypeError(f"{cls.__name__} must define its own `def setup_cache(self): return self.measure_suite()`")
+        cls.setup_cache.timeout = cls.SETUP_CACHE_TIMEOUT
         shapes = list(cls.gpu_shapes) + list(cls.cpu_shapes)
         shape_names = list(shapes[0])
         for shape in shapes:
@@ -249,22 +259,14 @@ class KernelSuite(abc.ABC):
                 raise AssertionError(f"{self.kernel_name}/{provider}: output {i} relative error {err:.3g} > {tol:g}")
 
     # --- measuring (in setup_cache, or the sweep command) ----------------------------------------------------
+    def measure_suite(self):
+        """setup_cache of a sweep class: every combination this machine serves, in this process."""
+        return measure_suites([type(self)])
+
     def measure_grid(self, combos=None):
         """Measure `combos` (default: all this machine serves) in this process: {combo: measurement dict}."""
         combos = self.served_combos() if combos is None else [tuple(c) for c in combos]
-        process = {"process_start": _process_age_seconds()}
-        if ON_GPU and combos:
-            t0 = time.perf_counter()
-            torch.cuda.init()
-            torch.empty(1, device=DEVICE)
-            process["cuda_init"] = time.perf_counter() - t0
-            process.update(warm_up_gpu())
-        measured = {}
-        for combo in combos:
-            measured[combo] = type(self)().measure(*combo)
-        if os.environ.get(PROFILE_ENV):
-            _append_profile(type(self).__name__, process, measured)
-        return measured
+        return {combo: type(self)().measure(*combo) for combo in combos}
 
     def measure(self, provider, mode, *shape_values):
         """One combination: gate, warm up, SAMPLES timed calls, one peak-memory call. Never raises for the
@@ -273,7 +275,7 @@ class KernelSuite(abc.ABC):
         try:
             self.prepare(provider, mode, *shape_values, phases=phases)
             t0 = time.perf_counter()
-            phases["warmup_calls"] = self.warm_up()
+            phases["warmup_calls"] = self.warm_up() if WARM_UP else 0
             phases["warmup"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             samples = self.sample_times(SAMPLES)
@@ -390,14 +392,18 @@ class KernelSuite(abc.ABC):
         return [start.elapsed_time(end) * 1e-3 for start, end in zip(starts, ends)]
 
     def warm_up(self):
-        """Call in windows of WARMUP_WINDOW until two consecutive windows' medians agree within WARMUP_TOLERANCE
-        (or WARMUP_MAX_SECONDS pass); returns the number of calls."""
-        windows, start = [], time.perf_counter()
+        """Call in windows until two consecutive windows' medians agree within WARMUP_TOLERANCE (or
+        WARMUP_TOLERANCE_SECONDS), or WARMUP_MAX_SECONDS pass; returns the number of calls."""
+        first = statistics.median(self.sample_times(2))
+        window = max(2, min(WARMUP_WINDOW, int(0.02 / max(first, 1e-9))))
+        calls, windows, start = 2, [], time.perf_counter()
         while time.perf_counter() - start < WARMUP_MAX_SECONDS:
-            windows.append(statistics.median(self.sample_times(WARMUP_WINDOW)))
-            if len(windows) >= 2 and abs(windows[-1] / windows[-2] - 1) <= WARMUP_TOLERANCE:
+            windows.append(statistics.median(self.sample_times(window)))
+            calls += window
+            if len(windows) >= 2 and abs(windows[-1] - windows[-2]) <= max(WARMUP_TOLERANCE * windows[-2],
+                                                                           WARMUP_TOLERANCE_SECONDS):
                 break
-        return len(windows) * WARMUP_WINDOW
+        return calls
 
     def peak_memory(self):
         """Bytes of CUDA memory allocated during one call above what it started with."""
@@ -429,7 +435,7 @@ class KernelSuite(abc.ABC):
         key = (provider, mode, *shape_values)
         if getattr(self, "_replaying", None) == key:  # asv re-runs setup before every sample
             return
-        result = measured.get(key)
+        result = measured.get(type(self).__name__, {}).get(key)
         if result is None:
             raise NotImplementedError(f"{key} is not measured on this machine")
         if result["skipped"]:
@@ -453,6 +459,34 @@ class KernelSuite(abc.ABC):
         if peak is None:
             raise SkipNotImplemented("peak CUDA memory needs a CUDA device")
         return peak
+
+
+def measure_suites(classes):
+    """Measure every served combination of each suite class in this one process: {class name: {combo: measurement}}.
+    CUDA start, the GPU warm-up, imports and kernel loading are paid once for all of them."""
+    process = {"process_start": _process_age_seconds()}
+    if ON_GPU:
+        t0 = time.perf_counter()
+        torch.cuda.init()
+        torch.empty(1, device=DEVICE)
+        process["cuda_init"] = time.perf_counter() - t0
+        if WARM_UP:
+            process.update(warm_up_gpu())
+    measured = {}
+    for cls in classes:
+        measured[cls.__name__] = cls().measure_grid()
+        if os.environ.get(PROFILE_ENV):
+            _append_profile(cls.__name__, process, measured[cls.__name__])
+            process = {}
+    return measured
+
+
+def measure_tracked_tier(self):
+    """setup_cache of every Tracked suite (the same function, hence one asv cache key): the whole tracked tier is
+    measured in one process per commit, whichever tracked benchmark asv runs first."""
+    for module in pkgutil.iter_modules([os.path.dirname(__file__)]):
+        importlib.import_module(f"{__package__}.{module.name}")  # asv imported only the first benchmark's module
+    return measure_suites(sorted(TRACKED.values(), key=lambda cls: cls.__name__))
 
 
 def _make_benchmark(prefix, cls):

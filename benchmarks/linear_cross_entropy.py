@@ -24,9 +24,6 @@ class ChunkedLinearCrossEntropyTracked(harness.KernelSuite):
     gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[128256], dtype=["bfloat16"])
     cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000], dtype=["float32"])
 
-    def setup_cache(self):
-        return self.measure_grid()
-
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
         return harness.random_lm_head(batch_size, d_model, vocab_size, dtype)
 
@@ -63,7 +60,7 @@ class ChunkedLinearCrossEntropyVocabSweep(ChunkedLinearCrossEntropyTracked):
     cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000, 4096], dtype=["float32"])
 
     def setup_cache(self):
-        return self.measure_grid()
+        return self.measure_suite()
 
 
 class ChunkedLinearCrossEntropy2DSweep(ChunkedLinearCrossEntropyTracked):
@@ -74,4 +71,4 @@ class ChunkedLinearCrossEntropy2DSweep(ChunkedLinearCrossEntropyTracked):
     cpu_shapes = grid(batch_size=[32], d_model=[32, 64], vocab_size=[1000, 2048], dtype=["float32"])
 
     def setup_cache(self):
-        return self.measure_grid()
+        return self.measure_suite()

@@ -30,9 +30,6 @@ class LogprobsTracked(harness.KernelSuite):
     gpu_shapes = grid(batch_size=[8192], vocab_size=[128256], dtype=["bfloat16"])
     cpu_shapes = grid(batch_size=[32], vocab_size=[1000], dtype=["float32"])
 
-    def setup_cache(self):
-        return self.measure_grid()
-
     def make_inputs(self, batch_size, vocab_size, dtype):
         return harness.random_logits(batch_size, vocab_size, dtype)
 
@@ -64,7 +61,7 @@ class LogprobsVocabSweep(LogprobsTracked):
     cpu_shapes = grid(batch_size=[32], vocab_size=[1000, 4096], dtype=["float32"])
 
     def setup_cache(self):
-        return self.measure_grid()
+        return self.measure_suite()
 
 
 class LinearLogprobsTracked(harness.KernelSuite):
@@ -73,9 +70,6 @@ class LinearLogprobsTracked(harness.KernelSuite):
     providers = ["greyhound", "torch-compile"]
     gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[128256], dtype=["bfloat16"])
     cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000], dtype=["float32"])
-
-    def setup_cache(self):
-        return self.measure_grid()
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
         return harness.random_lm_head(batch_size, d_model, vocab_size, dtype, hidden_name="hidden")
@@ -109,4 +103,4 @@ class LinearLogprobsVocabSweep(LinearLogprobsTracked):
     cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000, 4096], dtype=["float32"])
 
     def setup_cache(self):
-        return self.measure_grid()
+        return self.measure_suite()

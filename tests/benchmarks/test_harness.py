@@ -17,9 +17,6 @@ class _Suite(CrossEntropyWithGradTracked):
     """The cross-entropy suite with one extra provider, subtly wrong."""
     providers = ["greyhound", "greyhound-off-by-a-bit", "liger"]
 
-    def setup_cache(self):
-        return self.measure_grid()
-
     def provider_fn(self, provider, **shape):
         if provider == "greyhound-off-by-a-bit":
             # 1% off in value and gradient whatever the random draw: five times the fp32 gate's tolerance
@@ -34,7 +31,7 @@ def test_measure_gates_warms_up_and_samples(mode):
     assert len(result["samples"]) == harness.SAMPLES and all(s > 0 for s in result["samples"])
     assert result["peak_bytes"] is None  # no CUDA memory on the CPU
     phases = result["phases"]
-    assert phases["warmup_calls"] >= 2 * harness.WARMUP_WINDOW or phases["warmup"] >= harness.WARMUP_MAX_SECONDS
+    assert phases["warmup_calls"] >= 6 or phases["warmup"] >= harness.WARMUP_MAX_SECONDS
     assert {"inputs", "first_call", "reference", "check", "samples"} <= set(phases)
 
 
@@ -57,7 +54,7 @@ def test_gate_failure_is_recorded_and_reported_as_an_asv_failure(mode):
     assert right["error"] is None  # the run goes on after a failure
     suite = _Suite()
     with pytest.raises(RuntimeError, match="relative error"):
-        suite.setup(measured, "greyhound-off-by-a-bit", mode, 16, 300, "float32")
+        suite.setup({"_Suite": measured}, "greyhound-off-by-a-bit", mode, 16, 300, "float32")
 
 
 def test_missing_third_party_package_is_a_skip(monkeypatch):
@@ -65,12 +62,12 @@ def test_missing_third_party_package_is_a_skip(monkeypatch):
     measured = _Suite().measure_grid([("liger", "full", 16, 300, "float32")])
     assert "not installed" in measured[("liger", "full", 16, 300, "float32")]["skipped"]
     with pytest.raises(NotImplementedError, match="not installed"):
-        _Suite().setup(measured, "liger", "full", 16, 300, "float32")
+        _Suite().setup({"_Suite": measured}, "liger", "full", 16, 300, "float32")
 
 
 def test_time_replays_exactly_the_measured_samples_and_peak_is_na_on_cpu():
     combo = ("greyhound", "forward", 16, 300, "float32")
-    measured = _Suite().measure_grid([combo])
+    measured = {"_Suite": _Suite().measure_grid([combo])}
     suite = _Suite()
     replayed = []
     for _ in range(harness.SAMPLES):  # asv: setup before every sample, then the timer around one call
@@ -78,7 +75,7 @@ def test_time_replays_exactly_the_measured_samples_and_peak_is_na_on_cpu():
         before = suite.timer()
         suite.time_cross_entropy_with_grad(measured, *combo)
         replayed.append(suite.timer() - before)
-    assert replayed == pytest.approx(measured[combo]["samples"], rel=1e-9)
+    assert replayed == pytest.approx(measured["_Suite"][combo]["samples"], rel=1e-9)
     with pytest.raises(RuntimeError, match="more than"):
         suite.time_cross_entropy_with_grad(measured, *combo)
     with pytest.raises(NotImplementedError):  # asv_runner's SkipNotImplemented: n/a
@@ -107,10 +104,19 @@ def test_suites_declare_one_grid_for_every_machine(suite):
     assert isinstance(suite.skip_params, frozenset)  # asv never writes a frozenset into benchmarks.json
 
 
-def test_a_suite_must_define_its_own_setup_cache():
+def test_a_sweep_must_define_its_own_setup_cache():
     with pytest.raises(TypeError, match="must define its own"):
-        class _Inherits(CrossEntropyWithGradTracked):  # noqa: F841  (the class statement itself must raise)
-            x_name = "batch_size"
+        class _InheritsSweep(CrossEntropyWithGradTracked):  # noqa: F841  (the class statement itself must raise)
+            tier = "sweep"
+
+
+def test_the_tracked_tier_shares_one_setup_cache_and_sweeps_have_their_own():
+    from asv_runner.benchmarks._base import get_setup_cache_key
+    tracked = [s for s in SUITES if s.tier == "tracked"]
+    sweeps = [s for s in SUITES if s.tier == "sweep"]
+    assert {get_setup_cache_key(s().setup_cache) for s in tracked} == {get_setup_cache_key(tracked[0]().setup_cache)}
+    assert len({get_setup_cache_key(s().setup_cache) for s in sweeps}) == len(sweeps)
+    assert set(harness.TRACKED.values()) == set(tracked)
 
 
 def test_subclasses_get_their_own_benchmark_functions():
