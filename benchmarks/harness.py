@@ -35,6 +35,7 @@ import itertools
 import json
 import os
 import pkgutil
+import re
 import statistics
 import time
 import traceback
@@ -60,9 +61,10 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 # Relative-norm tolerance against the fp64 reference, by input dtype (bf16 operands land in 1e-3..1e-2).
 TOLERANCE = {torch.float32: 2e-3, torch.float16: 1e-2, torch.bfloat16: 3e-2}
 L2_FLUSH_BYTES = 256 * 2**20  # the same buffer size triton.testing.do_bench zeroes between calls
-# GPU cycles (~0.3 ms at 1.98 GHz) the device spins before each timed call, so the host's Python prologue (argument
-# checks, launches) is queued ahead of the device as in do_bench's back-to-back loop, not timed as idle GPU.
-HEAD_START_CYCLES = 600_000
+# GPU cycles (~1 ms at 1.98 GHz) the device spins before a batch of timed calls, so the host's Python prologue of the
+# first call (argument checks, autograd, launches) is queued ahead of the device, not timed as idle GPU (0.3 ms left
+# the first call of a full-mode batch 7% slow on the H200; the later ones hide behind their predecessors).
+HEAD_START_CYCLES = 2_000_000
 SAMPLES = 20  # timed calls per series: asv's `repeat`, replayed exactly
 WARMUP_WINDOW = 5  # calls per window of the warm-up's stability test (fewer for calls over 5 ms: ~20 ms a window)
 WARMUP_TOLERANCE = 0.01  # two consecutive windows' medians within 1% ...
@@ -75,7 +77,6 @@ PROFILE_ENV = "GREYHOUND_BENCH_PROFILE"  # a JSON-lines file: every measurement'
 WARM_UP = os.environ.get("GREYHOUND_BENCH_WARMUP", "1") != "0"  # 0: no warm-up at all (to show a cold start)
 
 _device_seconds = [0.0]
-TRACKED = {}  # name -> tracked suite class of this package, filled as the suite modules are imported
 
 
 def grid(**values):
@@ -185,8 +186,6 @@ class KernelSuite(abc.ABC):
         if getattr(cls, "kernel_name", None) is None:
             return
         if cls.tier == "tracked":
-            if cls.__module__.startswith(f"{__package__}."):
-                TRACKED[cls.__name__] = cls
             cls.setup_cache = measure_tracked_tier
         elif "setup_cache" not in cls.__dict__:
             # asv keys the cache by the setup_cache's source line: an inherited one would hand this class another
@@ -484,9 +483,33 @@ def measure_suites(classes):
 def measure_tracked_tier(self):
     """setup_cache of every Tracked suite (the same function, hence one asv cache key): the whole tracked tier is
     measured in one process per commit, whichever tracked benchmark asv runs first."""
+    return measure_suites(suites("tracked"))  # imports every suite module: asv imported only the first one's
+
+
+def selection_regexes(classes):
+    """asv `-b` regexes selecting exactly the combinations this machine serves in `classes` (one per class): asv
+    forks a process for every selected combination, skipped ones included, and the union grid has many."""
+    regexes = []
+    for cls in classes:
+        combos = "|".join(re.escape("(" + ", ".join(map(repr, combo)) + ")") for combo in cls.served_combos())
+        if combos:
+            prefix = re.escape(f"{cls.__module__.split('.', 1)[-1]}.{cls.__name__}.")
+            regexes.append(f"^{prefix}(?:time|track_peakmem)_{cls.kernel_name}(?:{combos})$")
+    return regexes
+
+
+def suites(tier=None):
+    """Every suite class of this package (imported here), or those of one tier, by name."""
     for module in pkgutil.iter_modules([os.path.dirname(__file__)]):
-        importlib.import_module(f"{__package__}.{module.name}")  # asv imported only the first benchmark's module
-    return measure_suites(sorted(TRACKED.values(), key=lambda cls: cls.__name__))
+        importlib.import_module(f"{__package__}.{module.name}")
+    found = {cls.__name__: cls for cls in _subclasses(KernelSuite) if cls.__module__.startswith(f"{__package__}.")}
+    return [found[name] for name in sorted(found) if tier in (None, found[name].tier)]
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
 
 
 def _make_benchmark(prefix, cls):

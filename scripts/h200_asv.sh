@@ -2,8 +2,9 @@
 # asv on the offline H200 (through the device tool), on the commits in .carry/repo.bundle:
 #   here:   git bundle create .carry/repo.bundle --all   (and ../shared/device/carry-wheels.sh for .whl/)
 #   device: DEADLINE=540 bash scripts/h200_asv.sh "RANGE REGEX" ["RANGE REGEX" ...]     carry: [".whl", ".carry"]
-# Each argument is one `asv run --record-samples -b REGEX RANGE` (e.g. "HEAD~4..HEAD Tracked\."), run in the order
-# given under one DEADLINE (seconds from start); asv keeps each finished benchmark in the results file.
+# Each argument is one `asv run --record-samples -b REGEX RANGE` (e.g. "HEAD~4..HEAD @tracked"), run in the order
+# given under one DEADLINE (seconds from start); asv keeps each finished benchmark in the results file. REGEX
+# @tracked / @sweep / @all stands for the exact combinations of that tier this machine serves (tools.bench).
 # CHECKOUT=<commit> runs the suites of that commit (default: main); TAG names this call's files.
 # Leaves $OUT/results-$TAG.tar.gz (results/ of the run), $OUT/asv-$TAG.log, $OUT/profile-$TAG.jsonl (every
 # measurement's cost breakdown, benchmarks/harness.py) and $OUT/gpu-$TAG.log (nvidia-smi before and after each run:
@@ -30,7 +31,14 @@ for spec in "$@"; do
   left=$(( ${DEADLINE:-540} - (SECONDS - start) ))
   if (( left < 20 )); then echo "deadline: not run: $spec" | tee -a "$OUT/asv-$tag.log"; continue; fi
   echo "=== asv run -b $regex $range (${left}s left, t=$((SECONDS - start))s)" | tee -a "$OUT/asv-$tag.log"
-  timeout "$left" python3 -m asv run --machine "$machine" --record-samples --show-stderr -b "$regex" "$range" \
+  if [[ $regex == @* ]]; then
+    mapfile -t selection < <(python3 -m tools.bench --tier "${regex#@}" --print-selection)
+  else
+    selection=("$regex")
+  fi
+  bench=()
+  for r in "${selection[@]}"; do bench+=(-b "$r"); done
+  timeout "$left" python3 -m asv run --machine "$machine" --record-samples --show-stderr "${bench[@]}" "$range" \
     >> "$OUT/asv-$tag.log" 2>&1
   echo "=== exit $? at t=$((SECONDS - start))s" | tee -a "$OUT/asv-$tag.log"
   gpu_log "after $spec"

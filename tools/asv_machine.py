@@ -38,18 +38,31 @@ def describe():
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:
         pass
+    ram_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
     return {
         "arch": platform.machine(),
         "cpu": cpu,
         "num_cpu": str(os.cpu_count()),
-        "os": f"{platform.system()} {platform.release()}",
-        "ram": str(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024) if hasattr(os, "sysconf") else "",
+        "os": stable_os(platform.system(), platform.release()),
+        "ram": stable_ram(ram_bytes),
         "gpu_name": gpu_name or "cpu",
         "gpu_driver": _nvidia_smi("driver_version") or "none",
         "cuda": torch.version.cuda or "none",
         "torch": torch.__version__,
         "triton": triton_version,
     }
+
+
+def stable_os(system, release):
+    """'Linux 6.18' from 'Linux 6.18.44-fc-v973-gpu': asv splits a benchmark's graph by every machine field, and the
+    lent GPU machines differ in kernel build and in RAM by a few MB while measuring alike."""
+    match = re.match(r"(\d+)\.(\d+)", release)
+    return f"{system} {match.group(1)}.{match.group(2)}" if match else f"{system} {release}".strip()
+
+
+def stable_ram(ram_bytes):
+    """Whole GiB ('126GiB'), for the same reason as stable_os."""
+    return f"{round(ram_bytes / 2**30)}GiB" if ram_bytes else ""
 
 
 def default_name(info):

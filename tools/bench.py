@@ -20,6 +20,13 @@ from tools import asv_machine
 TIERS = {"tracked": [r"Tracked\."], "sweep": [r"Sweep\."], "all": []}
 
 
+def tier_selection(tier):
+    """The exact combinations this machine serves in a tier, as asv -b regexes (TIERS' plain regexes select the
+    same benchmarks but make asv fork a process for each n/a combination of the grid too)."""
+    from benchmarks import harness
+    return harness.selection_regexes(harness.suites(None if tier == "all" else tier))
+
+
 def _run(cmd):
     print("+ " + " ".join(cmd), flush=True)
     return subprocess.run(cmd).returncode
@@ -33,14 +40,19 @@ def main(argv=None):
                         help="tracked (default: every commit's series), sweep (the full sweeps) or all")
     parser.add_argument("-b", "--bench", action="append", default=[],
                         help="asv benchmark regex (repeatable; replaces --tier's selection)")
+    parser.add_argument("--print-selection", action="store_true",
+                        help="print the asv -b regexes of --tier for this machine (one a line) and exit")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv")
     parser.add_argument("--out", default="docs/public/assets")
     parser.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     args = parser.parse_args(argv)
 
+    regexes = args.bench or tier_selection(args.tier)
+    if args.print_selection:
+        print("\n".join(regexes))
+        return 0
     info = asv_machine.describe()
     machine = args.machine or asv_machine.default_name(info)
-    regexes = args.bench or TIERS[args.tier]
     steps = [
         [sys.executable, "-m", "tools.asv_machine", "--machine", machine],
         [sys.executable, "-m", "asv", "run", "--machine", machine, "--record-samples", "--show-stderr",

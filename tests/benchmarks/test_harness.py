@@ -116,7 +116,19 @@ def test_the_tracked_tier_shares_one_setup_cache_and_sweeps_have_their_own():
     sweeps = [s for s in SUITES if s.tier == "sweep"]
     assert {get_setup_cache_key(s().setup_cache) for s in tracked} == {get_setup_cache_key(tracked[0]().setup_cache)}
     assert len({get_setup_cache_key(s().setup_cache) for s in sweeps}) == len(sweeps)
-    assert set(harness.TRACKED.values()) == set(tracked)
+    assert harness.suites("tracked") == sorted(tracked, key=lambda s: s.__name__)
+
+
+def test_selection_regexes_pick_exactly_the_served_combinations():
+    import re
+    regexes = harness.selection_regexes(SUITES)
+    for suite in SUITES:
+        module = suite.__module__.split(".", 1)[-1]
+        for method in ("time_", "track_peakmem_"):
+            for combo in itertools.product(*suite.params):
+                name = f"{module}.{suite.__name__}.{method}{suite.kernel_name}({', '.join(map(repr, combo))})"
+                selected = any(re.search(r, name) for r in regexes)
+                assert selected == (combo not in suite.skip_params), name
 
 
 def test_subclasses_get_their_own_benchmark_functions():
