@@ -6,7 +6,7 @@
 # given under one DEADLINE (seconds from start); asv keeps each finished benchmark in the results file. REGEX
 # @tracked / @sweep / @all stands for the exact combinations of that tier this machine serves (tools.bench).
 # CHECKOUT=<commit> runs the suites of that commit (default: main); TAG names this call's files.
-# Leaves $OUT/results-$TAG.tar.gz (results/ of the run), $OUT/asv-$TAG.log, $OUT/profile-$TAG.jsonl (every
+# Leaves $OUT/results-$TAG.tar.gz (results/ of the run, with <machine>/gpus.csv: commit -> GPU UUID), $OUT/asv-$TAG.log, $OUT/profile-$TAG.jsonl (every
 # measurement's cost breakdown, benchmarks/harness.py) and $OUT/gpu-$TAG.log (nvidia-smi before and after each run:
 # which GPU, its clocks and temperature; nothing is set). Bring the results in with
 #   python -m tools.merge_results <files_at>/results-$TAG.tar.gz      (merges per benchmark; never unpack over results/)
@@ -42,6 +42,11 @@ for spec in "$@"; do
     >> "$OUT/asv-$tag.log" 2>&1
   echo "=== exit $? at t=$((SECONDS - start))s" | tee -a "$OUT/asv-$tag.log"
   gpu_log "after $spec"
+  # which GPU measured which commit (tools.noise's between-machine spread; tools.merge_results adds the rows)
+  gpus=results/$machine/gpus.csv
+  [[ -f $gpus ]] || echo "commit,gpu_uuid,measured_at" > "$gpus"
+  uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -n 1)
+  for commit in $(git rev-list "$range"); do echo "$commit,$uuid,$(date -u +%Y-%m-%dT%H:%MZ)" >> "$gpus"; done
 done
 tar czf "$OUT/results-$tag.tar.gz" results/
 grep -E "^\[|failed|Error" "$OUT/asv-$tag.log" | grep -v " ok$" | tail -n 20

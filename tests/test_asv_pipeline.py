@@ -110,3 +110,73 @@ def test_run_gate_export_plot_publish(repo):
     assert publish.returncode == 0, publish.stdout + publish.stderr
     assert (repo / ".asv" / "html" / "index.html").is_file()
     assert (repo / ".asv" / "html" / "graphs").is_dir()
+
+
+def test_one_benchmark_definition_for_every_machine():
+    """Discovery on a GPU host and on this CPU host writes the same benchmarks.json entries: the suites' params are
+    one grid and the host only decides which combinations it skips (asv does not write the skip list)."""
+    script = ("import json, sys, io, torch\n"
+              "if sys.argv[1] == 'gpu': torch.cuda.is_available = lambda: True\n"
+              "from asv_runner.discovery import list_benchmarks\n"
+              "out = io.StringIO(); list_benchmarks('benchmarks', out)\n"
+              "print(json.dumps(sorted(json.loads(out.getvalue()), key=lambda b: b['name'])))\n")
+    env = dict(os.environ, GREYHOUND_BENCH_DEVICE="auto")
+    listings = {}
+    for host in ("gpu", "cpu"):
+        done = subprocess.run([sys.executable, "-c", script, host], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        listings[host] = json.loads(done.stdout)
+    assert listings["gpu"] == listings["cpu"]
+    committed = json.loads((ROOT / "results" / "benchmarks.json").read_text())
+    assert {b["name"]: b for b in listings["cpu"]} == {k: v for k, v in committed.items() if k != "version"}
+
+
+def _h200_export(repo, env, csv_name):
+    csv_path = repo / csv_name
+    done = subprocess.run([sys.executable, "-m", "tools.export", "--results", "results", "--csv", str(csv_path)],
+                          cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(csv_path) as f:
+        return sorted(tuple(sorted(r.items())) for r in csv.DictReader(f) if r["gpu_name"] == "NVIDIA H200"), done.stdout
+
+
+def test_a_cpu_run_of_the_main_command_hides_no_h200_result(tmp_path):
+    """The README's main command on a CPU machine, in a copy of the repository with the committed H200 results:
+    afterwards every H200 result still exports, and asv publish still draws every tracked H200 series' history."""
+    repo = tmp_path / "greyhound"
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
+    for rel in tracked:
+        if (ROOT / rel).is_file():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, repo / rel)
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, "copy")
+    env = dict(os.environ, HOME=str(tmp_path), GREYHOUND_BENCH_DEVICE="cpu", TRITON_INTERPRET="1")
+    committed_json = (repo / "results" / "benchmarks.json").read_text()
+    before, _ = _h200_export(repo, env, "before.csv")
+    assert len(before) > 0
+
+    main = subprocess.run([sys.executable, "-m", "tools.bench"], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=1500)
+    assert main.returncode == 0, main.stdout[-4000:] + main.stderr[-4000:]
+    assert "python -m tools.bench --tier sweep" in main.stdout  # it tells how to run the full sweeps
+    cpu_results = [p for p in (repo / "results").glob("cpu-*/*.json") if p.name != "machine.json"]
+    assert cpu_results  # the CPU measured something
+
+    assert json.loads((repo / "results" / "benchmarks.json").read_text()) == json.loads(committed_json)
+    after, report = _h200_export(repo, env, "after.csv")
+    assert after == before, report
+    assert "not in benchmarks.json" not in report
+
+    graphs = repo / ".asv" / "html" / "graphs"
+    tracked_h200 = set()
+    for path in (repo / "results" / "nvidia-h200").glob("*.json"):
+        if path.name != "machine.json":
+            tracked_h200 |= {name for name in json.loads(path.read_text())["results"] if "Tracked." in name}
+    assert tracked_h200
+    for name in tracked_h200:
+        drawn = [p for p in graphs.rglob(f"{name}.json") if "machine-nvidia-h200" in str(p)]
+        assert drawn, f"asv publish drew no H200 graph for {name}"
+        points = [point for point in json.loads(drawn[0].read_text()) if any(v is not None for v in point[1])]
+        assert len(points) >= 10, f"{name}: {len(points)} commits in the published history"

@@ -1,4 +1,4 @@
-"""The main job: benchmark the current commit with asv, export the CSV, draw the plots, publish the site.
+r"""The main job: benchmark the current commit with asv, export the CSV, draw the plots, publish the site.
 
 By default it runs the tracked tier (every kernel's headline shapes, every greyhound path and the best peer: the
 suites whose class name ends in `Tracked`, a few minutes on an H200); `--tier sweep` runs the full sweeps (classes

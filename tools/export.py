@@ -407,6 +407,8 @@ def main(argv=None):
                         help="CSV to create or update (default: docs/data/benchmark_data.csv)")
     parser.add_argument("--commit", help="only results whose commit hash starts with this prefix")
     parser.add_argument("--latest", action="store_true", help="only the newest commit of each machine")
+    parser.add_argument("--noise", help="the per-series noise side table (tools.noise; default: noise.csv beside "
+                                        "the CSV; 'none' to skip)")
     args = parser.parse_args(argv)
     try:
         summary = export(args.results, args.csv, commit=args.commit, latest=args.latest)
@@ -422,6 +424,14 @@ def main(argv=None):
         print(f"tools.export: warning: {line}", file=sys.stderr)
     for line in report_lines(summary, args.csv):
         print(line)
+    if (args.noise or "").lower() != "none":
+        from tools.noise import write_noise_table
+        noise_path = args.noise or str(Path(args.csv).with_name("noise.csv"))
+        try:
+            print(f"noise of {len(write_noise_table([args.results], noise_path))} series written to {noise_path}")
+        except Exception as err:  # noqa: BLE001 - the CSV is written; the side table is reported, not fatal
+            print(f"tools.export: warning: noise table not written ({type(err).__name__}: {err})", file=sys.stderr)
+            return 1
     return 1 if summary.warnings else 0
 
 

@@ -14,7 +14,8 @@ parameter combination instead:
 * a benchmark whose parameter grid or version (asv's hash of its code) differs between the two sides is refused
   with an error naming it: those numbers measure different code and are not merged;
 * benchmarks.json and machine.json: entries results/ lacks are added; differing entries keep results/' version and
-  are reported.
+  are reported;
+* <machine>/gpus.csv (which GPU ran which commit, for tools.noise): rows results/ lacks are added.
 Every file is written atomically; merging the same source twice changes nothing the second time.
 """
 import argparse
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from tools._atomic import write_atomic
 
+GPUS_FILE = "gpus.csv"  # tools.noise's record of which GPU ran which commit
 SCALAR_COLUMNS = {"params", "version", "started_at", "duration", "profile"}
 
 
@@ -140,6 +142,17 @@ def merge_tree(source, into, log=print):
             summary["unchanged"] += 1
         else:
             _dump(target, merged)
+            summary["merged"] += 1
+    for path in sorted(source.glob(f"*/{GPUS_FILE}")):  # which GPU ran which commit (tools.noise): rows added
+        target = into / path.relative_to(source)
+        ours = target.read_text().splitlines() if target.exists() else []
+        theirs = path.read_text().splitlines()
+        added = [line for line in theirs[1:] if line and line not in ours]
+        if not ours:
+            ours = theirs[:1]
+        if added:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, "\n".join(ours + added) + "\n")
             summary["merged"] += 1
     return summary
 

@@ -1,0 +1,162 @@
+"""tools.gate on synthetic sample sets: A/A passes, a 5% shift at the measured noise is caught, a drift that moves
+every series (peers too) is named as drift, and the CLI reads real asv results files and exits accordingly."""
+import json
+import math
+import random
+
+import pytest
+
+from tools import gate
+
+BENCH = "cross_entropy.CrossEntropyWithGradTracked.time_cross_entropy_with_grad"
+MEMORY = "cross_entropy.CrossEntropyWithGradTracked.track_peakmem_cross_entropy_with_grad"
+PROVIDERS = ["'greyhound'", "'fla'"]
+MODES = ["'full'", "'forward'", "'backward'"]
+TRUE_MS = {("'greyhound'", "'full'"): 1.61, ("'greyhound'", "'forward'"): 0.588, ("'greyhound'", "'backward'"): 0.5,
+           ("'fla'", "'full'"): 1.83, ("'fla'", "'forward'"): 0.80, ("'fla'", "'backward'"): 1.08}
+
+
+def _run(commit, rng, between=0.003, within=0.002, factor=None, machine_factor=1.0, date=0, memory=True):
+    """One commit's run: per series a process offset (between-process noise) and 20 samples around it."""
+    factor = factor or {}
+    run = gate.Run(commit, date, {"torch": "2.11", "gpu_name": "NVIDIA H200"})
+    for (provider, mode), ms in TRUE_MS.items():
+        combo = (provider, mode, "8192", "128256", "'bfloat16'")
+        level = ms * 1e-3 * machine_factor * factor.get(provider, 1.0) * math.exp(rng.gauss(0, between))
+        samples = [level * math.exp(rng.gauss(0, within)) for _ in range(20)]
+        run.values[gate.Series(BENCH, combo)] = (sorted(samples)[10], samples, False)
+        if memory:
+            run.values[gate.Series(MEMORY, combo)] = (2.0e9 * factor.get(provider, 1.0), None, True)
+    return run
+
+
+def _history(rng, n=10, **kw):
+    return [_run(f"c{i:02d}", rng, date=i, **kw) for i in range(n)]
+
+
+def test_pure_a_a_passes():
+    rng = random.Random(1)
+    alarms = 0
+    for trial in range(200):
+        history = _history(rng)
+        report = gate.judge(history[-1], _run("head", rng, date=99), history)
+        alarms += len(report.regressions)
+        assert not report.drift
+    assert alarms / (200 * 12) <= 0.01  # at most 1% of series flagged over 200 A/A comparisons
+
+
+def test_a_5_percent_slowdown_at_the_measured_noise_is_caught():
+    rng = random.Random(2)
+    caught = total = 0
+    for trial in range(100):
+        history = _history(rng)
+        head = _run("head", rng, date=99, factor={"'greyhound'": 1.05})
+        report = gate.judge(history[-1], head, history)
+        for verdict in report.verdicts:
+            if verdict.series.is_greyhound and verdict.series.benchmark == BENCH:
+                total += 1
+                caught += verdict.status == "regression"
+            if not verdict.series.is_greyhound:
+                assert verdict.status == "ok"  # the peers did not change
+    assert caught / total >= 0.95
+
+
+def test_a_noisy_series_gets_a_wider_threshold_from_its_own_history():
+    rng = random.Random(3)
+    quiet, noisy = _history(rng, between=0.002), _history(rng, between=0.03)
+    series = gate.Series(BENCH, ("'greyhound'", "'full'", "8192", "128256", "'bfloat16'"))
+    t_quiet = gate.series_threshold(series, quiet[-2], quiet[-1], quiet)[0]
+    t_noisy = gate.series_threshold(series, noisy[-2], noisy[-1], noisy)[0]
+    assert t_quiet == pytest.approx(gate.FLOOR) and t_noisy > 3 * t_quiet
+
+
+def test_a_drift_that_moves_every_series_is_named_drift_not_a_regression():
+    rng = random.Random(4)
+    history = _history(rng)
+    head = _run("head", rng, date=99, machine_factor=1.08)  # another machine or clock: everything 8% slower
+    report = gate.judge(history[-1], head, history)
+    assert not report.regressions
+    assert "drift" in report.drift
+    time_verdicts = [v for v in report.verdicts if v.series.benchmark == BENCH]
+    assert all(v.status == "drift" for v in time_verdicts)
+    assert all(v.control == "fla" for v in time_verdicts if v.series.is_greyhound)
+
+
+def test_a_regression_on_top_of_a_drift_is_still_caught():
+    rng = random.Random(5)
+    history = _history(rng)
+    head = _run("head", rng, date=99, machine_factor=1.08, factor={"'greyhound'": 1.06})
+    report = gate.judge(history[-1], head, history)
+    flagged = {v.series.combo[1] for v in report.regressions if v.series.benchmark == BENCH}
+    assert flagged == set(MODES) and "drift" in report.drift
+
+
+def test_memory_growth_beyond_one_percent_and_a_mebibyte_is_a_regression():
+    rng = random.Random(6)
+    history = _history(rng)
+    head = _run("head", rng, date=99)
+    for series, (value, samples, is_memory) in list(head.values.items()):
+        if is_memory and series.is_greyhound and series.combo[1] == "'full'":
+            head.values[series] = (value * 1.02, samples, is_memory)
+    report = gate.judge(history[-1], head, history)
+    assert [(v.series.benchmark, v.series.combo[1]) for v in report.regressions] == [(MEMORY, "'full'")]
+
+
+def test_an_environment_change_is_reported():
+    rng = random.Random(7)
+    history = _history(rng)
+    head = _run("head", rng, date=99)
+    head.params = dict(head.params, torch="2.12")
+    assert "torch 2.11 -> 2.12" in gate.judge(history[-1], head, history).environment
+
+
+def test_short_history_falls_back_on_a_prior():
+    rng = random.Random(8)
+    history = _history(rng, n=2)
+    series = gate.Series(BENCH, ("'greyhound'", "'full'", "8192", "128256", "'bfloat16'"))
+    threshold, sigma, n = gate.series_threshold(series, history[0], history[1], history)
+    assert n < gate.MIN_HISTORY and sigma >= math.sqrt(2) * gate.PRIOR_BETWEEN
+
+
+# --- the command line on asv result files ------------------------------------------------------------------------
+def _write_results(tmp_path, runs):
+    columns = ["result", "params", "version", "started_at", "duration", "samples"]
+    params = [PROVIDERS, MODES, ["8192"], ["128256"], ["'bfloat16'"]]
+    benchmarks = {"version": 2}
+    for name, unit in ((BENCH, "seconds"), (MEMORY, "bytes")):
+        benchmarks[name] = {"name": name, "version": "2", "tier": "tracked", "unit": unit, "params": params,
+                            "param_names": ["provider", "mode", "batch_size", "vocab_size", "dtype"],
+                            "type": "time" if unit == "seconds" else "track"}
+    machine_dir = tmp_path / "results" / "nvidia-h200"
+    machine_dir.mkdir(parents=True)
+    (tmp_path / "results" / "benchmarks.json").write_text(json.dumps(benchmarks))
+    (machine_dir / "machine.json").write_text(json.dumps({"machine": "nvidia-h200", "version": 1}))
+    for index, run in enumerate(runs):
+        results = {}
+        for name in (BENCH, MEMORY):
+            values, samples = [], []
+            for provider in PROVIDERS:
+                for mode in MODES:
+                    entry = run.values[gate.Series(name, (provider, mode, "8192", "128256", "'bfloat16'"))]
+                    values.append(entry[0])
+                    samples.append(entry[1])
+            results[name] = [values, params, "2", 1000 + index, 1.0, samples]
+        document = {"commit_hash": run.commit.ljust(40, "0"), "env_name": "env", "date": 1000 + index,
+                    "params": {"machine": "nvidia-h200", "torch": "2.11"}, "python": "3.12", "requirements": {},
+                    "env_vars": {}, "result_columns": columns, "results": results, "durations": {}, "version": 2}
+        (machine_dir / f"{run.commit[:8]}-env.json").write_text(json.dumps(document))
+    return tmp_path / "results"
+
+
+def test_cli_exit_status_follows_the_verdict(tmp_path, capsys):
+    rng = random.Random(9)
+    runs = [_run(f"{i:08x}", rng, date=i) for i in range(8)]
+    runs.append(_run("deadbeef", rng, date=99, factor={"'greyhound'": 1.07}))
+    results = _write_results(tmp_path, runs)
+    assert gate.main([runs[6].commit, runs[7].commit, "--results", str(results)]) == 0
+    assert "no regression" in capsys.readouterr().out
+    assert gate.main([runs[7].commit, "deadbeef", "--results", str(results)]) == 1
+    out = capsys.readouterr().out
+    assert "PERFORMANCE REGRESSED" in out and out.count("REGRESSION ") == 6  # 3 modes x (time, memory)
+    assert gate.main(["0badc0de", "deadbeef", "--results", str(results)]) == 2
+    assert "no results for '0badc0de'" in capsys.readouterr().err

@@ -1,0 +1,339 @@
+"""Regression gate on asv results: each tracked series judged against its own measured noise, peers as controls.
+
+    python -m tools.gate BASE HEAD                 # exit 1 when a greyhound series got slower (or bigger)
+    python -m tools.gate --evaluate                # false-alarm and sensitivity rates from the results history
+
+asv's own test (`asv continuous`: a global --factor, then a Mann-Whitney test over the samples of one process per
+side) sees only the spread inside a process; on the H200 the spread between processes is larger, so identical code
+was flagged. This gate reads the results asv already wrote (`asv run BASE^! HEAD^!` or `asv continuous`) and decides
+per series (benchmark x parameter combination) of the tracked tier, on one machine:
+
+* the change is r = ln(median_HEAD / median_BASE);
+* the series' noise is sigma = the robust spread (1.4826 x MAD) of the successive differences of its log-medians
+  over the history of that machine (commits reachable from BASE; every commit is a separate process, so this is the
+  between-process spread, within-process noise included), never less than what the two runs' own samples give
+  (standard error of each median); with fewer than MIN_HISTORY differences a prior of PRIOR_BETWEEN per process
+  is added to the samples' part;
+* a series regressed when r > max(Z x sigma, FLOOR) (memory: FLOOR_MEMORY and 1 MiB), i.e. beyond Z standard
+  deviations of its own A/A differences and beyond a minimum effect;
+* drift control: the peers of a kernel (e.g. fla, torch.compile) do not change with a greyhound commit, so a peer of
+  the same benchmark, mode and shape is the greyhound series' control. When the control moved beyond its own
+  threshold in the same direction, the greyhound series is judged on r - r_control instead, and a move that the
+  control explains is reported as drift, not as greyhound's regression. When most controls moved together, or the
+  machine's software (torch, triton, CUDA, driver, GPU) differs between the two runs, the report names it.
+
+Exit status: 0 no regression; 1 a regression; 2 bad arguments or missing results. docs/benchmarking.md has the
+measured false-alarm and sensitivity rates (`--evaluate`).
+"""
+import argparse
+import itertools
+import math
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.export import ExportError, load_benchmarks, load_results
+from tools.noise import history_noise, median_standard_error
+
+Z = 3.0  # standard deviations of a series' own A/A differences
+FLOOR = 0.015  # minimum effect for time series (1.5%)
+FLOOR_MEMORY = 0.01  # memory: 1% ...
+FLOOR_MEMORY_BYTES = 2**20  # ... and 1 MiB
+MIN_HISTORY = 3  # successive differences needed to trust a series' own noise estimate
+PRIOR_BETWEEN = 0.01  # between-process noise per run assumed where the history is too short (1%)
+CONTROL_MAJORITY = 0.5  # this share of controls moving the same way is machine or environment drift
+Z_CONTROL = 2.0  # a control beyond this many of its standard deviations has moved (and explains what moved with it)
+ENVIRONMENT_KEYS = ("gpu_name", "gpu_driver", "cuda", "torch", "triton", "python")
+
+
+class GateError(Exception):
+    """Bad arguments or missing results (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class Series:
+    benchmark: str
+    combo: tuple  # asv's parameter reprs
+
+    @property
+    def provider(self):
+        return self.combo[0].strip("'\"") if self.combo else "default"
+
+    @property
+    def is_greyhound(self):
+        return self.provider.startswith("greyhound")
+
+    def label(self):
+        return f"{self.benchmark.split('.', 1)[-1]}({', '.join(self.combo)})"
+
+
+@dataclass
+class Run:
+    """One commit's results on one machine: per series the median and the samples."""
+    commit: str
+    date: float
+    params: dict
+    values: dict = field(default_factory=dict)  # Series -> (median, samples or None, is_memory)
+
+
+@dataclass
+class Verdict:
+    series: Series
+    status: str  # regression, drift, improvement, ok, missing
+    change: float  # r = ln(head/base)
+    threshold: float
+    sigma: float
+    history: int  # successive differences behind sigma
+    control: str = ""
+    control_change: float = float("nan")
+
+
+@dataclass
+class Report:
+    verdicts: list
+    drift: str = ""
+    environment: str = ""
+
+    @property
+    def regressions(self):
+        return [v for v in self.verdicts if v.status == "regression"]
+
+
+# --- reading ------------------------------------------------------------------------------------------------------
+def load_runs(results_dirs, machine=None, tier="tracked"):
+    """{commit: Run} of one machine from asv results directories, tracked-tier series only (tier=None: all)."""
+    runs, machines, benchmarks = {}, set(), {}
+    for results_dir in map(Path, results_dirs):
+        try:
+            benchmarks.update(load_benchmarks(results_dir))
+        except ExportError as err:
+            raise GateError(str(err)) from None
+        for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if machine and machine_dir.name != machine:
+                continue
+            for path in sorted(machine_dir.glob("*.json")):
+                if path.name == "machine.json":
+                    continue
+                try:
+                    result = load_results(path, machine_dir.name)
+                except Exception:  # noqa: BLE001 - tools.export names unreadable files; the gate uses the rest
+                    continue
+                machines.add(machine_dir.name)
+                run = runs.setdefault(result.commit_hash, Run(result.commit_hash, result.date or 0,
+                                                              dict(result.params or {})))
+                _add_values(run, result, benchmarks, tier)
+    if len(machines) > 1:
+        raise GateError(f"results of several machines {sorted(machines)}: choose one with --machine")
+    return runs
+
+
+def _add_values(run, result, benchmarks, tier):
+    for name in result.get_all_result_keys():
+        meta = benchmarks.get(name)
+        if meta is None or (tier and meta.get("tier") != tier):
+            continue
+        if result.benchmark_version.get(name) not in (None, meta.get("version")):
+            continue  # an older definition of the benchmark: not the same measurement
+        params = result.get_result_params(name) or []
+        is_memory = meta.get("unit") == "bytes"
+        values = result.get_result_value(name, params)
+        samples = result.get_result_samples(name, params)
+        for combo, value, combo_samples in zip(itertools.product(*params), values, samples):
+            if value is not None and math.isfinite(value) and value > 0:
+                clean = [s for s in combo_samples or [] if s is not None and math.isfinite(s) and s > 0]
+                run.values[Series(name, tuple(combo))] = (value, clean or None, is_memory)
+
+
+# --- statistics ---------------------------------------------------------------------------------------------------
+def series_threshold(series, base, head, history):
+    """(threshold on r, sigma, history size) of one series between two runs."""
+    _, base_samples, is_memory = base.values[series]
+    head_samples = head.values[series][1]
+    sampled = math.hypot(median_standard_error(base_samples), median_standard_error(head_samples))
+    sigma, n = history_noise(series, history)
+    sigma = max(sigma, sampled) if n >= MIN_HISTORY else math.hypot(sampled, math.sqrt(2) * PRIOR_BETWEEN)
+    if is_memory:
+        floor = max(FLOOR_MEMORY, math.log1p(FLOOR_MEMORY_BYTES / base.values[series][0]))
+    else:
+        floor = FLOOR
+    return max(Z * sigma, floor), sigma, n
+
+
+def controls_of(series, base, head):
+    """The peers of the same benchmark, mode and shape measured in both runs."""
+    return [other for other in base.values
+            if other.benchmark == series.benchmark and other.combo[1:] == series.combo[1:]
+            and not other.is_greyhound and other in head.values]
+
+
+# --- the gate -----------------------------------------------------------------------------------------------------
+def judge(base, head, history):
+    """Compare two runs of one machine; `history` are the runs (in commit order) that calibrate each series' noise."""
+    verdicts, control_moves, drifted = [], {}, {}
+    change = {}
+    for series in sorted(set(base.values) & set(head.values), key=Series.label):
+        r = math.log(head.values[series][0] / base.values[series][0])
+        threshold, sigma, n = series_threshold(series, base, head, history)
+        change[series] = (r, threshold, sigma, n)
+        if not series.is_greyhound:
+            control_moves[series] = r if abs(r) > Z_CONTROL * sigma else 0.0
+            drifted[series] = r if abs(r) > threshold else 0.0
+    for series, (r, threshold, sigma, n) in change.items():
+        verdict = Verdict(series, "ok", r, threshold, sigma, n)
+        controls = controls_of(series, base, head) if series.is_greyhound else []
+        moved = [c for c in controls if control_moves.get(c, 0.0) * r > 0]
+        if moved:
+            control = moved[0]
+            r_c, t_c, sigma_c, _ = change[control]
+            verdict.control, verdict.control_change = control.provider, r_c
+            relative, relative_threshold = r - r_c, max(Z * math.hypot(sigma, sigma_c), threshold)
+            if relative > relative_threshold:
+                verdict.status = "regression"
+            elif r > threshold:
+                verdict.status = "drift"
+            elif r < -threshold:
+                verdict.status = "drift" if relative >= -relative_threshold else "improvement"
+        elif r > threshold:
+            verdict.status = "regression" if series.is_greyhound else "drift"
+        elif r < -threshold:
+            verdict.status = "improvement" if series.is_greyhound else "drift"
+        verdicts.append(verdict)
+    report = Report(verdicts)
+    moves = list(drifted.values())
+    for direction, word in ((1, "slower"), (-1, "faster")):
+        together = [m for m in moves if m * direction > 0]
+        if moves and len(together) >= 2 and len(together) >= CONTROL_MAJORITY * len(moves):
+            report.drift = (f"{len(together)} of {len(moves)} control series (peers) moved {word} by a median "
+                            f"{math.expm1(statistics.median(together)):+.1%}: machine or environment drift")
+    differing = [f"{k} {base.params.get(k)!s} -> {head.params.get(k)!s}" for k in ENVIRONMENT_KEYS
+                 if base.params.get(k) != head.params.get(k)]
+    if differing:
+        report.environment = "environment differs: " + "; ".join(differing)
+    return report
+
+
+def history_for(runs, base_commit, exclude=()):
+    """The runs that calibrate the noise: every run of the machine except those in `exclude`, in commit order."""
+    return sorted((run for commit, run in runs.items() if commit not in exclude), key=lambda r: (r.date, r.commit))
+
+
+def resolve(runs, ref, repo="."):
+    """A commit hash (any prefix) or git ref -> the full hash of a run in `runs`."""
+    matches = [c for c in runs if c.startswith(ref.lower())]
+    if len(matches) == 1:
+        return matches[0]
+    try:
+        import git
+        full = git.Repo(repo, search_parent_directories=True).commit(ref).hexsha
+    except Exception:  # noqa: BLE001 - not a repository, or an unknown ref: reported below
+        full = None
+    if full in runs:
+        return full
+    raise GateError(f"no results for {ref!r} on this machine (have {len(runs)} commits: "
+                    f"{', '.join(sorted(c[:8] for c in runs)[:12])}...)")
+
+
+def format_report(report, base, head):
+    lines = [f"tools.gate: {base[:8]} -> {head[:8]}: {len(report.verdicts)} tracked series"]
+    for verdict in sorted(report.verdicts, key=lambda v: (v.status, -v.change)):
+        if verdict.status == "ok":
+            continue
+        control = (f"  control {verdict.control} {math.expm1(verdict.control_change):+.1%}"
+                   if verdict.control else "")
+        lines.append(f"  {verdict.status.upper():11s} {math.expm1(verdict.change):+7.2%}  (threshold "
+                     f"{math.expm1(verdict.threshold):.2%}, noise {verdict.sigma:.2%} from {verdict.history} "
+                     f"diffs)  {verdict.series.label()}{control}")
+    for line in (report.drift, report.environment):
+        if line:
+            lines.append(f"  {line}")
+    counts = {s: sum(v.status == s for v in report.verdicts) for s in ("regression", "drift", "improvement")}
+    lines.append("  " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f", {len(report.verdicts) - sum(counts.values())} ok")
+    lines.append("PERFORMANCE REGRESSED" if report.regressions else "no regression")
+    return lines
+
+
+# --- evaluation on the history ------------------------------------------------------------------------------------
+def identical_code_pairs(runs, path="greyhound", repo="."):
+    """Consecutive runs (commit order) whose `path` tree is identical in git: A/A pairs."""
+    import git
+    repository = git.Repo(repo, search_parent_directories=True)
+    ordered = history_for(runs, None)
+    pairs = []
+    for a, b in zip(ordered, ordered[1:]):
+        try:
+            if repository.commit(a.commit).tree[path].hexsha == repository.commit(b.commit).tree[path].hexsha:
+                pairs.append((a.commit, b.commit))
+        except (KeyError, ValueError):
+            continue
+    return pairs
+
+
+def scaled(run, factor):
+    """A copy of `run` whose greyhound time series are `factor` times slower (samples included)."""
+    copy = Run(run.commit, run.date, run.params)
+    for series, (value, samples, is_memory) in run.values.items():
+        if series.is_greyhound and not is_memory:
+            value, samples = value * factor, [s * factor for s in samples] if samples else None
+        copy.values[series] = (value, samples, is_memory)
+    return copy
+
+
+def evaluate(runs, pairs, slowdown=1.05):
+    """False alarms over A/A pairs and the share of greyhound time series caught at `slowdown`."""
+    alarms = flagged_runs = compared = caught = greyhound_time = 0
+    per_series_missed = {}
+    for base_commit, head_commit in pairs:
+        history = history_for(runs, base_commit, exclude={head_commit})
+        report = judge(runs[base_commit], runs[head_commit], history)
+        compared += len(report.verdicts)
+        alarms += len(report.regressions)
+        flagged_runs += bool(report.regressions)
+        slow = judge(runs[base_commit], scaled(runs[head_commit], slowdown), history)
+        for verdict in slow.verdicts:
+            if verdict.series.is_greyhound and not runs[base_commit].values[verdict.series][2]:
+                greyhound_time += 1
+                caught += verdict.status == "regression"
+                if verdict.status != "regression":
+                    per_series_missed[verdict.series.label()] = per_series_missed.get(verdict.series.label(), 0) + 1
+    return {"pairs": len(pairs), "series_compared": compared, "false_alarms": alarms,
+            "false_alarm_rate": alarms / compared if compared else float("nan"),
+            "pairs_with_an_alarm": flagged_runs, "greyhound_time_series": greyhound_time, "caught": caught,
+            "sensitivity": caught / greyhound_time if greyhound_time else float("nan"),
+            "missed": per_series_missed}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tools.gate", description=__doc__.splitlines()[0],
+                                     epilog="Exit status: 0 no regression; 1 regression; 2 bad arguments or "
+                                            "missing results.")
+    parser.add_argument("base", nargs="?", help="base commit (hash prefix or git ref)")
+    parser.add_argument("head", nargs="?", help="head commit (hash prefix or git ref)")
+    parser.add_argument("--results", action="append", help="asv results directory (repeatable; default results)")
+    parser.add_argument("--machine", help="asv machine name (needed when the results hold several)")
+    parser.add_argument("--all-tiers", action="store_true", help="judge sweep series too (default: tracked only)")
+    parser.add_argument("--evaluate", action="store_true",
+                        help="A/A false alarms and 5%% sensitivity over consecutive commits with identical greyhound/")
+    parser.add_argument("--slowdown", type=float, default=1.05, help="--evaluate's injected factor (default 1.05)")
+    args = parser.parse_args(argv)
+    try:
+        runs = load_runs(args.results or ["results"], args.machine, tier=None if args.all_tiers else "tracked")
+        if args.evaluate:
+            pairs = identical_code_pairs(runs)
+            result = evaluate(runs, pairs, args.slowdown)
+            for key, value in result.items():
+                print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
+            return 0
+        if not (args.base and args.head):
+            raise GateError("give BASE and HEAD commits (or --evaluate)")
+        base, head = resolve(runs, args.base), resolve(runs, args.head)
+        report = judge(runs[base], runs[head], history_for(runs, base, exclude={head}))
+    except GateError as err:
+        print(f"tools.gate: error: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(format_report(report, base, head)))
+    return 1 if report.regressions else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

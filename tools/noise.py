@@ -1,0 +1,163 @@
+"""How noisy each tracked series is: within a process, between processes and between machines.
+
+    python -m tools.noise [--results results] [--out docs/data/noise.csv]
+
+Every commit's tracked tier is one process (benchmarks/harness.py), so the results history of a machine holds one
+process per commit and series. For each series (benchmark x parameter combination) this writes a side table of the
+benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, GPU):
+
+* within_process_cv: the median over runs of the samples' robust coefficient of variation (IQR / 1.349 / median);
+* between_process_cv: the spread of one run's median around the next on the same GPU: 1.4826 x MAD of the
+  successive differences of log-medians, divided by sqrt(2) (a commit that really changed the series is an outlier
+  the MAD ignores);
+* between_machine_cv: the standard deviation of the per-GPU median of the log-medians, where runs of two or more
+  GPUs are known (`results/<machine>/gpus.csv`: commit, gpu_uuid, written by scripts/h200_asv.sh); empty otherwise.
+tools.gate reads the same statistics (history_noise, median_standard_error) to set each series' threshold.
+"""
+import argparse
+import csv
+import io
+import math
+import statistics
+import sys
+from pathlib import Path
+
+from tools._atomic import write_atomic
+
+COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
+           "extra_benchmark_config_str", "gpu_name", "runs", "gpus", "within_process_cv", "between_process_cv",
+           "between_machine_cv", "benchmark")
+GPUS_FILE = "gpus.csv"
+
+
+def median_standard_error(samples):
+    """Standard error of the median of log samples (robust scale from the IQR); 0 without enough samples."""
+    if not samples or len(samples) < 4:
+        return 0.0
+    logs = sorted(math.log(s) for s in samples)
+    q1, _, q3 = statistics.quantiles(logs, n=4)
+    return 1.2533 * ((q3 - q1) / 1.349) / math.sqrt(len(logs))
+
+
+def robust_cv(samples):
+    if not samples or len(samples) < 4:
+        return float("nan")
+    q1, q2, q3 = statistics.quantiles(samples, n=4)
+    return (q3 - q1) / 1.349 / q2
+
+
+def history_noise(series, history):
+    """(sigma of the difference between two runs, number of differences): 1.4826 x MAD of successive differences
+    of the series' log-medians over `history` (runs in commit order)."""
+    logs = [math.log(run.values[series][0]) for run in history if series in run.values]
+    diffs = [b - a for a, b in zip(logs, logs[1:])]
+    if not diffs:
+        return 0.0, 0
+    center = statistics.median(diffs)
+    return 1.4826 * statistics.median(abs(d - center) for d in diffs), len(diffs)
+
+
+def read_gpus(results_dirs):
+    """{commit: gpu_uuid} from every results/<machine>/gpus.csv."""
+    gpus = {}
+    for results_dir in map(Path, results_dirs):
+        for path in sorted(results_dir.glob(f"*/{GPUS_FILE}")):
+            with open(path, newline="") as f:
+                for row in csv.DictReader(f):
+                    gpus[row["commit"]] = row["gpu_uuid"]
+    return gpus
+
+
+def noise_rows(runs, gpus, benchmarks):
+    """One row per series of `runs` (tools.gate.load_runs), keyed like the benchmark CSV."""
+    from tools.export import ExportSummary, describe_benchmark, gpu_name_of, parse_param
+
+    ordered = sorted(runs.values(), key=lambda r: (r.date, r.commit))
+    series_all = sorted({s for run in ordered for s in run.values}, key=lambda s: s.label())
+    summary, rows = ExportSummary(), []
+    for series in series_all:
+        meta = benchmarks[series.benchmark]
+        spec = describe_benchmark(series.benchmark, meta, summary)
+        present = [run for run in ordered if series in run.values]
+        by_gpu = {}
+        for run in present:
+            by_gpu.setdefault(gpus.get(run.commit, "?"), []).append(run)
+        diffs_sigma, n_diffs, weighted = [], 0, 0.0
+        for gpu_runs in by_gpu.values():
+            sigma, n = history_noise(series, gpu_runs)
+            if n:
+                weighted += sigma * n
+                n_diffs += n
+        between = weighted / n_diffs / math.sqrt(2) if n_diffs else float("nan")
+        known = {gpu: runs_ for gpu, runs_ in by_gpu.items() if gpu != "?"}
+        machine = float("nan")
+        if len(known) >= 2:
+            medians = [statistics.median(math.log(r.values[series][0]) for r in runs_) for runs_ in known.values()]
+            machine = statistics.stdev(medians)
+        within = [robust_cv(run.values[series][1]) for run in present if run.values[series][1]]
+        within = [w for w in within if not math.isnan(w)]
+        named = {name: parse_param(value) for name, value in zip(meta.get("param_names") or [], series.combo)}
+        provider = named.pop("provider", ("default", None))[0]
+        mode = named.pop("mode", ("full", None))[0]
+        x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
+        rows.append({
+            "kernel_name": spec.kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
+            "metric_name": spec.metric_name, "x_name": spec.x_name, "x_value": x_value,
+            "extra_benchmark_config_str": _json({k: v for k, (_, v) in named.items()}),
+            "gpu_name": gpu_name_of(present[-1].params, {}, ""), "runs": len(present), "gpus": len(known),
+            "within_process_cv": _fmt(statistics.median(within) if within else float("nan")),
+            "between_process_cv": _fmt(between), "between_machine_cv": _fmt(machine),
+            "benchmark": series.benchmark,
+        })
+    return rows
+
+
+def _json(value):
+    import json
+    return json.dumps(value, sort_keys=True)
+
+
+def _fmt(value):
+    return "" if value is None or math.isnan(value) else f"{value:.5f}"
+
+
+def write_noise_table(results_dirs, out, tier=None):
+    """Compute the table for every machine in `results_dirs` and write it atomically; returns the rows."""
+    from tools.export import load_benchmarks
+    from tools.gate import load_runs
+
+    results_dirs = [Path(d) for d in results_dirs]
+    benchmarks = {}
+    for d in results_dirs:
+        benchmarks.update(load_benchmarks(d))
+    gpus = read_gpus(results_dirs)
+    rows = []
+    machines = sorted({p.name for d in results_dirs for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")})
+    for machine in machines:
+        rows += noise_rows(load_runs(results_dirs, machine, tier=tier), gpus, benchmarks)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(Path(out), buffer.getvalue())
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tools.noise", description=__doc__.splitlines()[0])
+    parser.add_argument("--results", action="append", help="asv results directory (repeatable; default results)")
+    parser.add_argument("--out", default="docs/data/noise.csv", help="the side table (default docs/data/noise.csv)")
+    args = parser.parse_args(argv)
+    from tools.export import ExportError
+    from tools.gate import GateError
+    try:
+        rows = write_noise_table(args.results or ["results"], args.out)
+    except (ExportError, GateError, OSError) as err:
+        print(f"tools.noise: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(rows)} series to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
