@@ -9,6 +9,10 @@ THIRD_PARTY = {
     "fla": "fla",
     "cut-cross-entropy": "cut_cross_entropy",
     "quack": "quack",  # needs nvidia-cutlass-dsl; its CUDA 13 libs do not fit a device call (see docs/benchmarking.md)
+    "causal-conv1d": "causal_conv1d",  # Tri Dao's CUDA package; its source build does not fit an offline H200 call
+    "dion": "dion",
+    "gram-newton-schulz": "gram_newton_schulz",  # its CuTe backend (needs quack)
+    "gram-newton-schulz-torch": "gram_newton_schulz",  # its pure-PyTorch backend (installs with --no-deps)
 }
 BUILT_IN = ("greyhound", "torch-eager", "torch-compile")
 

@@ -13,6 +13,9 @@ _EXPORTS = {
     "logprobs": "greyhound.ops.logprobs",
     "linear_logprobs": "greyhound.ops.logprobs",
     "CheriBlock": "greyhound.nn.cheri_block",
+    "causal_conv1d": "greyhound.ops.causal_conv1d",
+    "causal_conv1d_update": "greyhound.ops.causal_conv1d",
+    "newton_schulz": "greyhound.ops.newton_schulz",
 }
 
 __all__ = sorted(_EXPORTS)

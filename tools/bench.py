@@ -9,7 +9,7 @@ Each step is the command a user would type:
   asv run --machine NAME --record-samples -b 'Tracked\.' HEAD^!
   python -m tools.export --results results --csv docs/data/benchmark_data.csv
   python -m tools.plot --csv docs/data/benchmark_data.csv --out docs/public/assets
-  asv publish
+  python -m tools.site          (asv publish, then the site's scripts served from local copies)
 """
 import argparse
 import subprocess
@@ -44,7 +44,7 @@ def main(argv=None):
                         help="print the asv -b regexes of --tier for this machine (one a line) and exit")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv")
     parser.add_argument("--out", default="docs/public/assets")
-    parser.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
+    parser.add_argument("--no-publish", action="store_true", help="skip `python -m tools.site` (asv publish)")
     args = parser.parse_args(argv)
 
     regexes = args.bench or tier_selection(args.tier)
@@ -61,7 +61,7 @@ def main(argv=None):
         [sys.executable, "-m", "tools.plot", "--csv", args.csv, "--out", args.out],
     ]
     if not args.no_publish:
-        steps.append([sys.executable, "-m", "asv", "publish"])
+        steps.append([sys.executable, "-m", "tools.site"])  # asv publish, with the site's JS/CSS served locally
     failed = [" ".join(step[1:4]) for step in steps if _run(step) != 0]
     if args.tier == "tracked" and not args.bench:
         where = "on this GPU" if info["gpu_name"] != "cpu" else "(on a CPU: the smoke shapes)"
