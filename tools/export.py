@@ -10,16 +10,17 @@ Greyhound suites (benchmarks/harness.py) follow one convention:
     unit "bytes"); params are `provider`, `mode` (full/forward/backward), then the shape params (dtype, ...);
   * the methods carry `kernel_name` and `x_name` attributes, which asv copies into benchmarks.json (asv copies
     function attributes, asv_runner >= 0.3; plain class attributes never reach benchmarks.json).
-Mapping: kernel_name = the attribute, else the method name minus its time_/track_peakmem_/peakmem_/track_/mem_
-prefix; kernel_provider = the `provider` param, else "default"; kernel_operation_mode = the `mode` param, else
+Mapping: kernel_name = the attribute, else the benchmark's full name (module.Class.method: classes that share a
+method name stay apart); kernel_provider = the `provider` param, else "default"; kernel_operation_mode = the `mode` param, else
 "full"; metric_name = "speed" (time benchmarks), "memory" (track_peakmem_/peakmem_), else asv's benchmark type;
-metric_unit = "ms" (asv seconds x 1000), "MB" (bytes / 2**20), else asv's unit; x_name = the `x_name` attribute,
+metric_unit = "ms" (asv seconds x 1000), "MiB" (bytes / 2**20), else asv's unit; x_name = the `x_name` attribute,
 else the first param other than provider/mode, else "none" (x_value then empty); x_label = the `x_label`
 attribute, else a readable label for known names, else the name; extra_benchmark_config_str = JSON (sorted keys)
 of the remaining benchmark params only (machine fields such as torch/triton versions stay out); gpu_name = the
 `gpu_name` machine field (tools.asv_machine writes it into every result's params; machine.json is the fallback),
 or the machine name where that is absent or "cpu"; git_commit = the full hash; timestamp = asv's result date
-(the commit's date) as ISO-8601 UTC.
+(the commit's date) as ISO-8601 UTC; asv_machine and asv_environment = the results folder and asv's environment
+name. Together they make the key: one row per (benchmark, parameter combination, commit, machine, environment).
 
 y_value_50/20/80 are numpy's linear percentiles of the recorded samples (`asv run --record-samples`); asv's
 stats_q_25/q_75 are never relabelled. A result without samples gives y_value_50 = asv's value and empty p20/p80
@@ -51,8 +52,10 @@ import numpy as np
 from tools import CSV_COLUMNS, is_finite_number, x_value_order
 from tools._atomic import write_atomic
 
+# One row per (benchmark, parameter combination, commit, machine, environment): two rows share a key only when they
+# are the same measurement (e.g. a tracked and a sweep benchmark of one kernel at one shape in the same run).
 KEY_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
-               "extra_benchmark_config_str", "gpu_name", "git_commit")
+               "extra_benchmark_config_str", "gpu_name", "git_commit", "asv_machine", "asv_environment")
 # Longest first: a track_peakmem_ method must not be read as a plain track_ one.
 METHOD_PREFIXES = ("track_peakmem_", "peakmem_", "time_", "track_", "mem_")
 X_LABELS = {
@@ -190,7 +193,7 @@ def describe_benchmark(name, meta, summary):
     prefix = next((p for p in METHOD_PREFIXES if method.startswith(p)), "")
     kernel_name = meta.get("kernel_name")
     if not (isinstance(kernel_name, str) and kernel_name):
-        kernel_name = method[len(prefix):] or method
+        kernel_name = name  # module.Class.method: classes may share method names; the full name keeps them apart
     bench_type = str(meta.get("type") or "")
     if bench_type == "time":
         metric_name = "speed"
@@ -199,7 +202,7 @@ def describe_benchmark(name, meta, summary):
     else:
         metric_name = bench_type or "value"
     unit = str(meta.get("unit") or "")
-    metric_unit, scale = {"seconds": ("ms", 1e3), "bytes": ("MB", 1.0 / 2**20)}.get(unit, (unit, 1.0))
+    metric_unit, scale = {"seconds": ("ms", 1e3), "bytes": ("MiB", 1.0 / 2**20)}.get(unit, (unit, 1.0))
 
     shape_params = [p for p in meta.get("param_names") or [] if p not in ("provider", "mode")]
     x_name = meta.get("x_name")
@@ -226,7 +229,7 @@ def iso_utc(js_timestamp):
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def rows_of_benchmark(result, name, meta, gpu_name, summary):
+def rows_of_benchmark(result, name, meta, gpu_name, summary, machine=""):
     """The CSV rows of one benchmark in one result file (several when it is parameterised)."""
     params = result.get_result_params(name) or []
     combos = list(itertools.product(*params))
@@ -262,6 +265,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary):
             "y_value_50": y50, "y_value_20": y20, "y_value_80": y80,
             "extra_benchmark_config_str": extra, "gpu_name": gpu_name,
             "git_commit": result.commit_hash or "", "timestamp": iso_utc(result.date),
+            "asv_machine": machine, "asv_environment": result.env_name or "",
         })
     return rows
 
@@ -288,7 +292,9 @@ def read_csv_rows(path):
         reader = csv.reader(io.StringIO(text))
         header = next(reader)
         if tuple(header) != CSV_COLUMNS:
-            raise ExportError(f"{path} has columns {header}, expected {list(CSV_COLUMNS)}; left it untouched")
+            hint = (" (the schema before asv_machine/asv_environment: export into a new file)"
+                    if tuple(header) == CSV_COLUMNS[:-2] else "")
+            raise ExportError(f"{path} has columns {header}, expected {list(CSV_COLUMNS)}{hint}; left it untouched")
         rows = []
         for fields in reader:
             if not fields:
@@ -325,7 +331,7 @@ def export(results_dir, csv_path, commit=None, latest=False):
     except OSError as err:
         raise ExportError(f"cannot list {results_dir}: {err}") from None
 
-    loaded = []  # (path, gpu name, asv Results)
+    loaded = []  # (path, gpu name, machine, asv Results)
     for machine_dir in machine_dirs:
         files = sorted(p for p in machine_dir.glob("*.json") if p.name != "machine.json")
         if not files:
@@ -346,25 +352,25 @@ def export(results_dir, csv_path, commit=None, latest=False):
             machine_results = [(p, r) for p, r in machine_results if (r.date or 0) == newest]
         for path, result in machine_results:
             gpu_name = gpu_name_of(result.params or {}, machine_info, machine_dir.name)
-            loaded.append((path, gpu_name, result))
+            loaded.append((path, gpu_name, machine_dir.name, result))
     summary.result_files = len(loaded)
 
     exported = {}  # key -> (started_at, path, row)
-    for path, gpu_name, result in loaded:
+    for path, gpu_name, machine, result in loaded:
         for name in sorted(result.get_all_result_keys()):
             meta = benchmarks.get(name)
             if meta is None:
                 summary.unknown_benchmark += len(list(itertools.product(*(result.get_result_params(name) or []))))
                 continue
             try:
-                rows = rows_of_benchmark(result, name, meta, gpu_name, summary)
+                rows = rows_of_benchmark(result, name, meta, gpu_name, summary, machine)
             except Exception as err:  # noqa: BLE001 - a malformed entry is reported and the rest exported
                 summary.warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err})")
                 continue
             started_at = result.started_at.get(name) or 0
             for row in rows:
                 key = row_key(row)
-                if key in exported:  # same commit and GPU measured twice (another environment or machine)
+                if key in exported:  # the same measurement twice (e.g. a tracked and a sweep benchmark, one run)
                     summary.collisions += 1
                     if (started_at, str(path)) < exported[key][:2]:
                         continue
@@ -392,8 +398,8 @@ def report_lines(summary, csv_path):
         lines.append(f"{summary.stale} results of an older benchmark version (version or params differ from "
                      f"benchmarks.json) left out")
     if summary.collisions:
-        lines.append(f"{summary.collisions} rows measured more than once (same key: another environment, or a "
-                     f"machine with the same gpu_name); kept the most recently run")
+        lines.append(f"{summary.collisions} rows measured more than once (same kernel, provider, mode, shape, commit, "
+                     f"machine and environment, e.g. by a tracked and a sweep benchmark); kept the most recently run")
     return lines
 
 

@@ -1,6 +1,7 @@
 """tools.export: asv results -> CSV, on real asv output (django-asv) and on made-up results directories."""
 import csv
 import datetime
+import itertools
 import json
 import math
 import os
@@ -129,7 +130,7 @@ def test_greyhound_suite_rows_percentiles_units_and_metadata(tmp_path, capsys):
         assert float(speed["y_value_20"]) <= float(speed["y_value_50"]) <= float(speed["y_value_80"])
         assert float(memory["y_value_50"]) == pytest.approx(peak / 2**20, rel=1e-12)
         assert memory["y_value_20"] == memory["y_value_80"] == ""
-        for row, unit in ((speed, "ms"), (memory, "MB")):
+        for row, unit in ((speed, "ms"), (memory, "MiB")):
             assert row["metric_unit"] == unit
             assert row["kernel_name"] == "cross_entropy_with_grad"
             assert row["x_name"] == "vocab_size" and row["x_label"] == "Vocabulary size (V)"
@@ -181,8 +182,10 @@ def test_fallbacks_without_greyhound_attributes(tmp_path, capsys):
         "plain.Suite.time_bad_x": entry([0.125], params=[["16"]]),
     }, machine="cpu-box", gpu_name="cpu")
     assert run_export(root, tmp_path / "data.csv") == 0
-    rows = {(r["kernel_name"], r["x_value"]): r for r in read_rows(tmp_path / "data.csv")}
+    rows = {(r["kernel_name"].rsplit(".", 1)[-1].split("_", 1)[-1], r["x_value"]): r
+            for r in read_rows(tmp_path / "data.csv")}
     assert len(rows) == 5
+    assert {r["kernel_name"] for r in read_rows(tmp_path / "data.csv")} == set(names)  # keyed by the full name
     for row in rows.values():
         assert row["kernel_provider"] == "default" and row["kernel_operation_mode"] == "full"
         assert row["gpu_name"] == "cpu-box"  # gpu_name "cpu": the machine name tells CPU machines apart
@@ -191,7 +194,7 @@ def test_fallbacks_without_greyhound_attributes(tmp_path, capsys):
                                                                                         "Rows")
     assert float(soft["y_value_50"]) == 500.0 and soft["extra_benchmark_config_str"] == '{"dtype": "float16"}'
     mem = rows[("softmax", "")]
-    assert (mem["metric_name"], mem["metric_unit"], mem["x_name"], float(mem["y_value_50"])) == ("memory", "MB",
+    assert (mem["metric_name"], mem["metric_unit"], mem["x_name"], float(mem["y_value_50"])) == ("memory", "MiB",
                                                                                                "none", 3.0)
     track = rows[("bandwidth", "")]
     assert (track["metric_name"], track["metric_unit"], float(track["y_value_50"])) == ("track", "GB/s", 1234.5)
@@ -242,7 +245,7 @@ def test_version_1_results_format(tmp_path):
     assert run_export(root, tmp_path / "data.csv") == 0
     rows = read_rows(tmp_path / "data.csv")
     assert len(rows) == N_COMBOS + 1
-    plain_row = next(r for r in rows if r["kernel_name"] == "plain")
+    plain_row = next(r for r in rows if r["kernel_name"] == plain)
     assert float(plain_row["y_value_50"]) == pytest.approx(plain_value * 1e3, rel=1e-12)
     assert plain_row["y_value_20"] == "" and plain_row["x_name"] == "none"
     speed = {(r["kernel_provider"], r["kernel_operation_mode"], r["x_value"]): r
@@ -301,19 +304,72 @@ def test_reexport_replaces_same_key_keeps_other_rows_never_duplicates(tmp_path):
     assert {r["git_commit"] for r in rows if r["kernel_name"] != "logprobs"} == {COMMIT_A, COMMIT_B}
 
 
-def test_same_key_from_two_environments_keeps_the_latest_run(tmp_path, capsys):
+def test_two_environments_and_two_machines_with_one_gpu_name_give_separate_rows(tmp_path, capsys):
     root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    make_results_dir(root, GREYHOUND_BENCHMARKS, machine="h200-b")
     rng = np.random.default_rng()
-    old_values, old_samples = random_time_results(rng)
-    new_values, new_samples = random_time_results(rng)
-    write_result(root, COMMIT_A, {TIME: entry(new_values, samples=new_samples, started_at=DATE + 100)}, env="py3.12")
-    write_result(root, COMMIT_A, {TIME: entry(old_values, samples=old_samples, started_at=DATE + 50)}, env="py3.11")
+    runs = {}
+    for machine, env in (("h200", "py3.12"), ("h200", "py3.11"), ("h200-b", "py3.12")):
+        values, samples = random_time_results(rng)
+        runs[(machine, env)] = samples
+        write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)}, machine=machine, env=env)
     assert run_export(root, tmp_path / "data.csv") == 0
     rows = read_rows(tmp_path / "data.csv")
-    assert len(rows) == N_COMBOS
-    assert sorted(float(r["y_value_50"]) for r in rows) == pytest.approx(
-        sorted(np.median(s) * 1e3 for s in new_samples), rel=1e-12)
-    assert f"{N_COMBOS} rows measured more than once" in capsys.readouterr().out
+    assert len(rows) == 3 * N_COMBOS and {r["gpu_name"] for r in rows} == {"NVIDIA H200"}
+    for (machine, env), samples in runs.items():
+        mine = [r for r in rows if (r["asv_machine"], r["asv_environment"]) == (machine, env)]
+        assert sorted(float(r["y_value_50"]) for r in mine) == pytest.approx(
+            sorted(np.median(s) * 1e3 for s in samples), rel=1e-12)
+    assert "measured more than once" not in capsys.readouterr().out
+
+
+def _shared_method_benchmarks(classes, methods):
+    """Benchmarks of several classes that share method names, with no kernel_name attribute."""
+    benchmarks = {}
+    for cls in classes:
+        for method in methods:
+            name = f"suite.{cls}.{method}"
+            benchmarks[name] = meta(name, "track" if method.startswith("track") else "time",
+                                    "unit" if method.startswith("track") else "seconds",
+                                    param_names=["model", "size"], params=[["'a'", "'b'"], ["1", "2", "3"]])
+    return benchmarks
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_classes_sharing_method_names_lose_no_row(tmp_path, version):
+    classes, methods = ["Alpha", "Beta", "Gamma", "Delta"], ["track_metric", "time_step", "time_load"]
+    benchmarks = _shared_method_benchmarks(classes, methods)
+    root = make_results_dir(tmp_path / "results", benchmarks)
+    rng = np.random.default_rng()
+    commits = [COMMIT_A, COMMIT_B]
+    expected = {}
+    for commit_index, commit in enumerate(commits):
+        results = {}
+        for name in benchmarks:
+            values = [float(v) for v in rng.uniform(0.001, 1.0, size=6)]
+            values[commit_index] = None  # one failed combination per benchmark and commit: left out, counted
+            for (model, size), value in zip(itertools.product(["a", "b"], ["1", "2", "3"]), values):
+                if value is not None:
+                    expected[(name, commit, model, size)] = value
+            if version == 2:
+                results[name] = entry(values, params=[["'a'", "'b'"], ["1", "2", "3"]])
+            else:
+                results[name] = {"result": values, "params": [["'a'", "'b'"], ["1", "2", "3"]]}
+        if version == 2:
+            write_result(root, commit, results, gpu_name=None)
+        else:
+            write_json(root / "h200" / f"{commit[:8]}-conda-py3.8.json", {
+                "version": 1, "commit_hash": commit, "date": DATE, "python": "3.8", "requirements": {},
+                "env_name": "conda-py3.8", "params": {"machine": "h200", "python": "3.8"}, "results": results})
+    assert run_export(root, tmp_path / "data.csv") == 0
+    rows = read_rows(tmp_path / "data.csv")
+    assert len(rows) == len(expected) == 2 * len(classes) * len(methods) * 5  # 240: every measurement, once
+    for row in rows:
+        model = json.loads(row["extra_benchmark_config_str"])["size"]
+        key = (row["kernel_name"], row["git_commit"], row["x_value"], str(model))
+        scale = 1e3 if row["metric_unit"] == "ms" else 1.0
+        assert float(row["y_value_50"]) == pytest.approx(expected[key] * scale, rel=1e-12)
+        assert row["x_name"] == "model" and row["asv_machine"] == "h200"
 
 
 def test_commit_and_latest_filters(tmp_path):
@@ -382,8 +438,7 @@ def _django_expectations(results):
             elif fields["result"] is None or fields["result"][0] is None or math.isnan(fields["result"][0]):
                 failed += 1
             else:
-                kernel = name.rsplit(".", 1)[1].removeprefix("time_")
-                expected[(path.parent.name, data["commit_hash"], kernel)] = (fields["result"][0], data["date"])
+                expected[(path.parent.name, data["commit_hash"], name)] = (fields["result"][0], data["date"])
     return files, expected, unknown, stale, failed
 
 
