@@ -9,6 +9,7 @@ Each step is the command a user would type:
   asv run --machine NAME --record-samples -b 'Tracked\.' HEAD^!
   python -m tools.export --results results --csv docs/data/benchmark_data.csv
   python -m tools.plot --csv docs/data/benchmark_data.csv --out docs/public/assets
+  python -m tools.docs --csv docs/data/benchmark_data.csv   (the README's and kernel pages' tables)
   python -m tools.site          (asv publish, then the site's scripts served from local copies)
 """
 import argparse
@@ -59,6 +60,7 @@ def main(argv=None):
          *[a for b in regexes for a in ("-b", b)], args.range],
         [sys.executable, "-m", "tools.export", "--results", "results", "--csv", args.csv],
         [sys.executable, "-m", "tools.plot", "--csv", args.csv, "--out", args.out],
+        [sys.executable, "-m", "tools.docs", "--csv", args.csv],  # the README's and kernel pages' tables
     ]
     if not args.no_publish:
         steps.append([sys.executable, "-m", "tools.site"])  # asv publish, with the site's JS/CSS served locally

@@ -1,0 +1,75 @@
+"""tools.docs: the committed docs tables are what the CSV gives, and a table typed by hand is caught."""
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tools import CSV_COLUMNS, docs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_committed_tables_match_the_csv():
+    done = subprocess.run([sys.executable, "-m", "tools.docs", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 file(s) stale" in done.stdout
+
+
+def _csv(tmp_path, rows):
+    path = tmp_path / "data.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({c: row.get(c, "") for c in CSV_COLUMNS})
+    return path
+
+
+def _row(provider, mode, p50, commit, timestamp, metric="speed", unit="ms", x="128256"):
+    return {"kernel_name": "k", "kernel_provider": provider, "kernel_operation_mode": mode, "metric_name": metric,
+            "metric_unit": unit, "x_name": "vocab_size", "x_label": "V", "x_value": x, "y_value_50": str(p50),
+            "y_value_20": str(p50 * 0.99), "y_value_80": str(p50 * 1.01),
+            "extra_benchmark_config_str": json.dumps({"batch_size": 8192}), "gpu_name": "NVIDIA H200",
+            "git_commit": commit, "timestamp": timestamp, "asv_machine": "nvidia-h200", "asv_environment": "env"}
+
+
+def test_tables_take_one_commit_and_bold_the_best(tmp_path, capsys):
+    old, new = "a" * 40, "b" * 40
+    path = _csv(tmp_path, [_row("greyhound", "full", 2.0, old, "2026-11-01T00:00:00Z"),
+                           _row("fla", "full", 1.5, old, "2026-11-01T00:00:00Z"),
+                           _row("greyhound", "full", 1.2, new, "2026-12-01T00:00:00Z"),
+                           _row("fla", "full", 1.5, new, "2026-12-01T00:00:00Z"),
+                           _row("greyhound", "forward", 0.5, new, "2026-12-01T00:00:00Z")])
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- tools.docs table kernel=k -->\nstale text\n<!-- /tools.docs -->\n"
+                    "<!-- tools.docs table kernel=k commit=aaaa -->\n<!-- /tools.docs -->\nend\n")
+    assert docs.main(["--csv", str(path), str(page), "--check"]) == 1  # the stale table is caught
+    assert docs.main(["--csv", str(path), str(page)]) == 0
+    text = page.read_text()
+    latest, pinned = text.split("<!-- /tools.docs -->")[:2]
+    assert "commit bbbbbbbb" in latest and "| 128256 | full | **1.200** [1.188–1.212] | 1.500 |" in latest
+    assert "| 128256 | forward | **0.500** [0.495–0.505] | n/a |" in latest or "| 128256 | forward | 0.500" in latest
+    assert "commit aaaaaaaa" in pinned and "| 128256 | full | 2.000 [1.980–2.020] | **1.500** |" in pinned
+    assert text.startswith("intro\n") and text.endswith("end\n")
+    assert docs.main(["--csv", str(path), str(page), "--check"]) == 0
+    page.write_text(text.replace("**1.200**", "**1.100**"))  # a hand edit of a generated figure
+    assert docs.main(["--csv", str(path), str(page), "--check"]) == 1
+    assert "tables differ" in capsys.readouterr().err
+
+
+def test_headline_puts_greyhound_beside_its_best_peer(tmp_path):
+    commit = "c" * 40
+    path = _csv(tmp_path, [_row("greyhound", "full", 1.2, commit, "2026-12-01T00:00:00Z"),
+                           _row("fla", "full", 1.5, commit, "2026-12-01T00:00:00Z"),
+                           _row("liger", "full", 1.9, commit, "2026-12-01T00:00:00Z")])
+    text = docs.update_text("<!-- tools.docs headline -->\n<!-- /tools.docs -->\n", docs.load(path))
+    assert "| `k` | vocab_size=128256, batch_size=8192 | full | **1.200** | fla 1.500 | cccccccc |" in text
+
+
+def test_a_marker_that_matches_nothing_is_an_error(tmp_path, capsys):
+    path = _csv(tmp_path, [_row("greyhound", "full", 1.2, "d" * 40, "2026-12-01T00:00:00Z")])
+    page = tmp_path / "page.md"
+    page.write_text("<!-- tools.docs table kernel=nope -->\n<!-- /tools.docs -->\n")
+    assert docs.main(["--csv", str(path), str(page)]) == 2
+    assert "no CSV rows match" in capsys.readouterr().err
