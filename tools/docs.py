@@ -10,6 +10,8 @@ differs from what the CSV gives (tests/tools/test_docs.py runs it on the committ
 Kinds and their keys (all optional unless said):
 * `headline gpu=NAME`: per kernel, mode and shape of the newest commit measured on that GPU: greyhound's p50 beside
   the best peer's, every figure from that commit's run.
+* `plotly kernel=NAME`: the kernel's Plotly pages (docs/public/assets/plots_html/) as iframes, ordered full ->
+  forward -> backward.
 * `table kernel=NAME metric=speed|memory commit=PREFIX|latest gpu=NAME x=X_NAME extra.KEY=VALUE ...`: one row per
   (x value, mode), one column per provider (greyhound first), at one commit (`latest`: the newest with rows that
   match); speed cells are p50 ms, the greyhound cells with [p20–p80]; the fastest (or smallest) cell is bold.
@@ -163,7 +165,23 @@ def render_headline(frame, args):
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"table": render_table, "headline": render_headline}
+PLOTLY_DIR = Path("docs/public/assets/plots_html")
+
+
+def render_plotly(frame, args):
+    """The kernel's interactive Plotly pages (tools.plot's 2-D sweeps) as iframes, full -> forward -> backward."""
+    kernel = args["kernel"]
+    folder = Path(args.get("dir", PLOTLY_DIR))
+    pages = sorted((p.name for p in folder.glob(f"{kernel}__*.html")),
+                   key=lambda name: (MODE_ORDER.get(name.split("__")[1], 9), name))
+    if not pages:
+        return "(no interactive page: this kernel has no 2-D sweep in the CSV yet)\n"
+    prefix = args.get("prefix", "../public/assets/plots_html/")
+    return "".join(f'<iframe src="{prefix}{name}" width="100%" height="520" frameborder="0"></iframe>\n'
+                   for name in pages)
+
+
+RENDERERS = {"table": render_table, "headline": render_headline, "plotly": render_plotly}
 
 
 def update_text(text, frame, source="document"):
