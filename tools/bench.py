@@ -28,6 +28,22 @@ def tier_selection(tier):
     return harness.selection_regexes(harness.suites(None if tier == "all" else tier))
 
 
+def write_benchmarks_json(path="results/benchmarks.json", benchmark_dir="benchmarks"):
+    """asv's benchmarks.json of the suites, the same on every machine (a developer runs this after editing a suite;
+    tests/test_asv_pipeline.py checks the committed file against discovery)."""
+    import io
+    import json
+
+    from asv import util
+    from asv_runner.discovery import list_benchmarks
+
+    out = io.StringIO()
+    list_benchmarks(benchmark_dir, out)
+    benchmarks = {b["name"]: b for b in json.loads(out.getvalue())}
+    util.write_json(path, benchmarks, api_version=2)
+    return len(benchmarks)
+
+
 def _run(cmd):
     print("+ " + " ".join(cmd), flush=True)
     return subprocess.run(cmd).returncode
@@ -43,11 +59,16 @@ def main(argv=None):
                         help="asv benchmark regex (repeatable; replaces --tier's selection)")
     parser.add_argument("--print-selection", action="store_true",
                         help="print the asv -b regexes of --tier for this machine (one a line) and exit")
+    parser.add_argument("--discover-only", action="store_true",
+                        help="write results/benchmarks.json from the suites (as asv run would) and exit")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv")
     parser.add_argument("--out", default="docs/public/assets")
     parser.add_argument("--no-publish", action="store_true", help="skip `python -m tools.site` (asv publish)")
     args = parser.parse_args(argv)
 
+    if args.discover_only:
+        print(f"tools.bench: {write_benchmarks_json()} benchmarks written to results/benchmarks.json")
+        return 0
     regexes = args.bench or tier_selection(args.tier)
     if args.print_selection:
         print("\n".join(regexes))
