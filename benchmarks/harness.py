@@ -461,9 +461,8 @@ class KernelSuite(abc.ABC):
         return peak
 
 
-def measure_suites(classes):
-    """Measure every served combination of each suite class in this one process: {class name: {combo: measurement}}.
-    CUDA start, the GPU warm-up, imports and kernel loading are paid once for all of them."""
+def _start_process():
+    """CUDA start and the GPU warm-up, once per measuring process; returns their cost record."""
     process = {"process_start": _process_age_seconds()}
     if ON_GPU:
         t0 = time.perf_counter()
@@ -472,6 +471,22 @@ def measure_suites(classes):
         process["cuda_init"] = time.perf_counter() - t0
         if WARM_UP:
             process.update(warm_up_gpu())
+    return process
+
+
+def measure_suites_of(cls, combos):
+    """Measure the given combinations of one suite in this process (the sweep command): {combo: measurement}."""
+    process = _start_process()
+    measured = cls().measure_grid(combos)
+    if os.environ.get(PROFILE_ENV):
+        _append_profile(cls.__name__, process, measured)
+    return measured
+
+
+def measure_suites(classes):
+    """Measure every served combination of each suite class in this one process: {class name: {combo: measurement}}.
+    CUDA start, the GPU warm-up, imports and kernel loading are paid once for all of them."""
+    process = _start_process()
     measured = {}
     for cls in classes:
         measured[cls.__name__] = cls().measure_grid()

@@ -1,0 +1,178 @@
+"""Ad-hoc sweeps over the same harness as the asv suites: `python -m benchmarks KERNEL [options]`.
+
+    python -m benchmarks chunked_linear_cross_entropy --mode full --providers greyhound,torch-eager,torch-compile \\
+        --batch-size 8192 --d-models 4096,8192 --vocab-sizes 65536,128256
+
+Each combination goes through the harness exactly as in asv (fresh random inputs, the fp64 correctness gate, the
+warm-up, SAMPLES do_bench-style timed calls, one peak-memory call), all in this one process. The command prints a
+table and merges the rows into the benchmark CSV (atomically; keyed like tools.export's rows, with asv_machine
+`sweep-cli` and asv_environment `python-X.Y`, so re-running a sweep replaces its rows and never duplicates them).
+`python -m benchmarks KERNEL --help` lists the kernel's providers and shape options (each takes one value or a
+comma-separated list; defaults: the tracked tier's shape on this machine).
+"""
+import argparse
+import itertools
+import platform
+import statistics
+import sys
+
+from benchmarks import harness
+
+
+def kernels():
+    """kernel_name -> its Tracked suite class (which defines inputs, reference and providers)."""
+    return {cls.kernel_name: cls for cls in harness.suites("tracked")}
+
+
+def known_providers(kernel_name):
+    found = []
+    for cls in harness.suites():
+        if cls.kernel_name == kernel_name:
+            found += [p for p in cls.providers if p not in found]
+    return found
+
+
+def _values(text, like):
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        out.append(int(item) if isinstance(like, int) else item)
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected one value or a comma-separated list, got {text!r}")
+    return out
+
+
+def build_parser(kernel_name, suite):
+    shapes = suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes
+    default = shapes[0]
+    providers = known_providers(kernel_name)
+    parser = argparse.ArgumentParser(
+        prog=f"python -m benchmarks {kernel_name}",
+        description=f"Sweep {kernel_name} through the benchmark harness (gate, warm-up, {harness.SAMPLES} samples, "
+                    f"peak memory) and merge the rows into the CSV.",
+        epilog=f"providers: {', '.join(providers)} (third-party ones where installed; torch-compile on a GPU). "
+               f"Defaults: the tracked tier's shape on this machine ({'GPU' if harness.ON_GPU else 'CPU'}).")
+    parser.add_argument("--mode", "--modes", dest="modes", default=",".join(suite.modes),
+                        help=f"comma-separated modes (default: {','.join(suite.modes)})")
+    parser.add_argument("--providers", "--provider", dest="providers",
+                        default=",".join(p for p in suite.providers),
+                        help=f"comma-separated providers, of: {', '.join(providers)} (default: {','.join(suite.providers)})")
+    for name in suite.param_names[2:]:
+        flag = name.replace("_", "-")
+        parser.add_argument(f"--{flag}", f"--{flag}s", dest=name, default=str(default[name]),
+                            help=f"{name}: one value or a comma-separated list (default {default[name]})")
+    parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
+                        help="CSV to merge the rows into (default docs/data/benchmark_data.csv)")
+    parser.add_argument("--no-csv", action="store_true", help="print the table only")
+    return parser
+
+
+def rows_for_csv(suite, measured, commit, gpu_name, x_name):
+    """CSV rows (tools.CSV_COLUMNS) of one sweep: speed rows with p20/p50/p80 in ms, memory rows in MiB."""
+    import datetime
+    import json
+
+    import numpy as np
+
+    from tools.export import readable_label
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rows = []
+    for (provider, mode, *values), result in measured.items():
+        if not result["samples"]:
+            continue
+        shape = dict(zip(suite.param_names[2:], values))
+        x_value = shape.pop(x_name)
+        base = {"kernel_name": suite.kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
+                "x_name": x_name, "x_label": readable_label(x_name), "x_value": str(x_value),
+                "extra_benchmark_config_str": json.dumps(shape, sort_keys=True), "gpu_name": gpu_name,
+                "git_commit": commit, "timestamp": stamp, "asv_machine": "sweep-cli",
+                "asv_environment": f"python-{platform.python_version()}"}
+        p20, p50, p80 = np.percentile(np.asarray(result["samples"]) * 1e3, [20, 50, 80])
+        rows.append({**base, "metric_name": "speed", "metric_unit": "ms", "y_value_50": repr(float(p50)),
+                     "y_value_20": repr(float(p20)), "y_value_80": repr(float(p80))})
+        if result["peak_bytes"] is not None:
+            rows.append({**base, "metric_name": "memory", "metric_unit": "MiB",
+                         "y_value_50": repr(result["peak_bytes"] / 2**20), "y_value_20": "", "y_value_80": ""})
+    return rows
+
+
+def merge_into_csv(path, rows):
+    """Merge rows into the CSV: a row with the same key replaces the old one (tools.export's key and writer)."""
+    from pathlib import Path
+
+    from tools._atomic import write_atomic
+    from tools.export import csv_text, read_csv_rows, row_key
+
+    path = Path(path)
+    new = {row_key(row): row for row in rows}
+    kept = [row for row in read_csv_rows(path) if row_key(row) not in new]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, csv_text(kept + list(new.values())))
+    return len(kept) + len(new)
+
+
+def _commit_and_gpu():
+    from tools import asv_machine
+    try:
+        import git
+        commit = git.Repo(".", search_parent_directories=True).head.commit.hexsha
+    except Exception:  # noqa: BLE001 - not a repository: the rows still carry what is known
+        commit = "unknown"
+    info = asv_machine.describe()
+    return commit, info["gpu_name"] if info["gpu_name"] != "cpu" else asv_machine.default_name(info)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    table = kernels()
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in table:
+        print(__doc__)
+        print("kernels: " + ", ".join(sorted(table)))
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"error: unknown kernel {argv[0]!r}", file=sys.stderr)
+            return 2
+        return 0
+    suite = table[argv[0]]
+    parser = build_parser(argv[0], suite)
+    args = parser.parse_args(argv[1:])
+    modes = _values(args.modes, "")
+    providers = _values(args.providers, "")
+    unknown = [p for p in providers if p not in known_providers(suite.kernel_name)]
+    if unknown:
+        parser.error(f"--providers: {', '.join(unknown)} not one of {', '.join(known_providers(suite.kernel_name))}")
+    bad_modes = [m for m in modes if m not in suite.modes]
+    if bad_modes:
+        parser.error(f"--mode: {', '.join(bad_modes)} not one of {', '.join(suite.modes)}")
+    default = (suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes)[0]
+    shape_values = [_values(getattr(args, name), default[name]) for name in suite.param_names[2:]]
+    combos = [(p, m, *values) for p, m, values in itertools.product(providers, modes,
+                                                                     itertools.product(*shape_values))]
+    swept = [name for name, values in zip(suite.param_names[2:], shape_values) if len(values) > 1]
+    x_name = suite.x_name if suite.x_name in swept or not swept else swept[0]
+    measured = harness.measure_suites_of(suite, combos)
+    print(f"{suite.kernel_name}: {len(combos)} combinations, p50 ms [p20–p80], peak MiB")
+    for (provider, mode, *values), result in measured.items():
+        shape = ", ".join(f"{n}={v}" for n, v in zip(suite.param_names[2:], values))
+        if result["samples"]:
+            ms = sorted(s * 1e3 for s in result["samples"])
+            q = statistics.quantiles(ms, n=5)
+            memory = f"{result['peak_bytes'] / 2**20:.1f}" if result["peak_bytes"] is not None else "n/a"
+            print(f"  {provider:28s} {mode:8s} {shape:60s} {statistics.median(ms):9.4f} "
+                  f"[{q[0]:.4f}–{q[3]:.4f}]  {memory}")
+        else:
+            print(f"  {provider:28s} {mode:8s} {shape:60s} {'skipped' if result['skipped'] else 'FAILED'}: "
+                  f"{result['skipped'] or result['error']}")
+    failed = [r for r in measured.values() if r["error"]]
+    if not args.no_csv:
+        commit, gpu_name = _commit_and_gpu()
+        rows = rows_for_csv(suite, measured, commit, gpu_name, x_name)
+        total = merge_into_csv(args.csv, rows)
+        print(f"{len(rows)} rows merged into {args.csv} ({total} rows in total)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

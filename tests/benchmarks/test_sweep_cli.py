@@ -1,0 +1,50 @@
+"""`python -m benchmarks KERNEL`: the per-kernel sweep command over the asv harness (CPU, tiny shapes)."""
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import __main__ as cli
+from tools import CSV_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("kernel", sorted(cli.kernels()))
+def test_help_lists_the_kernels_providers_and_shape_options(kernel):
+    done = subprocess.run([sys.executable, "-m", "benchmarks", kernel, "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    suite = cli.kernels()[kernel]
+    for name in suite.param_names[2:]:
+        assert f"--{name.replace('_', '-')}" in done.stdout
+    for provider in cli.known_providers(kernel):
+        assert provider in done.stdout
+
+
+def test_a_sweep_prints_a_table_and_a_rerun_replaces_its_rows(tmp_path, capsys):
+    csv_path = tmp_path / "data.csv"
+    argv = ["cross_entropy_with_grad", "--mode", "forward,full", "--providers", "greyhound,torch-eager",
+            "--batch-size", "8", "--vocab-sizes", "64,200", "--dtype", "float32", "--csv", str(csv_path)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("greyhound ") == 4 and out.count("torch-eager ") == 4
+    with open(csv_path) as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 8  # speed only: no CUDA memory on the CPU
+    assert {r["x_value"] for r in rows} == {"64", "200"} and {r["x_name"] for r in rows} == {"vocab_size"}
+    assert all(r["asv_machine"] == "sweep-cli" and float(r["y_value_20"]) <= float(r["y_value_50"])
+               <= float(r["y_value_80"]) for r in rows)
+    assert cli.main(argv[:7] + ["--vocab-sizes", "64", "--dtype", "float32", "--csv", str(csv_path)]) == 0
+    with open(csv_path) as f:
+        assert len(list(csv.DictReader(f))) == 8  # the re-run replaced its 4 rows
+
+
+def test_bad_arguments_are_named(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["logprobs", "--providers", "greyhound,tourch"])
+    assert "--providers: tourch not one of" in capsys.readouterr().err
+    assert cli.main(["no_such_kernel"]) == 2
+    assert "unknown kernel 'no_such_kernel'" in capsys.readouterr().err
