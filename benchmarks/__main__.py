@@ -99,21 +99,6 @@ def rows_for_csv(suite, measured, commit, gpu_name, x_name):
     return rows
 
 
-def merge_into_csv(path, rows):
-    """Merge rows into the CSV: a row with the same key replaces the old one (tools.export's key and writer)."""
-    from pathlib import Path
-
-    from tools._atomic import write_atomic
-    from tools.export import csv_text, read_csv_rows, row_key
-
-    path = Path(path)
-    new = {row_key(row): row for row in rows}
-    kept = [row for row in read_csv_rows(path) if row_key(row) not in new]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, csv_text(kept + list(new.values())))
-    return len(kept) + len(new)
-
-
 def _commit_and_gpu():
     from tools import asv_machine
     try:
@@ -169,7 +154,8 @@ def main(argv=None):
     if not args.no_csv:
         commit, gpu_name = _commit_and_gpu()
         rows = rows_for_csv(suite, measured, commit, gpu_name, x_name)
-        total = merge_into_csv(args.csv, rows)
+        from tools.export import merge_csv_rows
+        total = merge_csv_rows(args.csv, rows)
         print(f"{len(rows)} rows merged into {args.csv} ({total} rows in total)")
     return 1 if failed else 0
 

@@ -308,6 +308,28 @@ def read_csv_rows(path):
         raise ExportError(f"cannot read {path}: {err}; left it untouched") from None
 
 
+def csv_rows_from_text(text):
+    """Rows of a CSV text in our schema (another machine's sweep, a Modal run); ExportError if it is not ours."""
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        return []
+    if tuple(header) != CSV_COLUMNS:
+        raise ExportError(f"rows with columns {header}, expected {list(CSV_COLUMNS)}")
+    return [dict(zip(CSV_COLUMNS, fields)) for fields in reader if fields]
+
+
+def merge_csv_rows(csv_path, rows):
+    """Merge rows into the CSV at csv_path (atomically): a row with an existing key replaces that row, so merging
+    the same rows twice changes nothing. Returns the number of rows in the CSV."""
+    csv_path = Path(csv_path)
+    new = {row_key(row): row for row in rows}
+    kept = [row for row in read_csv_rows(csv_path) if row_key(row) not in new]
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(csv_path, csv_text(kept + list(new.values())))
+    return len(kept) + len(new)
+
+
 def csv_text(rows):
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")

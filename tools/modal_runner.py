@@ -1,48 +1,108 @@
-"""Run the main job (tools.bench) on a Modal GPU and unpack the asv results it brings back into results/.
+"""Run benchmarks on Modal GPUs and merge what comes back into the local CSV and results/.
 
     pip install -e ".[modal]" && modal setup
-    python -m tools.modal_runner --gpu H200 -b "time_cross_entropy_with_grad"
+    python -m tools.modal_runner --gpu H100 --benchmark "causal_conv1d --mode full"
+    python -m tools.modal_runner --gpu H100 --gpu L40S \\
+        --benchmark "chunked_linear_cross_entropy --mode forward" --benchmark "logprobs --mode forward"
+    python -m tools.modal_runner --gpu H200 --asv tracked          # the asv tracked tier; results/ comes back
+    python -m tools.modal_runner --gpu H100 --dry-run              # print the image and the commands, run nothing
 
-The image installs torch, triton and the bench/thirdparty extras; the repository (with .git, so asv can check out
-commits) is copied in. Only results/ comes back, merged into the local one (tools.merge_results): export and plot
-locally afterwards.
+Each `--benchmark` is one sweep command of the harness (`python -m benchmarks KERNEL [options]`, see
+benchmarks/__main__.py; the guide's `src/benchmarks/KERNEL_bench.py` form is accepted); with none and no `--asv`,
+every kernel runs with its default options. The image installs torch, triton, the project with its `bench` extra
+and the `modal` extra (always), each `--extra`, and the `thirdparty` dependency group unless `--skip-thirdparty`
+(more with `--group`). Several `--gpu` run in parallel, one Modal function call per GPU; every call's CSV rows are
+merged into `--csv` (keyed: a re-run replaces its rows) and its asv results into results/ (tools.merge_results).
+`--plot-after` then redraws the plots and the docs tables.
 """
 import argparse
 import io
+import shlex
 import subprocess
 import sys
 import tarfile
 import tempfile
+import tomllib
 from pathlib import Path
 
 from tools import merge_results
 
 ROOT = Path(__file__).resolve().parents[1]
+REMOTE_ROOT = "/repo"
+REMOTE_CSV = "/tmp/greyhound-rows.csv"
 
 
-def build_app(gpu, torch_version):
-    import modal
+class RunnerError(Exception):
+    pass
 
-    image = (
-        modal.Image.debian_slim(python_version="3.11")
-        .apt_install("git")
-        .pip_install(f"torch=={torch_version}", "triton")
-        .pip_install("asv", "asv-runner", "virtualenv", "pandas", "matplotlib", "plotly", "GitPython",
-                     "liger-kernel", "fla-core", "cut-cross-entropy")
-        .add_local_dir(ROOT, "/repo", copy=True, ignore=[".asv", ".whl", ".carry", "**/__pycache__"])
-    )
-    app = modal.App("greyhound-bench")
 
-    @app.function(gpu=gpu, image=image, timeout=3 * 3600, serialized=True)
-    def run_bench(bench_args):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", "/repo"], check=True)
-        subprocess.run([sys.executable, "-m", "tools.bench", "--no-publish", *bench_args], cwd="/repo")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            tar.add("/repo/results", arcname="results")
-        return buf.getvalue()
+def benchmark_argv(spec, kernels=None):
+    """`"KERNEL --mode full"` (or the guide's `"src/benchmarks/KERNEL_bench.py --mode full"`) -> argv of the sweep
+    command. Raises RunnerError for an empty spec or, when `kernels` is given, an unknown kernel."""
+    words = shlex.split(spec)
+    if not words:
+        raise RunnerError("--benchmark needs a kernel name, e.g. --benchmark 'logprobs --mode forward'")
+    kernel = words[0]
+    if kernel.endswith(".py"):
+        kernel = Path(kernel).name[:-len(".py")].removesuffix("_bench")
+    if kernels is not None and kernel not in kernels:
+        raise RunnerError(f"--benchmark {spec!r}: unknown kernel {kernel!r} (one of {', '.join(sorted(kernels))})")
+    return ["python", "-m", "benchmarks", kernel, *words[1:], "--csv", REMOTE_CSV]
 
-    return app, run_bench
+
+def image_packages(extras=(), groups=(), skip_thirdparty=False, pyproject=ROOT / "pyproject.toml"):
+    """The pip requirements of the remote image: the project's dependencies, the bench and modal extras, each extra
+    and dependency group asked for, and the thirdparty group unless skipped."""
+    project = tomllib.loads(Path(pyproject).read_text())
+    optional = project["project"].get("optional-dependencies", {})
+    dependency_groups = project.get("dependency-groups", {})
+    packages = list(project["project"].get("dependencies", []))
+    for extra in ["bench", "modal", *extras]:
+        if extra not in optional:
+            raise RunnerError(f"--extra {extra!r} is not an extra of pyproject.toml ({', '.join(sorted(optional))})")
+        packages += [p for p in optional[extra] if not p.startswith("greyhound")]
+    wanted_groups = list(groups) + ([] if skip_thirdparty else ["thirdparty"])
+    for group in wanted_groups:
+        if group not in dependency_groups:
+            raise RunnerError(f"--group {group!r} is not a dependency group of pyproject.toml "
+                              f"({', '.join(sorted(dependency_groups))})")
+        packages += dependency_groups[group]
+    return list(dict.fromkeys(packages))
+
+
+def commands(benchmarks=(), asv_tier=None, kernels=None):
+    """The shell commands one GPU runs, in order."""
+    out = [["python", "-m", "pip", "install", "-q", "--no-deps", "-e", REMOTE_ROOT]]
+    if asv_tier:
+        out.append(["python", "-m", "tools.bench", "--tier", asv_tier, "--no-publish"])
+    specs = list(benchmarks) or ([] if asv_tier else sorted(kernels or []))
+    out += [benchmark_argv(spec, kernels) for spec in specs]
+    return out
+
+
+def plan(args, kernels):
+    packages = image_packages(args.extra, args.group, args.skip_thirdparty)
+    return {"gpus": list(dict.fromkeys(args.gpu or ["H100"])), "torch": args.torch, "packages": packages,
+            "commands": commands(args.benchmark, args.asv, kernels)}
+
+
+def known_kernels():
+    """Kernel names of the sweep command, read from the suites' source so the plan needs no GPU stack here."""
+    import re
+    names = set()
+    for path in (ROOT / "benchmarks").glob("*.py"):
+        names |= set(re.findall(r'^\s+kernel_name = "([a-z0-9_]+)"', path.read_text(), re.M))
+    return names
+
+
+def merge_back(csv_text, results_blob, csv_path, dest=ROOT):
+    """Merge one GPU's CSV rows into `csv_path` and its results/ into dest/results; returns (rows, result files)."""
+    from tools.export import csv_rows_from_text, merge_csv_rows
+
+    rows = csv_rows_from_text(csv_text) if csv_text else []
+    if rows:
+        merge_csv_rows(csv_path, rows)
+    return len(rows), unpack_results(results_blob, dest) if results_blob else 0
 
 
 def unpack_results(blob, dest=ROOT):
@@ -58,21 +118,73 @@ def unpack_results(blob, dest=ROOT):
     return summary["copied"] + summary["merged"]
 
 
+def build_app(the_plan):
+    import modal
+
+    image = (
+        modal.Image.debian_slim(python_version="3.11")
+        .apt_install("git")
+        .pip_install(f"torch=={the_plan['torch']}", "triton")
+        .pip_install(*[p for p in the_plan["packages"] if not p.startswith(("torch", "triton"))])
+        .add_local_dir(ROOT, REMOTE_ROOT, copy=True, ignore=[".asv", ".whl", ".carry", "**/__pycache__"])
+    )
+    app = modal.App("greyhound-bench")
+
+    @app.function(image=image, timeout=3 * 3600, serialized=True)
+    def run_on_gpu(command_list):
+        for command in command_list:
+            subprocess.run(command, cwd=REMOTE_ROOT)
+        csv_text = Path(REMOTE_CSV).read_text() if Path(REMOTE_CSV).exists() else ""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(f"{REMOTE_ROOT}/results", arcname="results")
+        return csv_text, buf.getvalue()
+
+    return app, run_on_gpu
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m tools.modal_runner", description=__doc__.splitlines()[0])
-    parser.add_argument("--gpu", default="H200", help="Modal GPU type (default H200)")
-    parser.add_argument("--torch", default="2.11.0", help="torch version in the image")
-    parser.add_argument("-b", "--bench", action="append", default=[], help="asv benchmark regex (repeatable)")
+    parser = argparse.ArgumentParser(prog="python -m tools.modal_runner", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--gpu", action="append", help="Modal GPU type (repeatable: run in parallel; default H100)")
+    parser.add_argument("--benchmark", action="append", default=[],
+                        help='a sweep command, e.g. "causal_conv1d --mode full" (repeatable; default: every kernel)')
+    parser.add_argument("--asv", choices=["tracked", "sweep", "all"], help="also run asv's tier (tools.bench)")
+    parser.add_argument("--extra", action="append", default=[], help="a pyproject extra to install (repeatable)")
+    parser.add_argument("--group", action="append", default=[], help="a dependency group to install (repeatable)")
+    parser.add_argument("--skip-thirdparty", action="store_true", help="leave the thirdparty group out")
+    parser.add_argument("--torch", default="2.11.0", help="torch version in the image (default 2.11.0)")
+    parser.add_argument("--csv", default=str(ROOT / "docs/data/benchmark_data.csv"), help="the CSV to merge into")
+    parser.add_argument("--plot-after", action="store_true", help="redraw plots and docs tables after merging")
+    parser.add_argument("--dry-run", action="store_true", help="print the image and the commands; run nothing")
     args = parser.parse_args(argv)
+    try:
+        the_plan = plan(args, known_kernels())
+    except RunnerError as err:
+        print(f"tools.modal_runner: error: {err}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(f"image: debian_slim python 3.11, torch=={the_plan['torch']}, triton, "
+              f"{' '.join(the_plan['packages'])}")
+        for gpu in the_plan["gpus"]:
+            for command in the_plan["commands"]:
+                print(f"[{gpu}] {shlex.join(command)}")
+        return 0
     try:
         import modal  # noqa: F401
     except ImportError:
         print("error: the Modal runner needs the modal package: pip install -e '.[modal]'", file=sys.stderr)
         return 2
-    app, run_bench = build_app(args.gpu, args.torch)
+    app, run_on_gpu = build_app(the_plan)
     with app.run():
-        blob = run_bench.remote([a for b in args.bench for a in ("-b", b)])
-    print(f"merged {unpack_results(blob)} result files into {ROOT / 'results'}")
+        calls = {gpu: run_on_gpu.with_options(gpu=gpu).spawn(the_plan["commands"]) for gpu in the_plan["gpus"]}
+        for gpu, call in calls.items():
+            csv_text, blob = call.get()
+            rows, files = merge_back(csv_text, blob, args.csv)
+            print(f"[{gpu}] merged {rows} CSV rows into {args.csv} and {files} result files into results/")
+    if args.plot_after:
+        for step in (["tools.plot", "--csv", args.csv], ["tools.docs", "--csv", args.csv]):
+            subprocess.run([sys.executable, "-m", *step], cwd=ROOT)
     return 0
 
 

@@ -1,3 +1,6 @@
+"""tools.modal_runner without a network: the plan (image, commands per GPU), argument handling, and the merge of
+what comes back (CSV rows keyed, asv results per combination)."""
+import csv
 import importlib.util
 import io
 import json
@@ -5,7 +8,7 @@ import tarfile
 
 import pytest
 
-from tools import modal_runner
+from tools import CSV_COLUMNS, modal_runner
 
 
 def _tar(files):
@@ -36,6 +39,61 @@ def test_unpack_results_merges_only_under_results(tmp_path):
     assert json.loads((tmp_path / "results" / "m" / "same.json").read_text())["results"]["s.time_x"][0] == [2.0, 3.0]
     assert (tmp_path / "results" / "m" / "new.json").is_file()
     assert not (tmp_path / "elsewhere.txt").exists()
+
+
+def test_dry_run_prints_the_image_and_each_gpus_commands(capsys):
+    code = modal_runner.main(["--gpu", "H100", "--gpu", "L40S", "--benchmark", "logprobs --mode forward",
+                              "--benchmark", "src/benchmarks/chunked_linear_cross_entropy_bench.py --mode full",
+                              "--extra", "dev", "--dry-run"])
+    out = capsys.readouterr().out
+    assert code == 0
+    image = out.splitlines()[0]
+    assert "modal" in image and "asv" in image and "liger-kernel" in image and "pytest" in image  # extras + group
+    for gpu in ("H100", "L40S"):
+        assert f"[{gpu}] python -m benchmarks logprobs --mode forward --csv" in out
+        assert f"[{gpu}] python -m benchmarks chunked_linear_cross_entropy --mode full --csv" in out
+
+
+def test_defaults_run_every_kernel_and_skip_thirdparty_drops_the_group(capsys):
+    assert modal_runner.main(["--skip-thirdparty", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "liger-kernel" not in out.splitlines()[0]
+    for kernel in modal_runner.known_kernels():
+        assert f"[H100] python -m benchmarks {kernel} --csv" in out
+    assert modal_runner.main(["--asv", "tracked", "--group", "thirdparty", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "tools.bench --tier tracked --no-publish" in out and "python -m benchmarks" not in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--benchmark", "no_such_kernel", "--dry-run"], "unknown kernel 'no_such_kernel'"),
+    (["--extra", "nope", "--dry-run"], "--extra 'nope' is not an extra"),
+    (["--group", "nope", "--dry-run"], "--group 'nope' is not a dependency group"),
+    (["--benchmark", "  ", "--dry-run"], "--benchmark needs a kernel name"),
+])
+def test_bad_arguments_are_named(argv, message, capsys):
+    assert modal_runner.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def _rows_text(gpu, value):
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerow({c: "" for c in CSV_COLUMNS} | {"kernel_name": "logprobs", "kernel_provider": "greyhound",
+                     "kernel_operation_mode": "forward", "metric_name": "speed", "metric_unit": "ms",
+                     "x_name": "vocab_size", "x_value": "128256", "y_value_50": str(value), "gpu_name": gpu,
+                     "git_commit": "c" * 40, "extra_benchmark_config_str": "{}", "asv_machine": "sweep-cli"})
+    return buf.getvalue()
+
+
+def test_merge_back_keys_rows_per_gpu_and_replaces_a_rerun(tmp_path):
+    csv_path = tmp_path / "data.csv"
+    for gpu, value in (("NVIDIA H100", 1.0), ("NVIDIA L40S", 2.0), ("NVIDIA H100", 1.5)):
+        assert modal_runner.merge_back(_rows_text(gpu, value), None, csv_path, tmp_path) == (1, 0)
+    with open(csv_path) as f:
+        rows = {r["gpu_name"]: float(r["y_value_50"]) for r in csv.DictReader(f)}
+    assert rows == {"NVIDIA H100": 1.5, "NVIDIA L40S": 2.0}  # one row per GPU; the re-run replaced its row
 
 
 @pytest.mark.skipif(importlib.util.find_spec("modal") is not None, reason="checks the error when modal is missing")
