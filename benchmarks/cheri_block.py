@@ -28,6 +28,15 @@ class CheriBlockTracked(harness.KernelSuite):
     def serves(cls, provider, mode, shape):
         return mode != "full" or provider in TRAINING_PROVIDERS  # the megakernel is inference only
 
+    @classmethod
+    def work(cls, mode, shape):
+        """The MLP's two GEMMs (2·N·L·C·E flops each, E = 4C; backward twice that) and x in, y out (training: the
+        gradients too)."""
+        tokens, c = shape["batch_size"] * shape["seq_len"], shape["n_filters"]
+        gemms = 2 * 2 * tokens * c * EXPANSION * c
+        activations = 2 * tokens * c * harness.dtype_bytes(shape["dtype"])
+        return (activations, gemms) if mode == "forward" else (2 * activations, 3 * gemms)
+
     def make_inputs(self, batch_size, n_filters, seq_len, dtype):
         from greyhound import CheriBlock
         block = CheriBlock(n_filters, KERNEL_SIZE, DILATION, EXPANSION, device=DEVICE)

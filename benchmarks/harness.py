@@ -211,6 +211,9 @@ class KernelSuite(abc.ABC):
             method.kernel_name, method.x_name, method.tier = cls.kernel_name, cls.x_name, cls.tier
             if unit:
                 method.unit = unit
+            else:  # the roofline: tools.export divides this work by the time and by the machine's ceilings
+                method.work = {work_key(mode, combo): list(cls.work(mode, dict(zip(shape_names, combo))))
+                               for mode in cls.modes for combo in itertools.product(*values)}
             setattr(cls, prefix + cls.kernel_name, method)
 
     @classmethod
@@ -222,6 +225,12 @@ class KernelSuite(abc.ABC):
         if not ON_GPU and provider == "torch-compile":  # tens of seconds of C++ compilation for a CPU smoke figure
             return False
         return cls.serves(provider, mode, shape)
+
+    @classmethod
+    def work(cls, mode, shape):
+        """(bytes, flops) the op must move and compute at least in this mode and shape, whatever the provider:
+        each input read once, each output written once (tools.export turns it into a share of the ceilings)."""
+        return 0, 0
 
     @classmethod
     def serves(cls, provider, mode, shape):
@@ -512,6 +521,15 @@ def greyhound_op(name):
         return getattr(greyhound, name)
     except (AttributeError, ImportError) as err:
         raise NotImplementedError(f"greyhound at this commit has no {name} ({err})") from None
+
+
+def work_key(mode, values):
+    """The key of a (mode, shape values) in a time benchmark's `work` attribute (read by tools.export)."""
+    return "|".join(map(str, (mode, *values)))
+
+
+def dtype_bytes(dtype):
+    return torch.empty((), dtype=DTYPES[dtype]).element_size()
 
 
 def selection_regexes(classes):

@@ -8,6 +8,7 @@ import functools
 
 from . import harness
 from .harness import grid
+from .logprobs import lm_head_work
 
 PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "cut-cross-entropy", "fla"]
 
@@ -26,6 +27,10 @@ class ChunkedLinearCrossEntropyTracked(harness.KernelSuite):
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
         return harness.random_lm_head(batch_size, d_model, vocab_size, dtype)
+
+    @classmethod
+    def work(cls, mode, shape):
+        return lm_head_work(mode, shape)
 
     def reference(self, x, weight, target):
         return _reference(x, weight, target)

@@ -13,6 +13,15 @@ PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "fla"]
 LINEAR_PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "cut-cross-entropy"]
 
 
+def lm_head_work(mode, shape):
+    """The lm-head GEMMs (forward 1, backward 2 of 2·BT·H·V flops each) and reading hidden states and weight once
+    (and writing their gradients)."""
+    bt, h, v, size = shape["batch_size"], shape["d_model"], shape["vocab_size"], harness.dtype_bytes(shape["dtype"])
+    gemms = {"forward": 1, "backward": 2, "full": 3}[mode]
+    tensors = (bt * h + v * h) * size * (1 if mode == "forward" else 2)
+    return tensors, gemms * 2 * bt * h * v
+
+
 def _logprobs_reference(logits, target):
     from greyhound.ops.logprobs import logprobs_reference
     return logprobs_reference(logits, target)
@@ -32,6 +41,13 @@ class LogprobsTracked(harness.KernelSuite):
 
     def make_inputs(self, batch_size, vocab_size, dtype):
         return harness.random_logits(batch_size, vocab_size, dtype)
+
+    @classmethod
+    def work(cls, mode, shape):
+        """Read the logits forward; backward reads them again and writes their gradient (its scale per token
+        comes with the upstream gradient, so it cannot be written during the forward)."""
+        logits = shape["batch_size"] * shape["vocab_size"] * harness.dtype_bytes(shape["dtype"])
+        return {"forward": logits, "backward": 2 * logits, "full": 3 * logits}[mode], 0
 
     def reference(self, logits, target):
         return _logprobs_reference(logits, target)
@@ -73,6 +89,10 @@ class LinearLogprobsTracked(harness.KernelSuite):
 
     def make_inputs(self, batch_size, d_model, vocab_size, dtype):
         return harness.random_lm_head(batch_size, d_model, vocab_size, dtype, hidden_name="hidden")
+
+    @classmethod
+    def work(cls, mode, shape):
+        return lm_head_work(mode, shape)
 
     def reference(self, hidden, weight, target):
         return _linear_logprobs_reference(hidden, weight, target)

@@ -10,6 +10,7 @@ CSV_COLUMNS = (
     "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit",
     "x_name", "x_label", "x_value", "y_value_50", "y_value_20", "y_value_80",
     "extra_benchmark_config_str", "gpu_name", "git_commit", "timestamp", "asv_machine", "asv_environment",
+    "achieved", "achieved_unit", "ceiling_share",
 )
 
 

@@ -21,6 +21,10 @@ of the remaining benchmark params only (machine fields such as torch/triton vers
 or the machine name where that is absent or "cpu"; git_commit = the full hash; timestamp = asv's result date
 (the commit's date) as ISO-8601 UTC; asv_machine and asv_environment = the results folder and asv's environment
 name. Together they make the key: one row per (benchmark, parameter combination, commit, machine, environment).
+The roofline: a speed row of a benchmark with a `work` attribute (bytes, FLOPs per mode and shape; greyhound's
+harness writes it) gets `achieved` (TB/s or TFLOP/s, of the resource it is bound by) and `ceiling_share`, that over
+the ceiling measured on the same machine by the `device_ceilings` benchmark (same result file, else that machine's
+newest); without measured ceilings the share stays empty.
 
 y_value_50/20/80 are numpy's linear percentiles of the recorded samples (`asv run --record-samples`); asv's
 stats_q_25/q_75 are never relabelled. A result without samples gives y_value_50 = asv's value and empty p20/p80
@@ -229,7 +233,64 @@ def iso_utc(js_timestamp):
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def rows_of_benchmark(result, name, meta, gpu_name, summary, machine=""):
+CEILINGS_KERNEL = "device_ceilings"  # benchmarks/ceilings.py: the machine's copy bandwidth and GEMM rate
+RIDGE_FLOP_PER_BYTE = 200.0  # without measured ceilings: beyond this intensity a row is reported as FLOP/s
+
+
+def work_of(meta, mode, named):
+    """(bytes, flops) of a speed row from the benchmark's `work` attribute (benchmarks/harness.py), or None."""
+    work = meta.get("work")
+    if not isinstance(work, dict):
+        return None
+    key = "|".join(map(str, [mode] + [json_value for _, json_value in named.values()]))
+    found = work.get(key)
+    return tuple(found) if isinstance(found, list) and len(found) == 2 else None
+
+
+def roofline(work, seconds, ceilings):
+    """(achieved, unit, share of the machine's ceiling) of the resource the row is bound by; shares need ceilings
+    (bytes/s of a copy, FLOP/s of a GEMM) measured on the same machine."""
+    if not work or not seconds or seconds <= 0:
+        return "", "", ""
+    moved, computed = work
+    bandwidth, rate = moved / seconds, computed / seconds
+    if ceilings:
+        bw_share = bandwidth / ceilings[0] if ceilings[0] else 0.0
+        flop_share = rate / ceilings[1] if ceilings[1] else 0.0
+        if flop_share > bw_share:
+            return _number_text(rate / 1e12), "TFLOP/s", _number_text(flop_share)
+        return _number_text(bandwidth / 1e12), "TB/s", _number_text(bw_share)
+    if computed and (not moved or computed / moved > RIDGE_FLOP_PER_BYTE):
+        return _number_text(rate / 1e12), "TFLOP/s", ""
+    return (_number_text(bandwidth / 1e12), "TB/s", "") if moved else ("", "", "")
+
+
+def ceilings_of(result, benchmarks):
+    """(bytes/s, FLOP/s) measured by the ceilings benchmark in one result file, or None."""
+    bandwidth = rate = None
+    for name in result.get_all_result_keys():
+        meta = benchmarks.get(name)
+        if not meta or meta.get("kernel_name") != CEILINGS_KERNEL or meta.get("type") != "time":
+            continue
+        params = result.get_result_params(name) or []
+        names = list(meta.get("param_names") or [])
+        for combo, value in zip(itertools.product(*params), result.get_result_value(name, params)):
+            if not is_finite_number(value) or value <= 0:
+                continue
+            named = {p: parse_param(v) for p, v in zip(names, combo)}
+            named.pop("provider", None)
+            mode = named.pop("mode", ("forward", None))[0]
+            work = work_of(meta, mode, named)
+            if work is None:
+                continue
+            if named.get("op", ("",))[0] == "copy":
+                bandwidth = work[0] / value
+            elif named.get("op", ("",))[0] == "gemm":
+                rate = work[1] / value
+    return (bandwidth, rate) if bandwidth and rate else None
+
+
+def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceilings=None):
     """The CSV rows of one benchmark in one result file (several when it is parameterised)."""
     params = result.get_result_params(name) or []
     combos = list(itertools.product(*params))
@@ -249,6 +310,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine=""):
         named = {param: parse_param(value_repr) for param, value_repr in zip(param_names, combo)}
         provider = named.pop("provider", ("default", None))[0]
         mode = named.pop("mode", ("full", None))[0]
+        work = work_of(meta, mode, named) if spec.metric_name == "speed" else None
         x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
         extra = json.dumps({param: json_value for param, (_, json_value) in named.items()}, sort_keys=True)
         finite_samples = [s for s in combo_samples or [] if is_finite_number(s)]
@@ -257,7 +319,9 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine=""):
             y50, y20, y80 = (_number_text(v * spec.scale) for v in (p50, p20, p80))
         else:
             summary.no_samples += 1
+            p50 = value
             y50, y20, y80 = _number_text(value * spec.scale), "", ""
+        achieved, achieved_unit, share = roofline(work, p50 if spec.metric_unit == "ms" else None, ceilings)
         rows.append({
             "kernel_name": spec.kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
             "metric_name": spec.metric_name, "metric_unit": spec.metric_unit,
@@ -266,6 +330,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine=""):
             "extra_benchmark_config_str": extra, "gpu_name": gpu_name,
             "git_commit": result.commit_hash or "", "timestamp": iso_utc(result.date),
             "asv_machine": machine, "asv_environment": result.env_name or "",
+            "achieved": achieved, "achieved_unit": achieved_unit, "ceiling_share": share,
         })
     return rows
 
@@ -377,15 +442,21 @@ def export(results_dir, csv_path, commit=None, latest=False):
             loaded.append((path, gpu_name, machine_dir.name, result))
     summary.result_files = len(loaded)
 
+    ceilings, latest_ceilings = {}, {}  # the roofline: per result file, else the machine's newest measurement
+    for path, gpu_name, machine, result in sorted(loaded, key=lambda item: item[3].date or 0):
+        found = ceilings_of(result, benchmarks)
+        if found:
+            ceilings[str(path)] = latest_ceilings[machine] = found
     exported = {}  # key -> (started_at, path, row)
     for path, gpu_name, machine, result in loaded:
+        row_ceilings = ceilings.get(str(path)) or latest_ceilings.get(machine)
         for name in sorted(result.get_all_result_keys()):
             meta = benchmarks.get(name)
             if meta is None:
                 summary.unknown_benchmark += len(list(itertools.product(*(result.get_result_params(name) or []))))
                 continue
             try:
-                rows = rows_of_benchmark(result, name, meta, gpu_name, summary, machine)
+                rows = rows_of_benchmark(result, name, meta, gpu_name, summary, machine, row_ceilings)
             except Exception as err:  # noqa: BLE001 - a malformed entry is reported and the rest exported
                 summary.warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err})")
                 continue

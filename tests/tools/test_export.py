@@ -498,3 +498,43 @@ def test_exported_csv_feeds_the_plots(tmp_path):
     for mode in ("full", "forward"):
         for metric in ("speed", "memory", "pareto"):
             assert (out / "plots" / stem.format(mode, metric)).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_roofline_columns_from_work_and_the_machines_ceilings(tmp_path):
+    names = ["provider", "mode", "op", "size", "dtype"]
+    ceiling_params = [["'torch-eager'"], ["'forward'"], ["'copy'", "'gemm'"], ["1024"], ["'bfloat16'"]]
+    kernel_params = [["'greyhound'"], ["'forward'", "'full'"], ["8192"], ["'bfloat16'"]]
+    ceilings = "ceilings.DeviceCeilingsTracked.time_device_ceilings"
+    kernel = "k.KTracked.time_k"
+    benchmarks = {
+        ceilings: meta(ceilings, "time", "seconds", param_names=names, params=ceiling_params,
+                       kernel_name="device_ceilings", x_name="size",
+                       work={"forward|copy|1024|bfloat16": [2e9, 0], "forward|gemm|1024|bfloat16": [1e9, 1e12]}),
+        kernel: meta(kernel, "time", "seconds", param_names=["provider", "mode", "vocab_size", "dtype"],
+                     params=kernel_params, kernel_name="k", x_name="vocab_size",
+                     work={"forward|8192|bfloat16": [1e9, 0], "full|8192|bfloat16": [1e8, 4e11]}),
+    }
+    root = make_results_dir(tmp_path / "results", benchmarks)
+    write_result(root, COMMIT_A, {
+        ceilings: entry([0.5e-3, 2.0e-3], params=ceiling_params),  # 4 TB/s, 500 TFLOP/s
+        kernel: entry([1.0e-3, 1.0e-3], params=kernel_params),  # forward 1 TB/s; full 400 TFLOP/s
+    })
+    assert run_export(root, tmp_path / "data.csv") == 0
+    rows = {(r["kernel_name"], r["kernel_operation_mode"], r["x_value"]): r for r in read_rows(tmp_path / "data.csv")}
+    forward, full = rows[("k", "forward", "8192")], rows[("k", "full", "8192")]
+    assert (forward["achieved_unit"], float(forward["achieved"]), float(forward["ceiling_share"])) == ("TB/s", 1.0, 0.25)
+    assert (full["achieved_unit"], float(full["achieved"]), float(full["ceiling_share"])) == ("TFLOP/s", 400.0, 0.8)
+    copy = rows[("device_ceilings", "forward", "1024")]  # x is size; both ops share it: one is in extra config
+    assert float(copy["ceiling_share"]) == 1.0
+
+
+def test_roofline_without_ceilings_reports_the_rate_and_no_share(tmp_path):
+    kernel = "k.KTracked.time_k"
+    params = [["'greyhound'"], ["'forward'"], ["8192"], ["'bfloat16'"]]
+    root = make_results_dir(tmp_path / "results", {kernel: meta(
+        kernel, "time", "seconds", param_names=["provider", "mode", "vocab_size", "dtype"], params=params,
+        kernel_name="k", x_name="vocab_size", work={"forward|8192|bfloat16": [2e9, 0]})})
+    write_result(root, COMMIT_A, {kernel: entry([1.0e-3], params=params)})
+    assert run_export(root, tmp_path / "data.csv") == 0
+    (row,) = read_rows(tmp_path / "data.csv")
+    assert (row["achieved_unit"], float(row["achieved"]), row["ceiling_share"]) == ("TB/s", 2.0, "")
