@@ -73,3 +73,25 @@ def test_a_marker_that_matches_nothing_is_an_error(tmp_path, capsys):
     page.write_text("<!-- tools.docs table kernel=nope -->\n<!-- /tools.docs -->\n")
     assert docs.main(["--csv", str(path), str(page)]) == 2
     assert "no CSV rows match" in capsys.readouterr().err
+
+
+def test_cross_gpu_page_compares_ratios_to_the_best_peer_on_each_gpu(tmp_path):
+    commit = "e" * 40
+    rows = []
+    for gpu, ours, fla, liger in (("NVIDIA H200", 1.0, 1.25, 2.0), ("NVIDIA H100", 1.5, 1.6, 1.2)):
+        for provider, value in (("greyhound", ours), ("fla", fla), ("liger", liger)):
+            rows.append(_row(provider, "full", value, commit, "2026-12-01T00:00:00Z") | {"gpu_name": gpu})
+    rows.append(_row("greyhound", "forward", 0.5, commit, "2026-12-01T00:00:00Z"))  # one GPU only: left out
+    rows.append(_row("fla", "forward", 0.7, commit, "2026-12-01T00:00:00Z"))
+    text = docs.update_text("<!-- tools.docs cross-gpu -->\n<!-- /tools.docs -->\n", docs.load(_csv(tmp_path, rows)))
+    assert "| kernel | mode | shape | NVIDIA H100 | NVIDIA H200 |" in text
+    assert ("| `k` | full | vocab_size=128256, batch_size=8192 | **1.25** (1.500 vs liger 1.200, eeeeeeee) | "
+            "**0.80** (1.000 vs fla 1.250, eeeeeeee) |") in text
+    assert "| forward |" not in text
+
+
+def test_cross_gpu_page_says_when_only_one_gpu_has_results(tmp_path):
+    path = _csv(tmp_path, [_row("greyhound", "full", 1.0, "f" * 40, "2026-12-01T00:00:00Z"),
+                           _row("fla", "full", 1.2, "f" * 40, "2026-12-01T00:00:00Z")])
+    text = docs.update_text("<!-- tools.docs cross-gpu -->\n<!-- /tools.docs -->\n", docs.load(path))
+    assert "No kernel, mode and shape has been measured on two GPUs yet" in text
