@@ -5,12 +5,10 @@ import itertools
 import pytest
 import torch
 
-from benchmarks import cheri_block, cross_entropy, harness, linear_cross_entropy, logprobs, providers
+from benchmarks import cross_entropy, harness, providers
 from benchmarks.cross_entropy import CrossEntropyWithGradTracked
 
-SUITES = [cls for module in (cheri_block, cross_entropy, linear_cross_entropy, logprobs)
-          for cls in vars(module).values()
-          if isinstance(cls, type) and issubclass(cls, harness.KernelSuite) and cls.__module__ == module.__name__]
+SUITES = harness.suites()  # every suite module of the package
 
 
 class _Suite(CrossEntropyWithGradTracked):

@@ -1,0 +1,602 @@
+"""Depthwise causal 1-D convolution (the short convolution of Mamba, DeltaNet and friends), with dilation,
+packed variable-length sequences, carried states and a one-token decoding step.
+
+`causal_conv1d(x, weight, bias)`: out[b, d, t] = act(bias[d] + Σ_k weight[d, k] · x[b, d, t − (W−1−k)·dilation])
+for x (B, D, L) of any strides. The forward kernel tiles (time × channel) and reads the W shifted input tiles
+straight from x, with the stride-1 dimension (L for (B, D, L)-contiguous x, D for channel-last x) the vectorised
+one, so neither layout is copied. The backward kernel walks source positions p:
+grad_x[p] = Σ_k w[k] · g[p + (W−1−k)·dilation] with g = grad_out · silu'(pre), the pre-activation recomputed from x
+(nothing but the inputs is saved); grad_w and grad_b are summed per program into fp32 partial rows, then by torch
+(deterministic).
+`causal_conv1d_update(x_t, conv_state, weight)`: one decoding step, conv_state rolled in place.
+"""
+import functools
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
+
+__all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
+
+MIN_WIDTH, MAX_WIDTH = 2, 8  # the backward keeps one grad_w accumulator per tap: eight are written out
+ACTIVATIONS = (None, "silu")
+SEQ_IDX_DTYPES = (torch.int32, torch.int64)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def _sequence_ids(seq_row, positions, seq_len, stride_seq_l):
+    """seq_idx at `positions` clamped into [0, L): positions before 0 belong to the row's first sequence."""
+    clamped = tl.minimum(tl.maximum(positions, 0), seq_len - 1)
+    return tl.load(seq_row + clamped * stride_seq_l)
+
+
+@triton.jit
+def _load_inputs(x_row, init_row, positions, channels, channel_mask, seq_len, state_len,
+                 stride_x_l, stride_x_d, stride_init_s, stride_init_d, HAS_INIT: tl.constexpr):
+    """fp32 [BLOCK_L, BLOCK_D] inputs at `positions`: x for 0 <= p < L, the initial states for -state_len <= p < 0
+    (HAS_INIT), 0 elsewhere. The x load's mask depends on the positions only, so the compiler merges repeated
+    loads of one position (the silu backward asks for each shifted tile up to W times)."""
+    x_ptrs = x_row + positions[:, None] * stride_x_l + channels[None, :] * stride_x_d
+    in_x = (positions >= 0) & (positions < seq_len)
+    values = tl.load(x_ptrs, mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+    if HAS_INIT:
+        init_ptrs = init_row + (positions + state_len)[:, None] * stride_init_s + channels[None, :] * stride_init_d
+        in_init = (positions < 0) & (positions >= -state_len)
+        values += tl.load(init_ptrs, mask=in_init[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+    return values
+
+
+@triton.jit
+def _pre_activation(x_row, init_row, seq_row, weight_ptr, bias, base, time_seq, channels, channel_mask,
+                    seq_len, dilation, state_len, stride_x_l, stride_x_d, stride_w_d, stride_w_k, stride_seq_l,
+                    stride_init_s, stride_init_d, SHIFT: tl.constexpr, WIDTH: tl.constexpr,
+                    HAS_SEQ_IDX: tl.constexpr, HAS_INIT: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
+    """fp32 bias + Σ_k w[k] · in[t − (W−1−k)·dilation] at the times t = base + SHIFT·dilation ([BLOCK_L]); with
+    HAS_SEQ_IDX a tap counts only if its source lies in the same sequence as t (`time_seq`). Source positions are
+    base + constant·dilation, so the silu backward's repeated loads of one position are one expression (merged).
+    """
+    acc = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32) + bias[None, :]
+    for k in tl.static_range(WIDTH):
+        sources = base + (SHIFT - (WIDTH - 1 - k)) * dilation
+        values = _load_inputs(x_row, init_row, sources, channels, channel_mask, seq_len, state_len,
+                              stride_x_l, stride_x_d, stride_init_s, stride_init_d, HAS_INIT)
+        if HAS_SEQ_IDX:
+            same = _sequence_ids(seq_row, sources, seq_len, stride_seq_l) == time_seq
+            values = tl.where(same[:, None], values, 0.0)
+        tap = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
+        acc += tap.to(tl.float32)[None, :] * values
+    return acc
+
+
+@triton.jit
+def _add_if(acc, value, CONDITION: tl.constexpr):
+    """acc + value if CONDITION (a constexpr), else acc: picks which of the backward's per-tap sums grows."""
+    if CONDITION:
+        acc += value
+    return acc
+
+
+@triton.jit
+def _store_tap_sum(partial_ptrs, tap_sum, channel_mask, K: tl.constexpr, WIDTH: tl.constexpr):
+    """partial[d, K] = Σ over rows of tap_sum, for the taps the kernel has (K < WIDTH)."""
+    if K < WIDTH:
+        tl.store(partial_ptrs + K, tl.sum(tap_sum, axis=0), mask=channel_mask)
+
+
+@triton.jit
+def _causal_conv1d_forward_kernel(
+    x_ptr, weight_ptr, bias_ptr, seq_idx_ptr, init_ptr, out_ptr,
+    seq_len, dim, dilation, state_len, first_block,
+    stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_seq_b, stride_seq_l,
+    stride_init_b, stride_init_d, stride_init_s, stride_out_b, stride_out_d, stride_out_l,
+    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SEQ_IDX: tl.constexpr, HAS_INIT: tl.constexpr,
+    SILU: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """Program (block first_block + i of L, block of D, batch): out = act(pre-activation) on a [BLOCK_L, BLOCK_D]
+    tile.
+
+    Inputs fp32/bf16/fp16 loaded and upcast, taps accumulated in fp32, stored in out's dtype. Each of the W shifted
+    input tiles is one masked load (halo re-reads hit L1/L2); positions before 0 read the initial states or 0.
+    """
+    batch = tl.program_id(2).to(tl.int64)
+    start = (first_block + tl.program_id(0)).to(tl.int64) * BLOCK_L
+    times = start + tl.arange(0, BLOCK_L)
+    channels = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    time_mask = times < seq_len
+    channel_mask = channels < dim
+    seq_row = seq_idx_ptr + batch * stride_seq_b
+    time_seq = times  # placeholder: only read with HAS_SEQ_IDX
+    if HAS_SEQ_IDX:
+        time_seq = _sequence_ids(seq_row, times, seq_len, stride_seq_l)
+    bias = tl.zeros([BLOCK_D], dtype=tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
+    pre = _pre_activation(x_ptr + batch * stride_x_b, init_ptr + batch * stride_init_b, seq_row, weight_ptr, bias,
+                          times, time_seq, channels, channel_mask, seq_len, dilation, state_len,
+                          stride_x_l, stride_x_d, stride_w_d, stride_w_k, stride_seq_l, stride_init_s, stride_init_d,
+                          0, WIDTH, HAS_SEQ_IDX, HAS_INIT, BLOCK_L, BLOCK_D)
+    out = pre
+    if SILU:
+        out = pre * tl.sigmoid(pre)
+    out_ptrs = out_ptr + batch * stride_out_b + times[:, None] * stride_out_l + channels[None, :] * stride_out_d
+    tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=time_mask[:, None] & channel_mask[None, :])
+
+
+@triton.jit
+def _causal_conv1d_backward_kernel(
+    x_ptr, weight_ptr, bias_ptr, seq_idx_ptr, init_ptr, grad_out_ptr,
+    grad_x_ptr, grad_init_ptr, grad_weight_partial_ptr, grad_bias_partial_ptr,
+    seq_len, dim, dilation, state_len, tiles_before_zero, tile_begin, tile_end, tiles_per_program, partial_row_begin,
+    stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_seq_b, stride_seq_l,
+    stride_init_b, stride_init_d, stride_init_s, stride_g_b, stride_g_d, stride_g_l,
+    stride_gx_b, stride_gx_d, stride_gx_l,
+    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SEQ_IDX: tl.constexpr, HAS_INIT: tl.constexpr,
+    SILU: tl.constexpr, GRAD_X: tl.constexpr, GRAD_INIT: tl.constexpr, GRAD_PARAMS: tl.constexpr,
+    BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """Program (block of D, batch, chunk of tiles_per_program tiles of [tile_begin, tile_end)), walking source
+    positions p tile by tile (tiles below `tiles_before_zero` are the initial states' positions, p < 0):
+    grad_in[p] = Σ_k w[k] · g[p + (W−1−k)·dilation], g = grad_out (· silu'(pre), pre recomputed), masked as the
+    forward; with GRAD_PARAMS this program's fp32 sums Σ_p g[p + (W−1−k)·dilation] · in[p] (grad_w) and Σ g
+    (grad_b) go to its own partial row, partial_row_begin + batch · chunks + chunk: they are kept elementwise over
+    the program's tiles and reduced once at the end (W + 1 cross-warp reductions per tile cost more than the tile's
+    math). All math fp32; grad_x and grad_init stored in their dtype.
+    """
+    batch = tl.program_id(1).to(tl.int64)
+    chunk = tl.program_id(2)
+    channels = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)
+    channel_mask = channels < dim
+    x_row = x_ptr + batch * stride_x_b
+    init_row = init_ptr + batch * stride_init_b
+    seq_row = seq_idx_ptr + batch * stride_seq_b
+    grad_out_row = grad_out_ptr + batch * stride_g_b
+    bias = tl.zeros([BLOCK_D], dtype=tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
+    # fp32 Σ grad · input per tap k (tap_k) and Σ grad, elementwise; the taps past WIDTH stay unused (removed).
+    tap_0 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_1 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_2 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_3 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_4 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_5 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_6 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_7 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    bias_sum = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    first_tile = tile_begin + chunk * tiles_per_program
+    for tile in range(first_tile, tl.minimum(first_tile + tiles_per_program, tile_end)):
+        start = (tile - tiles_before_zero).to(tl.int64) * BLOCK_L
+        sources = start + tl.arange(0, BLOCK_L)
+        source_mask = sources < seq_len
+        if HAS_INIT:
+            source_mask = source_mask & (sources >= -state_len)
+        else:
+            source_mask = source_mask & (sources >= 0)
+        source_seq = sources  # placeholder: only read with HAS_SEQ_IDX
+        if HAS_SEQ_IDX:
+            source_seq = _sequence_ids(seq_row, sources, seq_len, stride_seq_l)
+        if GRAD_PARAMS:
+            inputs = _load_inputs(x_row, init_row, sources, channels, channel_mask, seq_len, state_len,
+                                  stride_x_l, stride_x_d, stride_init_s, stride_init_d, HAS_INIT)
+        grad_in = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+        for shift in tl.static_range(WIDTH):  # target t = p + shift·dilation reads p through tap W − 1 − shift
+            targets = sources + shift * dilation
+            target_mask = source_mask & (targets >= 0) & (targets < seq_len)
+            target_seq = targets
+            if HAS_SEQ_IDX:
+                target_seq = _sequence_ids(seq_row, targets, seq_len, stride_seq_l)
+                target_mask = target_mask & (target_seq == source_seq)
+            grad_ptrs = grad_out_row + targets[:, None] * stride_g_l + channels[None, :] * stride_g_d
+            grad = tl.load(grad_ptrs, mask=target_mask[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+            if SILU:
+                pre = _pre_activation(x_row, init_row, seq_row, weight_ptr, bias, sources, target_seq,
+                                      channels, channel_mask, seq_len, dilation, state_len, stride_x_l, stride_x_d,
+                                      stride_w_d, stride_w_k, stride_seq_l, stride_init_s, stride_init_d,
+                                      shift, WIDTH, HAS_SEQ_IDX, HAS_INIT, BLOCK_L, BLOCK_D)
+                sig = tl.sigmoid(pre)
+                grad = grad * sig * (1.0 + pre * (1.0 - sig))
+            k = WIDTH - 1 - shift
+            weight_k = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
+            grad_in += weight_k.to(tl.float32)[None, :] * grad
+            if GRAD_PARAMS:
+                product = grad * inputs
+                tap_0, tap_1 = _add_if(tap_0, product, k == 0), _add_if(tap_1, product, k == 1)
+                tap_2, tap_3 = _add_if(tap_2, product, k == 2), _add_if(tap_3, product, k == 3)
+                tap_4, tap_5 = _add_if(tap_4, product, k == 4), _add_if(tap_5, product, k == 5)
+                tap_6, tap_7 = _add_if(tap_6, product, k == 6), _add_if(tap_7, product, k == 7)
+                bias_sum = _add_if(bias_sum, grad, shift == 0)
+        if GRAD_X:
+            in_x = (sources >= 0) & (sources < seq_len)
+            grad_x_ptrs = (grad_x_ptr + batch * stride_gx_b + sources[:, None] * stride_gx_l
+                           + channels[None, :] * stride_gx_d)
+            tl.store(grad_x_ptrs, grad_in.to(grad_x_ptr.dtype.element_ty),
+                     mask=in_x[:, None] & channel_mask[None, :])
+        if GRAD_INIT:  # contiguous (B, D, state_len)
+            in_init = (sources < 0) & (sources >= -state_len)
+            grad_init_ptrs = (grad_init_ptr + (batch * dim + channels[None, :]) * state_len
+                              + (sources + state_len)[:, None])
+            tl.store(grad_init_ptrs, grad_in.to(grad_init_ptr.dtype.element_ty),
+                     mask=in_init[:, None] & channel_mask[None, :])
+    if GRAD_PARAMS:  # rows of contiguous (rows, D, W) and (rows, D)
+        row = partial_row_begin + batch * tl.num_programs(2) + chunk
+        partial_ptrs = grad_weight_partial_ptr + (row * dim + channels) * WIDTH
+        _store_tap_sum(partial_ptrs, tap_0, channel_mask, 0, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_1, channel_mask, 1, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_2, channel_mask, 2, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_3, channel_mask, 3, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_4, channel_mask, 4, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_5, channel_mask, 5, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_6, channel_mask, 6, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_7, channel_mask, 7, WIDTH)
+        if HAS_BIAS:
+            tl.store(grad_bias_partial_ptr + row * dim + channels, tl.sum(bias_sum, axis=0), mask=channel_mask)
+
+
+@triton.jit
+def _causal_conv1d_update_kernel(
+    x_ptr, state_ptr, weight_ptr, bias_ptr, out_ptr, dim, dilation, state_len,
+    stride_x_b, stride_x_d, stride_s_b, stride_s_d, stride_s_s, stride_w_d, stride_w_k, stride_out_b, stride_out_d,
+    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    """Program (block of D, batch): out = act(bias + Σ_{k<W−1} w[k] · state[k·dilation] + w[W−1] · x_t), fp32 math,
+    then state rolled left by one with x_t appended, in place (x_t and the state share one dtype)."""
+    batch = tl.program_id(1).to(tl.int64)
+    channels = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)
+    channel_mask = channels < dim
+    state_row = state_ptr + batch * stride_s_b + channels * stride_s_d
+    x_new = tl.load(x_ptr + batch * stride_x_b + channels * stride_x_d, mask=channel_mask, other=0.0)
+    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
+    for k in tl.static_range(WIDTH - 1):
+        tap = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
+        value = tl.load(state_row + k * dilation * stride_s_s, mask=channel_mask, other=0.0)
+        acc += tap.to(tl.float32) * value.to(tl.float32)
+    last_tap = tl.load(weight_ptr + channels * stride_w_d + (WIDTH - 1) * stride_w_k, mask=channel_mask, other=0.0)
+    acc += last_tap.to(tl.float32) * x_new.to(tl.float32)
+    if SILU:
+        acc = acc * tl.sigmoid(acc)
+    tl.store(out_ptr + batch * stride_out_b + channels * stride_out_d, acc.to(out_ptr.dtype.element_ty),
+             mask=channel_mask)
+    slots = tl.arange(0, BLOCK_S)
+    slot_ptrs = state_row[:, None] + slots[None, :] * stride_s_s
+    shifted = tl.load(slot_ptrs + stride_s_s, mask=channel_mask[:, None] & (slots < state_len - 1)[None, :],
+                      other=0.0)
+    rolled = tl.where((slots == state_len - 1)[None, :], x_new[:, None], shifted)
+    tl.debug_barrier()  # every thread has read the old state before any thread overwrites it
+    tl.store(slot_ptrs, rolled, mask=channel_mask[:, None] & (slots < state_len)[None, :])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------------------------
+class _Blocks(NamedTuple):
+    block_l: int
+    block_d: int
+    num_warps: int
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 1  # the CPU interpreter: few programs, so that each walks several tiles
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _blocks(x: torch.Tensor, width: int, backward: bool) -> _Blocks:
+    """4 warps on tiles of 4096 (forward) or 1024 (backward: up to 2W − 1 shifted input tiles live) elements for
+    W <= 4, fewer for wider W, the wide side along x's stride-1 dimension so that the unshifted loads are 16-byte
+    vectors: 128 channels for channel-last x, 256 / 128 steps of L otherwise. Offline sm_90 compile (W=4, silu,
+    bf16): forward 124 / 80 registers, backward 165 / 166 (channel-last / contiguous), no spills."""
+    _, dim, seq_len = x.shape
+    tile = (1024 if backward else 4096) // max(1, triton.next_power_of_2(width) // 4)
+    if x.stride(1) == 1 and x.stride(2) != 1:
+        block_d = min(triton.next_power_of_2(dim), 128)
+        return _Blocks(min(triton.next_power_of_2(seq_len), tile // block_d), block_d, 4)
+    block_l = min(triton.next_power_of_2(seq_len), tile // 8, 128 if backward else 256)
+    return _Blocks(block_l, min(triton.next_power_of_2(dim), tile // block_l), 4)
+
+
+# forced for every launch when set: how tests walk many tiles and chunks at small sizes
+_BLOCKS_OVERRIDE = None
+
+
+def _block_config(x, width, backward):
+    return _BLOCKS_OVERRIDE or _blocks(x, width, backward)
+
+
+def _optional_strides(t, ndim):
+    return t.stride() if t is not None else (0,) * ndim
+
+
+def _head_blocks(initial_states, state_len, block_l):
+    """Tiles of L starting before state_len read initial states (their taps, or the backward's recompute, reach
+    below t = 0): they get their own launch, so the other tiles' kernel carries no initial-state code."""
+    return triton.cdiv(state_len, block_l) if initial_states is not None else 0
+
+
+def _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation):
+    """act(conv(x)) in x's dtype and layout (empty_like), x (B, D, L) of any strides."""
+    batch, dim, seq_len = x.shape
+    width = weight.shape[1]
+    state_len = (width - 1) * dilation
+    out = torch.empty_like(x)
+    if out.numel() == 0:
+        return out
+    blocks = _block_config(x, width, backward=False)
+    l_blocks = triton.cdiv(seq_len, blocks.block_l)
+    head_blocks = min(l_blocks, _head_blocks(initial_states, state_len, blocks.block_l))
+    for first_block, num_blocks, has_init in ((0, head_blocks, True), (head_blocks, l_blocks - head_blocks, False)):
+        if num_blocks == 0:
+            continue
+        _causal_conv1d_forward_kernel[(num_blocks, triton.cdiv(dim, blocks.block_d), batch)](
+            x, weight, x if bias is None else bias, x if seq_idx is None else seq_idx,
+            x if initial_states is None else initial_states, out,
+            seq_len, dim, dilation, state_len, first_block,
+            *x.stride(), *weight.stride(), *_optional_strides(seq_idx, 2), *_optional_strides(initial_states, 3),
+            *out.stride(),
+            WIDTH=width, HAS_BIAS=bias is not None, HAS_SEQ_IDX=seq_idx is not None, HAS_INIT=has_init,
+            SILU=silu, BLOCK_L=blocks.block_l, BLOCK_D=blocks.block_d, num_warps=blocks.num_warps,
+        )
+    return out
+
+
+def _backward_chunks(num_tiles, batch, d_blocks, device):
+    """(chunks, tiles_per_program) for num_tiles tiles of L: about 4 programs per SM in all, each walking a chunk of
+    tiles, so the fp32 partial rows of grad_w / grad_b stay few (batch × chunks)."""
+    chunks = max(1, min(num_tiles, triton.cdiv(4 * _sm_count(device), batch * d_blocks)))
+    tiles_per_program = triton.cdiv(num_tiles, chunks)
+    return triton.cdiv(num_tiles, tiles_per_program), tiles_per_program
+
+
+def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, needs_grad):
+    """(grad_x, grad_weight, grad_bias, grad_initial_states), None where `needs_grad` (four bools) says so."""
+    needs_x, needs_weight, needs_bias, needs_init = needs_grad
+    batch, dim, seq_len = x.shape
+    width = weight.shape[1]
+    state_len = (width - 1) * dilation
+    grad_x = torch.empty_like(x) if needs_x else None
+    grad_init = (torch.empty(batch, dim, state_len, dtype=initial_states.dtype, device=x.device)
+                 if needs_init else None)
+    needs_params = needs_weight or (needs_bias and bias is not None)
+    if x.numel() == 0:  # no output, so every gradient is 0
+        return (grad_x, torch.zeros_like(weight) if needs_weight else None,
+                torch.zeros_like(bias) if needs_bias else None, grad_init.zero_() if needs_init else None)
+    blocks = _block_config(x, width, backward=True)
+    # The initial states' own positions (p < 0) get tiles when their gradient or grad_w needs them.
+    tiles_before_zero = (triton.cdiv(state_len, blocks.block_l)
+                         if initial_states is not None and (needs_init or needs_params) else 0)
+    num_tiles = tiles_before_zero + triton.cdiv(seq_len, blocks.block_l)
+    head_tiles = min(num_tiles, tiles_before_zero + _head_blocks(initial_states, state_len, blocks.block_l))
+    d_blocks = triton.cdiv(dim, blocks.block_d)
+    launches = []  # (tile_begin, tile_end, has_init, chunks, tiles_per_program)
+    for tile_begin, tile_end, has_init in ((0, head_tiles, True), (head_tiles, num_tiles, False)):
+        if tile_end > tile_begin:
+            chunks = _backward_chunks(tile_end - tile_begin, batch, d_blocks, x.device)
+            launches.append((tile_begin, tile_end, has_init, *chunks))
+    rows = batch * sum(launch[3] for launch in launches)
+    fp32 = dict(dtype=torch.float32, device=x.device)
+    grad_weight_partial = torch.empty(rows, dim, width, **fp32) if needs_params else None
+    grad_bias_partial = torch.empty(rows, dim, **fp32) if needs_params and bias is not None else None
+    partial_row_begin = 0
+    for tile_begin, tile_end, has_init, chunks, tiles_per_program in launches:
+        _causal_conv1d_backward_kernel[(d_blocks, batch, chunks)](
+            x, weight, x if bias is None else bias, x if seq_idx is None else seq_idx,
+            x if initial_states is None else initial_states, grad_out,
+            x if grad_x is None else grad_x, x if grad_init is None else grad_init,
+            x if grad_weight_partial is None else grad_weight_partial,
+            x if grad_bias_partial is None else grad_bias_partial,
+            seq_len, dim, dilation, state_len, tiles_before_zero, tile_begin, tile_end, tiles_per_program,
+            partial_row_begin,
+            *x.stride(), *weight.stride(), *_optional_strides(seq_idx, 2), *_optional_strides(initial_states, 3),
+            *grad_out.stride(), *_optional_strides(grad_x, 3),
+            WIDTH=width, HAS_BIAS=bias is not None, HAS_SEQ_IDX=seq_idx is not None, HAS_INIT=has_init,
+            SILU=silu, GRAD_X=needs_x, GRAD_INIT=needs_init and has_init, GRAD_PARAMS=needs_params,
+            BLOCK_L=blocks.block_l, BLOCK_D=blocks.block_d, num_warps=blocks.num_warps,
+        )
+        partial_row_begin += batch * chunks
+    grad_weight = grad_weight_partial.sum(0).to(weight.dtype) if needs_weight else None
+    grad_bias = grad_bias_partial.sum(0).to(bias.dtype) if needs_bias else None
+    return grad_x, grad_weight, grad_bias, grad_init
+
+
+def _final_states(x, seq_idx, initial_states, state_len):
+    """The last state_len inputs (B, D, state_len), a new tensor in x's dtype: positions before 0 come from the
+    initial states (or 0); with seq_idx, inputs of a sequence other than the row's last one are 0."""
+    batch, dim, seq_len = x.shape
+    if seq_len >= state_len:
+        states = x[..., seq_len - state_len:]
+    else:
+        before = (initial_states[..., seq_len:] if initial_states is not None
+                  else x.new_zeros(batch, dim, state_len - seq_len))
+        states = torch.cat([before, x], dim=-1)
+    if seq_idx is not None and seq_len > 0:
+        positions = torch.arange(seq_len - state_len, seq_len, device=x.device).clamp_min(0)
+        same = seq_idx[:, positions] == seq_idx[:, -1:]
+        return torch.where(same[:, None, :], states, 0)
+    return states.clone(memory_format=torch.contiguous_format)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Argument checks
+# ----------------------------------------------------------------------------------------------------------------
+def _check_like(name, t, x, ndim, x_name="x"):
+    """A tensor of `ndim` dims on x's device with x's dtype (weight, bias and states are not cast)."""
+    check_tensor(name, t, ndim=ndim, like=x)
+    if t.dtype != x.dtype:
+        dtype = str(x.dtype).replace("torch.", "")
+        raise TypeError(f"{name} must have {x_name}'s dtype ({dtype}), got {str(t.dtype).replace('torch.', '')}")
+
+
+def _check_weight_and_bias(weight, bias, x, dim, x_name="x"):
+    _check_like("weight", weight, x, 2, x_name)
+    if weight.shape[0] != dim or not MIN_WIDTH <= weight.shape[1] <= MAX_WIDTH:
+        raise ValueError(f"weight must have shape (D, W) = ({dim}, W) with W in [{MIN_WIDTH}, {MAX_WIDTH}] "
+                         f"({x_name}'s D is {dim}), got {tuple(weight.shape)}")
+    if bias is not None:
+        _check_like("bias", bias, x, 1, x_name)
+        if bias.shape[0] != dim:
+            raise ValueError(f"bias must have shape ({dim},) ({x_name}'s D), got {tuple(bias.shape)}")
+
+
+def _check_dilation(dilation):
+    if isinstance(dilation, bool) or not isinstance(dilation, int):
+        raise TypeError(f"dilation must be an int >= 1, got {type(dilation).__name__}")
+    if dilation < 1:
+        raise ValueError(f"dilation must be an int >= 1, got {dilation}")
+    return dilation
+
+
+def _checking_on_host(t):
+    """A host-side value check syncs: skipped while torch.compile traces or a CUDA graph is captured."""
+    return not (torch.compiler.is_compiling() or (t.is_cuda and torch.cuda.is_current_stream_capturing()))
+
+
+def _check_seq_idx(seq_idx, x):
+    check_tensor("seq_idx", seq_idx, dtypes=SEQ_IDX_DTYPES, ndim=2, like=x)
+    if tuple(seq_idx.shape) != (x.shape[0], x.shape[2]):
+        raise ValueError(f"seq_idx must have shape (B, L) = ({x.shape[0]}, {x.shape[2]}) (x's B and L), "
+                         f"got {tuple(seq_idx.shape)}")
+    # Ids must not decrease along L: a tap reaching back into an earlier run of the same id would be counted.
+    if seq_idx.shape[1] > 1 and _checking_on_host(seq_idx):
+        decreasing = seq_idx[:, 1:] < seq_idx[:, :-1]
+        if bool(decreasing.any()):
+            row, step = (int(i) for i in decreasing.nonzero()[0])
+            raise ValueError(f"seq_idx must be non-decreasing along L, got seq_idx[{row}, {step + 1}] = "
+                             f"{int(seq_idx[row, step + 1])} after {int(seq_idx[row, step])}")
+
+
+def _check_initial_states(initial_states, x, state_len):
+    _check_like("initial_states", initial_states, x, 3)
+    expected = (x.shape[0], x.shape[1], state_len)
+    if tuple(initial_states.shape) != expected:
+        raise ValueError(f"initial_states must have shape (B, D, (W - 1) * dilation) = {expected}, "
+                         f"got {tuple(initial_states.shape)}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# causal_conv1d
+# ----------------------------------------------------------------------------------------------------------------
+class _CausalConv1d(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, seq_idx, initial_states, silu, dilation):
+        out = _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation)
+        ctx.save_for_backward(x, weight, bias, seq_idx, initial_states)
+        ctx.silu, ctx.dilation = silu, dilation
+        ctx.set_materialize_grads(False)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, weight, bias, seq_idx, initial_states = ctx.saved_tensors
+        needs_x, needs_weight, needs_bias, _, needs_init = ctx.needs_input_grad[:5]
+        if grad_out is None or not (needs_x or needs_weight or needs_bias or needs_init):
+            return None, None, None, None, None, None, None
+        grad_x, grad_weight, grad_bias, grad_init = _launch_backward(
+            x, weight, bias, seq_idx, initial_states, grad_out, ctx.silu, ctx.dilation,
+            (needs_x, needs_weight, needs_bias, needs_init))
+        return grad_x, grad_weight, grad_bias, None, grad_init, None, None
+
+
+def causal_conv1d(x, weight, bias=None, *, activation=None, dilation=1, seq_idx=None, initial_states=None,
+                  return_final_states=False):
+    """out[b, d, t] = act(bias[d] + Σ_k weight[d, k] · x[b, d, t − (W − 1 − k)·dilation]), zeros before t = 0.
+
+    x (B, D, L) fp32/bf16/fp16, any strides (channel-last x = y.transpose(1, 2) is read in place); weight (D, W),
+    W in [2, 8], and bias (D,) of x's dtype; fp32 accumulation, out in x's dtype and layout; activation None or
+    "silu". Differentiable in x, weight, bias, initial_states; the backward recomputes the pre-activation.
+    seq_idx (B, L) int32/int64, non-decreasing along L: packed sequences; a tap reading t' counts only if
+    seq_idx[b, t'] == seq_idx[b, t]. initial_states (B, D, (W − 1)·dilation): the inputs before t = 0, of each row's
+    first sequence (the one holding t = 0; with seq_idx, later sequences start from zeros).
+    return_final_states=True returns (out, final_states): the last (W − 1)·dilation inputs, entries of any sequence
+    but the row's last one zeroed, so that chunks run with carried states equal one run over the whole (a sequence
+    that starts exactly at a chunk boundary must be given zero initial states for its row).
+    """
+    check_tensor("x", x, dtypes=FLOAT_DTYPES, ndim=3)
+    check_triton_device("x", x)
+    _check_weight_and_bias(weight, bias, x, x.shape[1])
+    check_choice("activation", activation, ACTIVATIONS)
+    dilation = _check_dilation(dilation)
+    state_len = (weight.shape[1] - 1) * dilation
+    if seq_idx is not None:
+        _check_seq_idx(seq_idx, x)
+    if initial_states is not None:
+        _check_initial_states(initial_states, x, state_len)
+    if not isinstance(return_final_states, bool):
+        raise TypeError(f"return_final_states must be a bool, got {type(return_final_states).__name__}")
+    out = _CausalConv1d.apply(x, weight, bias, seq_idx, initial_states, activation == "silu", dilation)
+    if not return_final_states:
+        return out
+    return out, _final_states(x, seq_idx, initial_states, state_len)
+
+
+def causal_conv1d_reference(x, weight, bias=None, *, activation=None, dilation=1, seq_idx=None, initial_states=None,
+                            return_final_states=False):
+    """Plain PyTorch, unchecked: a depthwise F.conv1d over x left-padded with the initial states (or zeros), in x's
+    dtype; with seq_idx, tap by tap with the sequence mask, in fp32 (fp64 stays fp64). Same returns as causal_conv1d."""
+    batch, dim, seq_len = x.shape
+    width = weight.shape[1]
+    state_len = (width - 1) * dilation
+    before = initial_states if initial_states is not None else x.new_zeros(batch, dim, state_len)
+    padded = torch.cat([before, x], dim=-1)
+    if seq_idx is None:
+        out = torch.nn.functional.conv1d(padded, weight.unsqueeze(1), bias, dilation=dilation, groups=dim)
+    else:
+        compute = torch.promote_types(x.dtype, torch.float32)
+        out = torch.zeros(batch, dim, seq_len, dtype=compute, device=x.device)
+        if bias is not None:
+            out = out + bias.to(compute)[:, None]
+        for k in range(width):
+            shift = (width - 1 - k) * dilation
+            tap = padded[..., state_len - shift: state_len - shift + seq_len].to(compute)
+            sources = (torch.arange(seq_len, device=x.device) - shift).clamp_min(0)  # before 0: the first sequence
+            same = (seq_idx[:, sources] == seq_idx)[:, None, :]
+            out = out + weight[:, k, None].to(compute) * torch.where(same, tap, 0)
+        out = out.to(x.dtype)
+    if activation == "silu":
+        out = torch.nn.functional.silu(out)
+    if not return_final_states:
+        return out
+    return out, _final_states(x, seq_idx, initial_states, state_len)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# causal_conv1d_update
+# ----------------------------------------------------------------------------------------------------------------
+def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, dilation=1):
+    """One decoding step: out (B, D) = the last step of causal_conv1d over (conv_state, x_t); conv_state is then
+    rolled left by one with x_t appended, in place (its autograd version is bumped). Not differentiable.
+
+    x_t (B, D) and conv_state (B, D, (W − 1)·dilation) of one dtype (fp32/bf16/fp16, any strides), weight (D, W)
+    and bias (D,) of that dtype; fp32 math, out in x_t's dtype. One Triton launch.
+    """
+    check_tensor("x_t", x_t, dtypes=FLOAT_DTYPES, ndim=2)
+    check_triton_device("x_t", x_t)
+    batch, dim = x_t.shape
+    _check_weight_and_bias(weight, bias, x_t, dim, x_name="x_t")
+    check_choice("activation", activation, ACTIVATIONS)
+    dilation = _check_dilation(dilation)
+    state_len = (weight.shape[1] - 1) * dilation
+    _check_like("conv_state", conv_state, x_t, 3, x_name="x_t")
+    if tuple(conv_state.shape) != (batch, dim, state_len):
+        raise ValueError(f"conv_state must have shape (B, D, (W - 1) * dilation) = {(batch, dim, state_len)}, "
+                         f"got {tuple(conv_state.shape)}")
+    out = torch.empty_like(x_t)
+    if out.numel() == 0:
+        return out
+    block_d = min(triton.next_power_of_2(dim), 256)
+    _causal_conv1d_update_kernel[(triton.cdiv(dim, block_d), batch)](
+        x_t, conv_state, weight, x_t if bias is None else bias, out, dim, dilation, state_len,
+        *x_t.stride(), *conv_state.stride(), *weight.stride(), *out.stride(),
+        WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=activation == "silu", BLOCK_D=block_d,
+        BLOCK_S=triton.next_power_of_2(state_len), num_warps=4,
+    )
+    if not conv_state.is_inference():
+        torch.autograd.graph.increment_version(conv_state)
+    return out

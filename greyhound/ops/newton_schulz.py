@@ -1,0 +1,357 @@
+"""Newton-Schulz orthogonalisation (the zeroth power of Muon): G (..., m, n) -> an approximation of U Vᵀ.
+
+`newton_schulz(G)` normalises each matrix by its Frobenius norm, X = G / (‖G‖_F + eps) (transposed first when
+m > n, so that X Xᵀ is the small side), then runs the quintic iteration X ← a·X + (b·A + c·A²)·X, A = X Xᵀ, with
+one (a, b, c) per step: Muon's fixed coefficients, the Polar Express schedule, or the caller's list.
+
+A = X Xᵀ and B = b·A + c·A² are symmetric (A² = A Aᵀ), so each step is three Triton GEMMs of which two compute
+only the tiles on or above the diagonal and store each one twice (itself and its mirror):
+  1. A = X Xᵀ             (m × m from m × n, upper tiles)
+  2. B = c·A Aᵀ + b·A     (m × m from m × m, upper tiles, b·A added in the epilogue)
+  3. X' = B X + a·X       (m × n, a·X added in the epilogue; the last step writes G's dtype and layout directly)
+Every product accumulates in fp32 and rounds once to the compute dtype; the program grid's third axis is the batch.
+"""
+import math
+import numbers
+
+import torch
+import triton
+import triton.language as tl
+
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
+
+DEFAULT_STEPS = 5
+# Keller Jordan's Muon (github.com/KellerJordan/Muon, zeropower_via_newtonschulz5): the same polynomial every step.
+MUON_COEFFICIENTS = ((3.4445, -4.7750, 2.0315),)
+# Amsel, Persson, Musco, Gower, "The Polar Express" (arXiv 2505.16932), Algorithm 1: one polynomial per step, all
+# but the last divided by the safety factor 1.01 (a / 1.01, b / 1.01³, c / 1.01⁵); steps past the list repeat the last.
+_POLAR_EXPRESS_UNSCALED = (
+    (8.28721201814563, -23.595886519098837, 17.300387312530933),
+    (4.107059111542203, -2.9478499167379106, 0.5448431082926601),
+    (3.9486908534822946, -2.908902115962949, 0.5518191394370137),
+    (3.3184196573706015, -2.488488024314874, 0.51004894012372),
+    (2.300652019954817, -1.6689039845747493, 0.4188073119525673),
+    (1.891301407787398, -1.2679958271945868, 0.37680408948524835),
+    (1.8750014808534479, -1.2500016453999487, 0.3750001645474248),
+    (1.875, -1.25, 0.375),
+)
+POLAR_EXPRESS_SAFETY = 1.01
+POLAR_EXPRESS_COEFFICIENTS = tuple(
+    (a / POLAR_EXPRESS_SAFETY, b / POLAR_EXPRESS_SAFETY**3, c / POLAR_EXPRESS_SAFETY**5)
+    for a, b, c in _POLAR_EXPRESS_UNSCALED[:-1]
+) + _POLAR_EXPRESS_UNSCALED[-1:]
+COEFFICIENT_SETS = {"muon": MUON_COEFFICIENTS, "polar_express": POLAR_EXPRESS_COEFFICIENTS}
+# Algorithm 1 also divides by 1.01·‖G‖_F (bf16 rounding may lift the top singular value past 1, where its first,
+# steep polynomial overshoots); Muon divides by ‖G‖_F.
+NORM_SCALE = {"muon": 1.0, "polar_express": POLAR_EXPRESS_SAFETY}
+MAX_GRID_BATCH = 65535  # CUDA's limit on the grid's third axis; larger batches are launched in slices
+MAX_MATRIX_ELEMENTS = 2**31  # kernels index within one matrix in int32 (the batch offset is int64)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def _upper_tile(pid):
+    """(row tile, column tile) with row <= column of the pid-th tile on or above the diagonal, column by column:
+    column c holds pids c(c+1)/2 ... c(c+1)/2 + c."""
+    col = ((tl.sqrt((8 * pid + 1).to(tl.float32)) - 1.0) * 0.5).to(tl.int32)
+    # tl.sqrt may be approximate: step back or forward once to the exact column.
+    col = tl.where(col * (col + 1) // 2 > pid, col - 1, col)
+    col = tl.where((col + 1) * (col + 2) // 2 <= pid, col + 1, col)
+    return pid - col * (col + 1) // 2, col
+
+
+@triton.jit
+def _symmetric_product_kernel(
+    x_ptr, addend_ptr, out_ptr, size, depth,
+    stride_xb, stride_xr, stride_xc, stride_ob, stride_or, stride_oc,
+    alpha, beta,
+    HAS_ADDEND: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """out = alpha · X Xᵀ (+ beta · addend) for X [size, depth]; out and addend [size, size], symmetric.
+
+    Grid (tiles on or above the diagonal, 1, batch): each program computes one such tile (fp32 accumulation of
+    X's dtype) and stores it and its mirror, in out's dtype. The addend (strides of out) is read in fp32.
+    """
+    tile_row, tile_col = _upper_tile(tl.program_id(0))
+    batch = tl.program_id(2).to(tl.int64)
+    x_ptr += batch * stride_xb
+    out_ptr += batch * stride_ob
+    rows = tile_row * BLOCK + tl.arange(0, BLOCK)
+    cols = tile_col * BLOCK + tl.arange(0, BLOCK)
+    k = tl.arange(0, BLOCK_K)
+    row_mask, col_mask = rows < size, cols < size
+    left_ptrs = x_ptr + rows[:, None] * stride_xr + k[None, :] * stride_xc
+    right_ptrs = x_ptr + cols[:, None] * stride_xr + k[None, :] * stride_xc  # rows of X: columns of Xᵀ
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k_start in range(0, depth, BLOCK_K):
+        k_mask = (k_start + k) < depth
+        left = tl.load(left_ptrs, mask=row_mask[:, None] & k_mask[None, :], other=0.0)
+        right = tl.load(right_ptrs, mask=col_mask[:, None] & k_mask[None, :], other=0.0)
+        acc = tl.dot(left, tl.trans(right), acc, input_precision=INPUT_PRECISION)
+        left_ptrs += BLOCK_K * stride_xc
+        right_ptrs += BLOCK_K * stride_xc
+    acc = acc * alpha
+    tile_offsets = rows[:, None] * stride_or + cols[None, :] * stride_oc
+    tile_mask = row_mask[:, None] & col_mask[None, :]
+    if HAS_ADDEND:
+        addend = tl.load(addend_ptr + batch * stride_ob + tile_offsets, mask=tile_mask, other=0.0)
+        acc += beta * addend.to(tl.float32)
+    tile = acc.to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
+    # The mirror tile below the diagonal; a diagonal tile is its own mirror and is stored once.
+    if tile_row != tile_col:
+        mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
+        tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=col_mask[:, None] & row_mask[None, :])
+
+
+@triton.jit
+def _symmetric_apply_kernel(
+    b_ptr, x_ptr, out_ptr, rows, cols,
+    stride_bb, stride_br, stride_bc, stride_xb, stride_xr, stride_xc, stride_ob, stride_or, stride_oc,
+    alpha,
+    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """out = B X + alpha · X for B [rows, rows] and X [rows, cols]: fp32 accumulation of the operands' dtype, one
+    rounding to out's dtype (out may have any strides, e.g. a transposed view). Grid (tiles, 1, batch); tiles are
+    taken GROUP_M row tiles at a time so that programs running together share B's rows and X's columns in L2."""
+    pid = tl.program_id(0)
+    tiles_m, tiles_n = tl.cdiv(rows, BLOCK_M), tl.cdiv(cols, BLOCK_N)
+    group_size = GROUP_M * tiles_n
+    first_m = (pid // group_size) * GROUP_M
+    group_rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    tile_m = first_m + (pid % group_size) % group_rows
+    tile_n = (pid % group_size) // group_rows
+    batch = tl.program_id(2).to(tl.int64)
+    b_ptr += batch * stride_bb
+    x_ptr += batch * stride_xb
+    out_ptr += batch * stride_ob
+    offs_m = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k = tl.arange(0, BLOCK_K)
+    m_mask, n_mask = offs_m < rows, offs_n < cols
+    b_ptrs = b_ptr + offs_m[:, None] * stride_br + k[None, :] * stride_bc
+    x_ptrs = x_ptr + k[:, None] * stride_xr + offs_n[None, :] * stride_xc
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k_start in range(0, rows, BLOCK_K):
+        k_mask = (k_start + k) < rows
+        b = tl.load(b_ptrs, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
+        x = tl.load(x_ptrs, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+        acc = tl.dot(b, x, acc, input_precision=INPUT_PRECISION)
+        b_ptrs += BLOCK_K * stride_bc
+        x_ptrs += BLOCK_K * stride_xr
+    tile_mask = m_mask[:, None] & n_mask[None, :]
+    x_tile = tl.load(x_ptr + offs_m[:, None] * stride_xr + offs_n[None, :] * stride_xc, mask=tile_mask, other=0.0)
+    acc += alpha * x_tile.to(tl.float32)
+    out_ptrs = out_ptr + offs_m[:, None] * stride_or + offs_n[None, :] * stride_oc
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=tile_mask)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------------------------
+def _block(extent, cap):
+    """A power-of-two tile edge covering `extent`, at least 16 (tl.dot's minimum) and at most `cap`."""
+    return max(16, min(cap, triton.next_power_of_2(extent)))
+
+
+def _symmetric_config(size, depth, dtype):
+    """(BLOCK, BLOCK_K, num_warps, num_stages) of the symmetric products: square 128 tiles (a tile and its mirror
+    must coincide), K steps of 64 (32 for fp32 operands, to keep three stages within shared memory)."""
+    block = _block(size, 128)
+    block_k = _block(depth, 32 if dtype == torch.float32 else 64)
+    return block, block_k, 8 if block >= 128 else 4, 3
+
+
+def _apply_config(rows, cols, dtype):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) of B X + a·X: 128 × 256 × 64 tiles, 8 warps,
+    3 stages (the first config of Triton's Hopper matmul tutorial); 128 × 128 × 32 for fp32 operands."""
+    wide = dtype != torch.float32
+    block_m, block_n = _block(rows, 128), _block(cols, 256 if wide else 128)
+    block_k = _block(rows, 64 if wide else 32)
+    return block_m, block_n, block_k, 8, 8 if block_m * block_n >= 128 * 128 else 4, 3
+
+
+def _input_precision(dtype):
+    """fp32 operands are multiplied in full fp32 ("ieee"), never silently in tf32; 16-bit operands need no flag."""
+    return "ieee" if dtype == torch.float32 else None
+
+
+def _batch_slices(batch):
+    return [slice(start, min(batch, start + MAX_GRID_BATCH)) for start in range(0, batch, MAX_GRID_BATCH)]
+
+
+def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, config=None):
+    """out[i] = alpha · x[i] x[i]ᵀ (+ beta · addend[i]), both triangles written: x [B, size, depth], out and addend
+    [B, size, size] with equal strides."""
+    batch, size, depth = x.shape
+    block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
+    tiles = triton.cdiv(size, block)
+    for part in _batch_slices(batch):
+        x_part, out_part = x[part], out[part]
+        _symmetric_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
+            x_part, out_part if addend is None else addend[part], out_part, size, depth,
+            *x_part.stride(), *out_part.stride(), alpha, beta,
+            HAS_ADDEND=addend is not None, INPUT_PRECISION=_input_precision(x.dtype), BLOCK=block, BLOCK_K=block_k,
+            num_warps=num_warps, num_stages=num_stages,
+        )
+    return out
+
+
+def _launch_apply(poly, x, out, alpha, config=None):
+    """out[i] = poly[i] x[i] + alpha · x[i]: poly [B, rows, rows], x [B, rows, cols], out any [B, rows, cols] view."""
+    batch, rows, cols = x.shape
+    block_m, block_n, block_k, group_m, num_warps, num_stages = config or _apply_config(rows, cols, x.dtype)
+    tiles = triton.cdiv(rows, block_m) * triton.cdiv(cols, block_n)
+    for part in _batch_slices(batch):
+        poly_part, x_part, out_part = poly[part], x[part], out[part]
+        _symmetric_apply_kernel[(tiles, 1, x_part.shape[0])](
+            poly_part, x_part, out_part, rows, cols, *poly_part.stride(), *x_part.stride(), *out_part.stride(),
+            alpha, INPUT_PRECISION=_input_precision(x.dtype), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+            GROUP_M=group_m, num_warps=num_warps, num_stages=num_stages,
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Argument checks
+# ----------------------------------------------------------------------------------------------------------------
+def _check_matrices(G):
+    if G.dim() < 2:
+        raise ValueError(f"G must be a matrix or a batch of matrices (..., m, n), got shape {tuple(G.shape)}")
+    m, n = G.shape[-2:]
+    if m == 0 or n == 0:
+        raise ValueError(f"G must hold non-empty matrices (m, n >= 1), got shape {tuple(G.shape)}")
+    if m * n >= MAX_MATRIX_ELEMENTS:
+        raise ValueError(f"G's matrices must have fewer than 2**31 elements, got {m} x {n}")
+
+
+def _check_steps(steps):
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"steps must be a positive int (or None for the default), got {type(steps).__name__}")
+    if steps < 1:
+        raise ValueError(f"steps must be a positive int (or None for the default), got {steps!r}")
+    return int(steps)
+
+
+def _coefficient_schedule(coefficients, steps):
+    """([(a, b, c)] * steps, norm_scale): a named set runs `steps` steps (default 5; Polar Express repeats its last
+    polynomial past its 8), a list runs its own length (steps None or equal to it)."""
+    if isinstance(coefficients, str):
+        check_choice("coefficients", coefficients, tuple(COEFFICIENT_SETS))
+        steps = DEFAULT_STEPS if steps is None else _check_steps(steps)
+        table = COEFFICIENT_SETS[coefficients]
+        return [table[min(i, len(table) - 1)] for i in range(steps)], NORM_SCALE[coefficients]
+    expected = f"one of {', '.join(map(repr, COEFFICIENT_SETS))} or a non-empty list of (a, b, c) tuples"
+    if not isinstance(coefficients, (list, tuple)):
+        raise TypeError(f"coefficients must be {expected}, got {type(coefficients).__name__}")
+    if len(coefficients) == 0:
+        raise ValueError(f"coefficients must be {expected}, got an empty {type(coefficients).__name__}")
+    schedule = []
+    for i, triple in enumerate(coefficients):
+        if not isinstance(triple, (list, tuple)) or len(triple) != 3 or not all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) for v in triple):
+            raise ValueError(f"coefficients[{i}] must be an (a, b, c) tuple of 3 finite numbers, got {triple!r}")
+        schedule.append(tuple(float(v) for v in triple))
+    if steps is not None and _check_steps(steps) != len(schedule):
+        raise ValueError(f"steps must be None or len(coefficients) = {len(schedule)} when coefficients is a list "
+                         f"(its length sets the steps), got {steps!r}")
+    return schedule, 1.0
+
+
+def _check_eps(eps):
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"eps must be a finite float >= 0, got {type(eps).__name__}")
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be a finite float >= 0, got {eps!r}")
+    return float(eps)
+
+
+def _default_compute_dtype(dtype):
+    """bf16 for fp32/bf16 G (Muon's choice), fp16 for fp16 G, fp64 for the reference's fp64 G."""
+    return dtype if dtype in (torch.float16, torch.float64) else torch.bfloat16
+
+
+def _check_compute_dtype(compute_dtype, G):
+    if compute_dtype is None:
+        compute_dtype = _default_compute_dtype(G.dtype)
+    elif compute_dtype not in FLOAT_DTYPES:
+        allowed = ", ".join(str(d).replace("torch.", "") for d in FLOAT_DTYPES)
+        raise TypeError(f"compute_dtype must be None or one of ({allowed}), got {compute_dtype!r}")
+    if compute_dtype == torch.bfloat16 and G.device.type == "cpu":
+        raise ValueError("compute_dtype bfloat16 (the default for float32/bfloat16 G) needs a CUDA tensor: the Triton "
+                         "CPU interpreter's bf16 tl.dot is wrong; on CPU pass compute_dtype=torch.float32 or "
+                         f"torch.float16, got a {str(G.dtype).replace('torch.', '')} G on {G.device}")
+    return compute_dtype
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# newton_schulz
+# ----------------------------------------------------------------------------------------------------------------
+def _normalised(G, norm_scale, eps, compute_dtype):
+    """(X [B, m, n] contiguous in compute_dtype with m <= n, transposed): G / (norm_scale · ‖G‖_F + eps) per matrix,
+    the norm and the division in fp32."""
+    transposed = G.size(-2) > G.size(-1)
+    matrices = G.reshape(-1, *G.shape[-2:])
+    if transposed:
+        matrices = matrices.mT
+    norm = torch.linalg.vector_norm(matrices, dim=(-2, -1), keepdim=True, dtype=torch.float32)
+    x = torch.empty(matrices.shape, dtype=compute_dtype, device=G.device)
+    torch.div(matrices, norm * norm_scale + eps, out=x)
+    return x, transposed
+
+
+def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype=None):
+    """Orthogonalise each matrix of G (..., m, n) by the quintic Newton-Schulz iteration (Muon's zeropower).
+
+    X = G/(s·‖G‖_F + eps) per matrix (s = 1; 1.01 for "polar_express"), then `steps` times X ← a·X + (b·A + c·A²)·X,
+    A = X Xᵀ (X = Gᵀ's when m > n). Returns G's shape and dtype; forward only (the result never requires grad).
+    coefficients: "muon" (3.4445, -4.7750, 2.0315 every step), "polar_express" (arXiv 2505.16932, Algorithm 1), or
+    a list of (a, b, c) whose length is the number of steps. steps: default 5 for a named set; with a list, None
+    or its length.
+    Numerical contract: X, A and B are stored in compute_dtype (default bf16 for fp32/bf16 G, as Muon; fp16 for fp16
+    G; torch.float32 for a full-fp32 iteration, the only choice besides fp16 on the CPU interpreter); every product
+    accumulates in fp32 and adds its a·X / b·A term in fp32 before one rounding; the norm is taken in fp32.
+    """
+    check_tensor("G", G, dtypes=FLOAT_DTYPES)
+    _check_matrices(G)
+    check_triton_device("G", G)
+    schedule, norm_scale = _coefficient_schedule(coefficients, steps)
+    eps = _check_eps(eps)
+    compute_dtype = _check_compute_dtype(compute_dtype, G)
+    out = torch.empty(G.shape, dtype=G.dtype, device=G.device)
+    if G.numel() == 0:  # an empty batch of non-empty matrices
+        return out
+    with torch.no_grad():  # forward only: a G that requires grad is read, never differentiated
+        x, transposed = _normalised(G, norm_scale, eps, compute_dtype)
+    batch, rows, cols = x.shape
+    result = out.view(batch, *G.shape[-2:])
+    result = result.mT if transposed else result
+    gram = torch.empty(batch, rows, rows, dtype=compute_dtype, device=G.device)
+    poly = torch.empty_like(gram)
+    x_next = torch.empty_like(x) if len(schedule) > 1 else None
+    for step, (a, b, c) in enumerate(schedule):
+        _launch_symmetric_product(x, gram)  # A = X Xᵀ
+        _launch_symmetric_product(gram, poly, alpha=c, beta=b, addend=gram)  # B = c·A Aᵀ + b·A
+        last = step == len(schedule) - 1
+        _launch_apply(poly, x, result if last else x_next, alpha=a)  # X' = B X + a·X
+        x, x_next = x_next, x
+    return out
+
+
+def newton_schulz_reference(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype=None):
+    """Plain PyTorch, the same iteration: matmuls and axpys in compute_dtype (default as newton_schulz's; fp64 for an
+    fp64 G), the norm in fp32 (fp64 for fp64 G). With bf16 it is Muon's zeropower_via_newtonschulz5."""
+    schedule, norm_scale = _coefficient_schedule(coefficients, steps)
+    compute_dtype = compute_dtype or _default_compute_dtype(G.dtype)
+    transposed = G.size(-2) > G.size(-1)
+    X = G.mT if transposed else G
+    norm = torch.linalg.vector_norm(X, dim=(-2, -1), keepdim=True, dtype=torch.promote_types(G.dtype, torch.float32))
+    X = (X / (norm * norm_scale + eps)).to(compute_dtype)
+    for a, b, c in schedule:
+        A = X @ X.mT
+        B = b * A + c * (A @ A)
+        X = a * X + B @ X
+    return (X.mT if transposed else X).to(G.dtype)

@@ -1,0 +1,406 @@
+"""causal_conv1d / causal_conv1d_update against the fp64 reference: every option, layouts, gradients, packed
+sequences, carried states, decoding steps, bad input. Sizes stay small: the CPU runs the kernels interpreted."""
+import pytest
+import torch
+
+import greyhound
+from greyhound.ops import causal_conv1d as ops
+from greyhound.ops.causal_conv1d import causal_conv1d, causal_conv1d_reference, causal_conv1d_update
+
+VALUE_TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}
+GRAD_TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
+
+
+def rel_err(out, ref):
+    out, ref = out.detach().double(), ref.detach().double()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def make_x(batch, dim, seq_len, layout, device, dtype=torch.float32):
+    """x (B, D, L) stored (B, D, L)-contiguous, channel-last (a transposed (B, L, D)), or as a strided slice."""
+    if layout == "contiguous":
+        return torch.randn(batch, dim, seq_len, device=device).to(dtype)
+    if layout == "channel_last":
+        return torch.randn(batch, seq_len, dim, device=device).to(dtype).transpose(1, 2)
+    if layout == "sliced":  # every other channel, from an offset along L: not contiguous, read in place
+        return torch.randn(batch, 2 * dim, seq_len + 3, device=device).to(dtype)[:, ::2, 3:]
+    raise ValueError(layout)
+
+
+def make_params(dim, width, device, dtype=torch.float32, with_bias=True):
+    weight = (torch.randn(dim, width, device=device) / width**0.5).to(dtype)
+    bias = torch.randn(dim, device=device).to(dtype) if with_bias else None
+    return weight, bias
+
+
+def check_against_reference(x, weight, bias, *, initial_states=None, grad_out="randn", **options):
+    """Output and the gradient of every tensor input vs fp64 autograd of the reference on the same inputs."""
+    tensors = {"x": x, "weight": weight, "bias": bias, "initial_states": initial_states}
+    leaves = {n: t.detach().clone().requires_grad_() for n, t in tensors.items() if t is not None}
+    refs = {n: t.detach().double().requires_grad_() for n, t in leaves.items()}
+    out = causal_conv1d(leaves["x"], leaves["weight"], leaves.get("bias"),
+                        initial_states=leaves.get("initial_states"), **options)
+    ref = causal_conv1d_reference(refs["x"], refs["weight"], refs.get("bias"),
+                                  initial_states=refs.get("initial_states"), **options)
+    assert out.dtype == x.dtype and out.shape == x.shape
+    assert rel_err(out, ref) < VALUE_TOLERANCE[x.dtype]
+    if grad_out == "sum":  # a stride-0 expanded upstream gradient
+        out.sum().backward()
+        ref.sum().backward()
+    else:
+        weights = torch.randn_like(ref)
+        out.backward(weights.to(out.dtype))
+        ref.backward(weights)
+    for name, leaf in leaves.items():
+        assert leaf.grad.dtype == leaf.dtype and leaf.grad.shape == leaf.shape, name
+        assert rel_err(leaf.grad, refs[name].grad) < GRAD_TOLERANCE[x.dtype], name
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Values and gradients
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last", "sliced"])
+@pytest.mark.parametrize("activation", [None, "silu"])
+def test_layouts_and_activations(device, layout, activation):
+    x = make_x(2, 37, 53, layout, device)
+    weight, bias = make_params(37, 4, device)
+    check_against_reference(x, weight, bias, activation=activation)
+
+
+@pytest.mark.parametrize("width, dilation, layout, activation, with_bias", [
+    (2, 1, "contiguous", "silu", True),
+    (3, 2, "channel_last", None, False),
+    (4, 3, "channel_last", "silu", False),
+    (5, 3, "sliced", "silu", True),
+    (6, 1, "contiguous", None, True),
+    (7, 2, "channel_last", "silu", True),
+    (8, 3, "contiguous", "silu", False),
+    (8, 1, "channel_last", None, True),
+])
+def test_widths_and_dilations(device, width, dilation, layout, activation, with_bias):
+    x = make_x(2, 21, 45, layout, device)
+    weight, bias = make_params(21, width, device, with_bias=with_bias)
+    check_against_reference(x, weight, bias, activation=activation, dilation=dilation)
+
+
+def test_odd_sizes_and_summed_output(device):
+    """B=1, D=1, L shorter than the kernel's reach, and a stride-0 upstream gradient from out.sum()."""
+    for dim, seq_len, layout in [(1, 3, "contiguous"), (5, 1, "channel_last"), (3, 7, "channel_last")]:
+        x = make_x(1, dim, seq_len, layout, device)
+        weight, bias = make_params(dim, 4, device)
+        check_against_reference(x, weight, bias, activation="silu", dilation=2, grad_out="sum")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_inputs(device, dtype):
+    """fp16/bf16 are loaded and upcast before any arithmetic: fp32 math, outputs and gradients in the input dtype."""
+    x = make_x(2, 24, 40, "channel_last", device, dtype)
+    weight, bias = make_params(24, 4, device, dtype)
+    init = torch.randn(2, 24, 3, device=device).to(dtype)
+    check_against_reference(x, weight, bias, activation="silu", initial_states=init)
+
+
+def test_output_keeps_the_layout_and_inputs_are_untouched(device):
+    x = make_x(2, 16, 33, "channel_last", device)
+    weight, bias = make_params(16, 3, device)
+    before = x.clone()
+    out = causal_conv1d(x, weight, bias, activation="silu")
+    assert out.stride() == x.stride() and torch.equal(x, before)
+    assert causal_conv1d(make_x(2, 16, 33, "sliced", device), weight).is_contiguous()
+
+
+@pytest.mark.parametrize("needs", ["x", "weight", "bias", "weight+bias"])
+def test_partial_gradients(device, needs):
+    """Only some inputs require a gradient: the others get None and the kernel skips their work."""
+    x = make_x(2, 19, 30, "contiguous", device)
+    weight, bias = make_params(19, 3, device)
+    leaves = {"x": x.clone(), "weight": weight.clone(), "bias": bias.clone()}
+    for name in needs.split("+"):
+        leaves[name].requires_grad_()
+    out = causal_conv1d(leaves["x"], leaves["weight"], leaves["bias"], activation="silu", dilation=2)
+    refs = {n: t.detach().double().requires_grad_(t.requires_grad) for n, t in leaves.items()}
+    ref = causal_conv1d_reference(refs["x"], refs["weight"], refs["bias"], activation="silu", dilation=2)
+    grad = torch.randn_like(ref)
+    out.backward(grad.float())
+    ref.backward(grad)
+    for name, leaf in leaves.items():
+        if name in needs.split("+"):
+            assert rel_err(leaf.grad, refs[name].grad) < 1e-5, name
+        else:
+            assert leaf.grad is None, name
+
+
+def test_no_grad_and_saved_tensors(device):
+    """Nothing but the inputs is saved for the backward (the pre-activation is recomputed)."""
+    x = make_x(2, 8, 20, "channel_last", device).requires_grad_()
+    weight, bias = make_params(8, 4, device)
+    with torch.no_grad():
+        assert not causal_conv1d(x, weight, bias, activation="silu").requires_grad
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        causal_conv1d(x, weight, bias, activation="silu")
+    assert {t.data_ptr() for t in saved} <= {x.data_ptr(), weight.data_ptr(), bias.data_ptr()}
+
+
+@pytest.mark.parametrize("blocks", [ops._Blocks(8, 16, 4), ops._Blocks(4, 8, 1)])
+def test_small_tiles_many_chunks(device, monkeypatch, blocks):
+    """Tiny tiles: many L tiles per program, several programs along L, initial-state tiles, partial-row sums."""
+    monkeypatch.setattr(ops, "_BLOCKS_OVERRIDE", blocks)
+    monkeypatch.setattr(ops, "_sm_count", lambda device: 2)
+    x = make_x(2, 11, 50, "channel_last", device)
+    weight, bias = make_params(11, 4, device)
+    seq_idx = torch.tensor([[0] * 20 + [1] * 30, [3] * 50], device=device)
+    check_against_reference(x, weight, bias, activation="silu", dilation=3, seq_idx=seq_idx,
+                            initial_states=torch.randn(2, 11, 9, device=device))
+
+
+def test_reference_paths_agree(device):
+    """The reference's F.conv1d path and its tap-by-tap seq_idx path give the same for one sequence per row."""
+    x = torch.randn(2, 6, 30, dtype=torch.float64, device=device)
+    weight, bias = torch.randn(6, 4, dtype=torch.float64, device=device), torch.randn(6, dtype=torch.float64,
+                                                                                        device=device)
+    init = torch.randn(2, 6, 6, dtype=torch.float64, device=device)
+    one_sequence = torch.full((2, 30), 7, device=device)
+    by_conv = causal_conv1d_reference(x, weight, bias, activation="silu", dilation=2, initial_states=init)
+    by_taps = causal_conv1d_reference(x, weight, bias, activation="silu", dilation=2, initial_states=init,
+                                      seq_idx=one_sequence)
+    assert rel_err(by_taps, by_conv) < 1e-12
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Initial and final states, packed sequences
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layout, dilation, seq_len", [("contiguous", 1, 40), ("channel_last", 2, 40),
+                                                       ("channel_last", 3, 4)])
+def test_initial_states_values_and_grads(device, layout, dilation, seq_len):
+    """Initial states are the inputs before t = 0 (seq_len=4 < (W − 1)·dilation = 9: they feed every output)."""
+    x = make_x(2, 13, seq_len, layout, device)
+    weight, bias = make_params(13, 4, device)
+    init = torch.randn(2, 13, 3 * dilation, device=device)
+    check_against_reference(x, weight, bias, activation="silu", dilation=dilation, initial_states=init)
+
+
+def test_initial_states_continue_the_sequence(device):
+    """Running on x[..., s:] with the inputs before s as initial states gives the whole run's outputs from s on."""
+    x = make_x(2, 10, 30, "channel_last", device)
+    weight, bias = make_params(10, 3, device)
+    whole = causal_conv1d(x, weight, bias, activation="silu", dilation=2)
+    tail = causal_conv1d(x[..., 12:], weight, bias, activation="silu", dilation=2, initial_states=x[..., 8:12])
+    assert rel_err(tail, whole[..., 12:]) < 1e-6
+
+
+@pytest.mark.parametrize("layout, width, dilation, chunk_lengths", [
+    ("channel_last", 4, 1, [5, 1, 2, 17, 9]),
+    ("contiguous", 3, 3, [7, 4, 23]),
+    ("sliced", 2, 2, [1, 1, 32]),
+])
+def test_chunked_with_carried_states_equals_whole(device, layout, width, dilation, chunk_lengths):
+    x = make_x(2, 11, sum(chunk_lengths), layout, device)
+    weight, bias = make_params(11, width, device)
+    state_len = (width - 1) * dilation
+    whole, final = causal_conv1d(x, weight, bias, activation="silu", dilation=dilation, return_final_states=True)
+    assert final.shape == (2, 11, state_len) and torch.equal(final, x[..., -state_len:])
+    states, outputs, start = None, [], 0
+    for length in chunk_lengths:
+        out, states = causal_conv1d(x[..., start:start + length], weight, bias, activation="silu", dilation=dilation,
+                                    initial_states=states, return_final_states=True)
+        outputs.append(out)
+        start += length
+        expected = torch.cat([x.new_zeros(2, 11, state_len), x[..., :start]], -1)[..., -state_len:]
+        assert torch.equal(states, expected)  # the last inputs, reaching back into earlier chunks
+    assert rel_err(torch.cat(outputs, -1), whole) < 1e-6
+
+
+def test_final_states_gradients(device):
+    """Final states are differentiable in x and in the initial states they still hold (L < (W − 1)·dilation)."""
+    x = torch.randn(2, 5, 4, device=device, requires_grad=True)
+    init = torch.randn(2, 5, 6, device=device, requires_grad=True)
+    weight, _ = make_params(5, 4, device)
+    out, final = causal_conv1d(x, weight, initial_states=init, dilation=2, return_final_states=True)
+    assert torch.equal(final, torch.cat([init[..., 4:], x], -1))
+    grad = torch.randn_like(final)
+    (final * grad).sum().backward()
+    assert torch.equal(x.grad, grad[..., 2:]) and torch.equal(init.grad[..., 4:], grad[..., :2])
+    assert (init.grad[..., :4] == 0).all()
+
+
+def pack(sequences, device):
+    """(1, D, L) of the given (D, L_i) sequences back to back, and their seq_idx (ids need not start at 0)."""
+    x = torch.cat(sequences, -1)[None]
+    seq_idx = torch.cat([torch.full((s.shape[-1],), 3 + i, device=device) for i, s in enumerate(sequences)])[None]
+    return x, seq_idx
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
+@pytest.mark.parametrize("seq_dtype", [torch.int32, torch.int64])
+def test_seq_idx_equals_separate_runs(device, layout, seq_dtype):
+    dim, width, dilation = 9, 4, 2
+    lengths = [11, 1, 3, 20, 4]  # shorter than one step back (dilation 2), shorter than the reach (6)
+    sequences = [torch.randn(dim, n, device=device) for n in lengths]
+    x, seq_idx = pack(sequences, device)
+    if layout == "channel_last":
+        x = x.transpose(1, 2).contiguous().transpose(1, 2)
+    weight, bias = make_params(dim, width, device)
+    init = torch.randn(1, dim, (width - 1) * dilation, device=device)
+    packed, final = causal_conv1d(x, weight, bias, activation="silu", dilation=dilation, seq_idx=seq_idx.to(seq_dtype),
+                                  initial_states=init, return_final_states=True)
+    start = 0
+    for i, seq in enumerate(sequences):
+        alone = causal_conv1d(seq[None], weight, bias, activation="silu", dilation=dilation,
+                              initial_states=init if i == 0 else None)  # initial states: the first sequence only
+        assert rel_err(packed[..., start:start + seq.shape[-1]], alone) < 1e-6, i
+        start += seq.shape[-1]
+    last = sequences[-1]
+    expected_final = torch.cat([x.new_zeros(1, dim, 6), last[None]], -1)[..., -6:]  # earlier sequences': 0
+    assert torch.equal(final, expected_final)
+    check_against_reference(x, weight, bias, activation="silu", dilation=dilation, seq_idx=seq_idx,
+                            initial_states=init)
+
+
+def test_seq_idx_batch_rows_and_chunks(device):
+    """Two rows with their own boundaries, run in two chunks with carried states: equal to the whole run (the
+    boundary at the chunk edge continues the same sequence id, as chunked varlen prefill does)."""
+    x = make_x(2, 7, 36, "channel_last", device)
+    weight, bias = make_params(7, 3, device)
+    seq_idx = torch.tensor([[0] * 10 + [1] * 25 + [2] * 1, [5] * 3 + [6] * 33], device=device)
+    whole, whole_final = causal_conv1d(x, weight, bias, activation="silu", seq_idx=seq_idx, return_final_states=True)
+    first, states = causal_conv1d(x[..., :22], weight, bias, activation="silu", seq_idx=seq_idx[:, :22],
+                                  return_final_states=True)
+    second, final = causal_conv1d(x[..., 22:], weight, bias, activation="silu", seq_idx=seq_idx[:, 22:],
+                                  initial_states=states, return_final_states=True)
+    assert rel_err(torch.cat([first, second], -1), whole) < 1e-6 and torch.equal(final, whole_final)
+    # row 0 ends with a one-step sequence: the input before it belongs to another sequence, so its slot is 0
+    assert torch.equal(whole_final[0], torch.stack([x.new_zeros(7), x[0, :, -1]], -1))
+    assert torch.equal(whole_final[1], x[1, :, -2:])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# causal_conv1d_update
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("width, dilation, activation, with_bias", [(4, 1, "silu", True), (2, 3, None, False),
+                                                                     (7, 2, "silu", True)])
+def test_update_equals_full_conv_last_step(device, width, dilation, activation, with_bias):
+    batch, dim, steps = 2, 20, 6
+    state_len = (width - 1) * dilation
+    weight, bias = make_params(dim, width, device, with_bias=with_bias)
+    history = torch.randn(batch, dim, state_len, device=device)
+    inputs = torch.randn(batch, steps, dim, device=device)  # x_t = inputs[:, t] is a strided (B, D) view
+    full = causal_conv1d_reference(inputs.transpose(1, 2).double(), weight.double(),
+                                   None if bias is None else bias.double(), activation=activation,
+                                   dilation=dilation, initial_states=history.double())
+    conv_state = history.clone()
+    version = conv_state._version
+    for t in range(steps):
+        out = causal_conv1d_update(inputs[:, t], conv_state, weight, bias, activation=activation, dilation=dilation)
+        assert out.shape == (batch, dim) and rel_err(out, full[..., t]) < 1e-6, t
+    expected_state = torch.cat([history, inputs.transpose(1, 2)], -1)[..., -state_len:]
+    assert torch.equal(conv_state, expected_state) and conv_state._version > version
+
+
+def test_update_strided_state_and_half_precision(device):
+    """A non-contiguous conv_state (a slice of a larger cache) is rolled in place; fp16 math is fp32 inside."""
+    weight, bias = make_params(12, 4, device, torch.float16)
+    cache = torch.randn(3, 12, 8, device=device).half()
+    conv_state = cache[:, :, 2:5]  # (B, D, 3), stride 8 along D
+    x_t = torch.randn(3, 12, device=device).half()
+    expected = causal_conv1d_reference(x_t[..., None].double(), weight.double(), bias.double(), activation="silu",
+                                       initial_states=conv_state.double())[..., -1]
+    untouched = cache[:, :, 5:].clone()
+    before = conv_state.clone()
+    out = causal_conv1d_update(x_t, conv_state, weight, bias, activation="silu")
+    assert out.dtype == torch.float16 and rel_err(out, expected) < 2e-3
+    assert torch.equal(conv_state, torch.cat([before[..., 1:], x_t[..., None]], -1))
+    assert torch.equal(cache[:, :, 5:], untouched)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Bad input
+# ------------------------------------------------------------------------------------------------------------------
+def test_public_namespace():
+    assert greyhound.causal_conv1d is causal_conv1d and greyhound.causal_conv1d_update is causal_conv1d_update
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (dict(x=torch.randn(4, 10)), ValueError, "x must be 3-D"),
+    (dict(x=torch.randint(0, 3, (2, 4, 10))), TypeError, "x must have dtype"),
+    (dict(x=torch.randn(2, 4, 10, dtype=torch.float64)), TypeError, "x must have dtype"),
+    (dict(weight=torch.randn(4, 3, dtype=torch.float16)), TypeError, "weight must have x's dtype"),
+    (dict(weight=torch.randn(4, 1, 3)), ValueError, "weight must be 2-D"),
+    (dict(weight=torch.randn(5, 3)), ValueError, r"weight must have shape \(D, W\) = \(4, W\)"),
+    (dict(weight=torch.randn(4, 1)), ValueError, r"W in \[2, 8\]"),
+    (dict(weight=torch.randn(4, 9)), ValueError, r"W in \[2, 8\]"),
+    (dict(bias=torch.randn(5)), ValueError, "bias must have shape"),
+    (dict(bias=torch.randn(4, dtype=torch.bfloat16)), TypeError, "bias must have x's dtype"),
+    (dict(activation="gelu"), ValueError, "activation must be one of None, 'silu'"),
+    (dict(dilation=0), ValueError, "dilation must be an int >= 1"),
+    (dict(dilation=2.0), TypeError, "dilation"),
+    (dict(dilation=True), TypeError, "dilation"),
+    (dict(seq_idx=torch.zeros(2, 10)), TypeError, "seq_idx must have dtype"),
+    (dict(seq_idx=torch.zeros(2, 9, dtype=torch.int32)), ValueError, r"seq_idx must have shape \(B, L\)"),
+    (dict(seq_idx=torch.tensor([[0] * 5 + [1] * 5, [0] * 4 + [2, 1] + [2] * 4])), ValueError,
+     r"non-decreasing along L, got seq_idx\[1, 5\] = 1 after 2"),
+    (dict(initial_states=torch.randn(2, 4, 3)), ValueError, r"initial_states must have shape .* = \(2, 4, 2\)"),
+    (dict(initial_states=torch.randn(2, 4, 2, dtype=torch.float16)), TypeError, "initial_states must have x's"),
+    (dict(return_final_states="yes"), TypeError, "return_final_states"),
+])
+def test_bad_input(device, bad, error, words):
+    args = dict(x=torch.randn(2, 4, 10), weight=torch.randn(4, 3), bias=torch.randn(4), activation=None,
+                dilation=1, seq_idx=None, initial_states=None, return_final_states=False)
+    args.update(bad)
+    args = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in args.items()}
+    with pytest.raises(error, match=words):
+        causal_conv1d(args.pop("x"), args.pop("weight"), args.pop("bias"), **args)
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (dict(x_t=torch.randn(2, 4, 1)), ValueError, "x_t must be 2-D"),
+    (dict(conv_state=torch.randn(2, 4, 3)), ValueError, r"conv_state must have shape .* = \(2, 4, 2\)"),
+    (dict(conv_state=torch.randn(2, 4, 2).half()), TypeError, "conv_state must have x_t's dtype"),
+    (dict(weight=torch.randn(3, 3)), ValueError, r"x_t's D is 4"),
+    (dict(dilation=2), ValueError, "conv_state must have shape"),
+    (dict(activation="relu"), ValueError, "activation"),
+])
+def test_update_bad_input(device, bad, error, words):
+    args = dict(x_t=torch.randn(2, 4), conv_state=torch.randn(2, 4, 2), weight=torch.randn(4, 3), bias=None,
+                activation=None, dilation=1)
+    args.update(bad)
+    args = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in args.items()}
+    with pytest.raises(error, match=words):
+        causal_conv1d_update(**args)
+
+
+def test_cpu_tensor_without_interpreter_is_refused(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(ValueError, match="x must be a CUDA tensor"):
+        causal_conv1d(torch.randn(1, 2, 5), torch.randn(2, 3))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GPU only: the tracked shape in bf16 with compiled kernels (vectorised loads, real block sizes)
+# ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["channel_last", "contiguous"])
+def test_gpu_bf16_tracked_shape(layout):
+    x = make_x(8, 4096, 2048, layout, "cuda", torch.bfloat16)
+    weight, bias = make_params(4096, 4, "cuda", torch.bfloat16)
+    leaves = [t.detach().clone().requires_grad_() for t in (x, weight, bias)]
+    refs = [t.detach().double().requires_grad_() for t in leaves]
+    out = causal_conv1d(*leaves, activation="silu")
+    ref = causal_conv1d_reference(*refs, activation="silu")
+    assert rel_err(out, ref) < 1e-2
+    grad = torch.randn_like(ref)
+    out.backward(grad.bfloat16())
+    ref.backward(grad)
+    for name, leaf, ref_leaf in zip(("x", "weight", "bias"), leaves, refs):
+        assert rel_err(leaf.grad, ref_leaf.grad) < 1e-2, name
+
+
+@pytest.mark.gpu
+def test_gpu_bf16_options():
+    """seq_idx, initial states and dilation at a moderate size, with compiled kernels."""
+    x = make_x(2, 1024, 777, "channel_last", "cuda", torch.bfloat16)
+    weight, bias = make_params(1024, 4, "cuda", torch.bfloat16)
+    seq_idx = torch.repeat_interleave(torch.arange(3, device="cuda"), torch.tensor([100, 400, 277], device="cuda"))
+    check_against_reference(x, weight, bias, activation="silu", dilation=2, seq_idx=seq_idx.expand(2, -1),
+                            initial_states=torch.randn(2, 1024, 6, device="cuda").bfloat16())
