@@ -37,6 +37,8 @@ def test_a_sweep_prints_a_table_and_a_rerun_replaces_its_rows(tmp_path, capsys):
     assert {r["x_value"] for r in rows} == {"64", "200"} and {r["x_name"] for r in rows} == {"vocab_size"}
     assert all(r["asv_machine"] == "sweep-cli" and float(r["y_value_20"]) <= float(r["y_value_50"])
                <= float(r["y_value_80"]) for r in rows)
+    assert all(r["achieved_unit"] == "TB/s" and float(r["achieved"]) > 0 for r in rows if r["kernel_operation_mode"]
+               == "forward")  # the roofline's achieved rate (no ceilings measured by a sweep: no share)
     assert cli.main(argv[:7] + ["--vocab-sizes", "64", "--dtype", "float32", "--csv", str(csv_path)]) == 0
     with open(csv_path) as f:
         assert len(list(csv.DictReader(f))) == 8  # the re-run replaced its 4 rows
