@@ -2,25 +2,29 @@
 
 A kernel suite subclasses `KernelSuite` and declares what it measures: `kernel_name`, `x_name`, `providers`,
 `modes`, `gpu_shapes` and `cpu_shapes` (lists of shape dicts, e.g. `grid(batch_size=[8192], dtype=["bfloat16"])`),
-`make_inputs`, `reference` and `provider_fn`, plus one line, `def setup_cache(self): return self.measure_grid()`.
-The harness derives asv's `params` (the union of both grids, identical on every machine, so `benchmarks.json` is
-too) and generates the two asv benchmarks, `time_<kernel_name>` and `track_peakmem_<kernel_name>`.
+`make_inputs`, `reference`, `provider_fn` and `work` (least bytes and FLOPs, for the roofline). Its class name ends
+in `Tracked` (measured on every commit) or `Sweep` (`tier = "sweep"`; it adds the line
+`def setup_cache(self): return self.measure_suite()`). The harness derives asv's `params` (the union of both grids,
+identical on every machine, so `benchmarks.json` is too) and generates the two asv benchmarks, `time_<kernel_name>`
+and `track_peakmem_<kernel_name>`.
 
 How a suite is measured (docs/benchmarking.md has the measured costs):
-* One process per suite class. asv runs `setup_cache` once per class and commit: it measures every combination
-  this machine serves (GPU shapes on a GPU, the CPU's smoke shapes on a CPU; asv shows n/a for the rest) one after
-  another in that process, so CUDA start, imports and kernel loading are paid once per class, not once per
-  (benchmark, combination). asv's per-combination benchmarks then report those figures: `time_` hands asv the
-  recorded samples through the suite's `timer` (exactly `SAMPLES` of them, asv's `repeat`), `track_peakmem_`
-  returns the recorded peak. A combination that failed its gate or raised is an asv failure with the reason.
+* In one process. Every Tracked suite shares one `setup_cache` (one asv cache key): asv runs it once per commit and
+  it measures every combination this machine serves of the whole tracked tier (GPU shapes on a GPU, the CPU's smoke
+  shapes on a CPU; asv shows n/a for the rest), so CUDA start, imports and kernel loading are paid once per commit,
+  not once per (benchmark, combination). A Sweep suite is measured the same way in one process of its own. asv's
+  per-combination benchmarks then report those figures: `time_` hands asv the recorded samples through the suite's
+  `timer` (exactly `SAMPLES` of them, asv's `repeat`), `track_peakmem_` returns the recorded peak. A combination
+  that failed its gate or raised is an asv failure with the reason; the next combination goes on.
 * Correctness gate: before a provider is timed, its output (and, in full/backward mode, the gradients of every
   differentiable input) is compared with the fp64 reference on the same fresh random inputs; a mismatch is recorded
   as a failure instead of a time.
 * Warm-up: the GPU is brought to a steady clock once per process (a matmul loop until its time stops falling),
   then each provider is called until two consecutive windows of calls agree within 1%, so the first benchmark of
   a run measures like the tenth (no clocks or power settings are touched).
-* Speed: each sample is one call bracketed by CUDA events after an L2 flush, like `triton.testing.do_bench` (a
-  short device spin first lets the host run ahead, as in do_bench's back-to-back loop). On the CPU: wall clock.
+* Speed: as `triton.testing.do_bench` measures: the calls are queued back to back, each after an L2 flush and
+  bracketed by CUDA events, one synchronisation at the end; a 1 ms device spin first gives the host its head start.
+  On the CPU: the wall clock of each call.
 * Memory: peak CUDA memory allocated during one call above what was allocated before it (the inputs, and in
   backward mode the forward's graph), in bytes. asv's own `peakmem_` would measure host RSS, so it is not used.
 * Modes: `full` = forward + backward, `forward` = output only with no gradient required, `backward` = the
