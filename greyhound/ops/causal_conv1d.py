@@ -11,7 +11,7 @@ grad_x[p] = Σ_k w[k] · g[p + (W−1−k)·dilation] with g = grad_out · silu'
 `causal_conv1d_update(x_t, conv_state, weight)`: one decoding step, conv_state rolled in place.
 """
 import functools
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import torch
 import triton
@@ -483,25 +483,56 @@ def _check_initial_states(initial_states, x, state_len):
 # ----------------------------------------------------------------------------------------------------------------
 # causal_conv1d
 # ----------------------------------------------------------------------------------------------------------------
-class _CausalConv1d(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, bias, seq_idx, initial_states, silu, dilation):
-        out = _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation)
-        ctx.save_for_backward(x, weight, bias, seq_idx, initial_states)
-        ctx.silu, ctx.dilation = silu, dilation
-        ctx.set_materialize_grads(False)
-        return out
+# Registered ops (greyhound::causal_conv1d_fwd / _bwd) with fake implementations and autograd, so that
+# torch.compile keeps the op in its graph (fullgraph=True) instead of breaking there.
+@torch.library.custom_op("greyhound::causal_conv1d_fwd", mutates_args=())
+def _causal_conv1d_fwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                       seq_idx: Optional[torch.Tensor], initial_states: Optional[torch.Tensor], silu: bool,
+                       dilation: int) -> torch.Tensor:
+    return _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation)
 
-    @staticmethod
-    def backward(ctx, grad_out):
-        x, weight, bias, seq_idx, initial_states = ctx.saved_tensors
-        needs_x, needs_weight, needs_bias, _, needs_init = ctx.needs_input_grad[:5]
-        if grad_out is None or not (needs_x or needs_weight or needs_bias or needs_init):
-            return None, None, None, None, None, None, None
-        grad_x, grad_weight, grad_bias, grad_init = _launch_backward(
-            x, weight, bias, seq_idx, initial_states, grad_out, ctx.silu, ctx.dilation,
-            (needs_x, needs_weight, needs_bias, needs_init))
-        return grad_x, grad_weight, grad_bias, None, grad_init, None, None
+
+@_causal_conv1d_fwd.register_fake
+def _causal_conv1d_fwd_fake(x, weight, bias, seq_idx, initial_states, silu, dilation):
+    return torch.empty_like(x)  # x's dtype and layout, as _launch_forward allocates it
+
+
+@torch.library.custom_op("greyhound::causal_conv1d_bwd", mutates_args=())
+def _causal_conv1d_bwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                       seq_idx: Optional[torch.Tensor], initial_states: Optional[torch.Tensor],
+                       grad_out: torch.Tensor, silu: bool, dilation: int,
+                       needs_grad: list[bool]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(grad_x, grad_weight, grad_bias, grad_initial_states); a 0-element tensor where `needs_grad` says none."""
+    grads = _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, tuple(needs_grad))
+    return tuple(g if g is not None else x.new_empty(0) for g in grads)
+
+
+@_causal_conv1d_bwd.register_fake
+def _causal_conv1d_bwd_fake(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, needs_grad):
+    likes = (x, weight, bias, initial_states)
+    return tuple(torch.empty_like(like) if need and like is not None else x.new_empty(0)
+                 for need, like in zip(needs_grad, likes))
+
+
+def _causal_conv1d_setup_context(ctx, inputs, output):
+    x, weight, bias, seq_idx, initial_states, silu, dilation = inputs
+    ctx.save_for_backward(x, weight, bias, seq_idx, initial_states)
+    ctx.silu, ctx.dilation = silu, dilation
+
+
+def _causal_conv1d_backward(ctx, grad_out):
+    x, weight, bias, seq_idx, initial_states = ctx.saved_tensors
+    needs_x, needs_weight, needs_bias, _, needs_init = ctx.needs_input_grad[:5]
+    needs = [needs_x, needs_weight, needs_bias and bias is not None, needs_init and initial_states is not None]
+    if grad_out is None or not any(needs):
+        return None, None, None, None, None, None, None
+    grads = torch.ops.greyhound.causal_conv1d_bwd(x, weight, bias, seq_idx, initial_states, grad_out, ctx.silu,
+                                                  ctx.dilation, needs)
+    grad_x, grad_weight, grad_bias, grad_init = (g if need else None for g, need in zip(grads, needs))
+    return grad_x, grad_weight, grad_bias, None, grad_init, None, None
+
+
+_causal_conv1d_fwd.register_autograd(_causal_conv1d_backward, setup_context=_causal_conv1d_setup_context)
 
 
 def causal_conv1d(x, weight, bias=None, *, activation=None, dilation=1, seq_idx=None, initial_states=None,
@@ -530,7 +561,8 @@ def causal_conv1d(x, weight, bias=None, *, activation=None, dilation=1, seq_idx=
         _check_initial_states(initial_states, x, state_len)
     if not isinstance(return_final_states, bool):
         raise TypeError(f"return_final_states must be a bool, got {type(return_final_states).__name__}")
-    out = _CausalConv1d.apply(x, weight, bias, seq_idx, initial_states, activation == "silu", dilation)
+    out = torch.ops.greyhound.causal_conv1d_fwd(x, weight, bias, seq_idx, initial_states, activation == "silu",
+                                                dilation)
     if not return_final_states:
         return out
     return out, _final_states(x, seq_idx, initial_states, state_len)

@@ -321,11 +321,21 @@ def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype
     schedule, norm_scale = _coefficient_schedule(coefficients, steps)
     eps = _check_eps(eps)
     compute_dtype = _check_compute_dtype(compute_dtype, G)
+    # A registered op (greyhound::newton_schulz): torch.compile keeps it in the graph instead of breaking there.
+    # Forward only: a G that requires grad is read (detached), and the result never requires grad.
+    return torch.ops.greyhound.newton_schulz(G.detach(), [v for triple in schedule for v in triple], norm_scale, eps,
+                                             compute_dtype)
+
+
+@torch.library.custom_op("greyhound::newton_schulz", mutates_args=())
+def _newton_schulz_op(G: torch.Tensor, coefficients: list[float], norm_scale: float, eps: float,
+                      compute_dtype: torch.dtype) -> torch.Tensor:
+    """The checked iteration: `coefficients` flattened (a, b, c) per step."""
+    schedule = [tuple(coefficients[i:i + 3]) for i in range(0, len(coefficients), 3)]
     out = torch.empty(G.shape, dtype=G.dtype, device=G.device)
     if G.numel() == 0:  # an empty batch of non-empty matrices
         return out
-    with torch.no_grad():  # forward only: a G that requires grad is read, never differentiated
-        x, transposed = _normalised(G, norm_scale, eps, compute_dtype)
+    x, transposed = _normalised(G, norm_scale, eps, compute_dtype)
     batch, rows, cols = x.shape
     result = out.view(batch, *G.shape[-2:])
     result = result.mT if transposed else result
@@ -339,6 +349,11 @@ def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype
         _launch_apply(poly, x, result if last else x_next, alpha=a)  # X' = B X + a·X
         x, x_next = x_next, x
     return out
+
+
+@_newton_schulz_op.register_fake
+def _newton_schulz_fake(G, coefficients, norm_scale, eps, compute_dtype):
+    return torch.empty_like(G, memory_format=torch.contiguous_format)
 
 
 def newton_schulz_reference(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype=None):
