@@ -13,7 +13,7 @@ import torch
 from . import harness
 from .harness import DEVICE, DTYPES, grid
 
-PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "fla", "causal-conv1d"]
+PROVIDERS = ["greyhound", "greyhound-compiled", "torch-eager", "torch-compile", "fla", "causal-conv1d"]
 LAYOUTS = ["channel_last", "contiguous"]  # contiguous: x stored (B, D, L)
 
 
@@ -46,7 +46,9 @@ def _fla_fn():
 class CausalConv1dTracked(harness.KernelSuite):
     kernel_name = "causal_conv1d"
     x_name = "seq_len"
-    providers = ["greyhound", "fla"]
+    # greyhound-compiled: the registered op inside torch.compile(fullgraph=True), so the custom-op boundary's cost
+    # is tracked beside the eager call.
+    providers = ["greyhound", "greyhound-compiled", "fla"]
     gpu_shapes = grid(batch_size=[8], dim=[4096], seq_len=[2048], width=[4], layout=["channel_last"],
                       dtype=["bfloat16"])
     cpu_shapes = grid(batch_size=[2], dim=[64], seq_len=[100], width=[4], layout=["channel_last"], dtype=["float32"])
@@ -73,6 +75,9 @@ class CausalConv1dTracked(harness.KernelSuite):
     def provider_fn(self, provider, **shape):
         if provider == "greyhound":
             return functools.partial(harness.greyhound_op("causal_conv1d"), activation="silu")
+        if provider == "greyhound-compiled":
+            return self.compile(functools.partial(harness.greyhound_op("causal_conv1d"), activation="silu"),
+                                fullgraph=True)
         if provider == "torch-eager":
             return _torch_fn()
         if provider == "torch-compile":

@@ -226,8 +226,8 @@ class KernelSuite(abc.ABC):
         shape = dict(zip(cls.param_names[2:], values))
         if shape not in (cls.gpu_shapes if ON_GPU else cls.cpu_shapes):
             return False
-        if not ON_GPU and provider == "torch-compile":  # tens of seconds of C++ compilation for a CPU smoke figure
-            return False
+        if not ON_GPU and provider.endswith(("compile", "compiled")):
+            return False  # tens of seconds of C++ compilation for a CPU smoke figure
         return cls.serves(provider, mode, shape)
 
     @classmethod
@@ -438,10 +438,10 @@ class KernelSuite(abc.ABC):
         if ON_GPU:
             torch.cuda.empty_cache()
 
-    def compile(self, fn):
-        """torch.compile for a torch-compile provider: static shapes, state reset after the combination."""
+    def compile(self, fn, fullgraph=False):
+        """torch.compile for a compiled provider: static shapes, state reset after the combination."""
         self._compiled = True
-        return torch.compile(fn, dynamic=False)
+        return torch.compile(fn, dynamic=False, fullgraph=fullgraph)
 
     # --- asv hooks: report what setup_cache measured -----------------------------------------------------------
     def setup(self, measured, provider, mode, *shape_values):

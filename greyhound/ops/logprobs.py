@@ -12,6 +12,7 @@ only the saved row normalisers), so grad_W of each slice is one full-depth GEMM 
 rows × H, is accumulated in fp32 across slices.
 """
 import math
+from typing import Optional
 
 import torch
 import triton
@@ -270,28 +271,59 @@ def _raise_if_out_of_range(flag, target_flat, vocab_size):
 # ----------------------------------------------------------------------------------------------------------------
 # logprobs
 # ----------------------------------------------------------------------------------------------------------------
-class _LogProbs(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, logits, target, temperature, return_entropy, check_target):
-        target_flat = target.reshape(-1).contiguous()
-        out_of_range = _target_flag(target_flat, check_target)
-        logprob, row_max, log2_sum, entropy = _launch_forward(
-            logits, target_flat, temperature, _forward_outputs(target_flat.numel(), return_entropy, logits.device),
-            bad_target_flag=out_of_range)
-        _raise_if_out_of_range(out_of_range, target_flat, logits.shape[-1])
-        ctx.save_for_backward(logits, target_flat, row_max, log2_sum, entropy)
-        ctx.temperature = temperature
-        ctx.set_materialize_grads(False)
-        return _shaped_outputs(logprob, entropy, target.shape)
+# Registered ops (greyhound::logprobs_fwd / _bwd) with fake implementations and autograd, so that torch.compile
+# keeps them in its graph (fullgraph=True). The target check runs inside the op, at run time, not while tracing.
+@torch.library.custom_op("greyhound::logprobs_fwd", mutates_args=())
+def _logprobs_fwd(logits: torch.Tensor, target_flat: torch.Tensor, temperature: float, return_entropy: bool,
+                  check_target: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Flat fp32 (logprob, row_max, log2_sum, entropy; a 0-element entropy without return_entropy)."""
+    out_of_range = _target_flag(target_flat, check_target)
+    logprob, row_max, log2_sum, entropy = _launch_forward(
+        logits, target_flat, temperature, _forward_outputs(target_flat.numel(), return_entropy, logits.device),
+        bad_target_flag=out_of_range)
+    _raise_if_out_of_range(out_of_range, target_flat, logits.shape[-1])
+    return logprob, row_max, log2_sum, entropy if entropy is not None else logprob.new_empty(0)
 
-    @staticmethod
-    def backward(ctx, grad_logprob, grad_entropy=None):
-        logits, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
-        if grad_logprob is None and grad_entropy is None:
-            return None, None, None, None, None
-        grad_logits = _launch_backward(logits, target_flat, row_max, log2_sum, entropy, _flat_grad(grad_logprob),
-                                       _flat_grad(grad_entropy), ctx.temperature)
-        return grad_logits, None, None, None, None
+
+@_logprobs_fwd.register_fake
+def _logprobs_fwd_fake(logits, target_flat, temperature, return_entropy, check_target):
+    n_rows = target_flat.numel()
+    flat = [logits.new_empty(n_rows, dtype=torch.float32) for _ in range(3)]
+    return (*flat, logits.new_empty(n_rows if return_entropy else 0, dtype=torch.float32))
+
+
+@torch.library.custom_op("greyhound::logprobs_bwd", mutates_args=())
+def _logprobs_bwd(logits: torch.Tensor, target_flat: torch.Tensor, row_max: torch.Tensor, log2_sum: torch.Tensor,
+                  entropy: Optional[torch.Tensor], grad_logprob: Optional[torch.Tensor],
+                  grad_entropy: Optional[torch.Tensor], temperature: float) -> torch.Tensor:
+    return _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, temperature)
+
+
+@_logprobs_bwd.register_fake
+def _logprobs_bwd_fake(logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, temperature):
+    return torch.empty_like(logits)
+
+
+def _logprobs_setup_context(ctx, inputs, output):
+    logits, target_flat, temperature, return_entropy, _ = inputs
+    logprob, row_max, log2_sum, entropy = output
+    ctx.save_for_backward(logits, target_flat, row_max, log2_sum, entropy if return_entropy else None)
+    ctx.temperature = temperature
+    ctx.mark_non_differentiable(row_max, log2_sum)
+    ctx.set_materialize_grads(False)
+
+
+def _logprobs_backward(ctx, grad_logprob, _grad_row_max, _grad_log2_sum, grad_entropy):
+    logits, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
+    if grad_logprob is None and grad_entropy is None:
+        return None, None, None, None, None
+    grad_entropy = _flat_grad(grad_entropy) if entropy is not None else None
+    grad_logits = torch.ops.greyhound.logprobs_bwd(logits, target_flat, row_max, log2_sum, entropy,
+                                                   _flat_grad(grad_logprob), grad_entropy, ctx.temperature)
+    return grad_logits, None, None, None, None
+
+
+_logprobs_fwd.register_autograd(_logprobs_backward, setup_context=_logprobs_setup_context)
 
 
 def logprobs(logits, target, *, temperature=1.0, return_entropy=False, check_target=True):
@@ -312,7 +344,9 @@ def logprobs(logits, target, *, temperature=1.0, return_entropy=False, check_tar
     check_triton_device("logits", logits)
     _check_target(target, logits.shape[:-1], like=logits)
     temperature = _check_temperature(temperature)
-    return _LogProbs.apply(logits, target, temperature, bool(return_entropy), bool(check_target))
+    logprob, _, _, entropy = torch.ops.greyhound.logprobs_fwd(logits, target.reshape(-1).contiguous(), temperature,
+                                                              bool(return_entropy), bool(check_target))
+    return _shaped_outputs(logprob, entropy if return_entropy else None, target.shape)
 
 
 def logprobs_reference(logits, target, *, temperature=1.0, return_entropy=False, check_target=True):

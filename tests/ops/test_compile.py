@@ -4,7 +4,7 @@ implementations; the kernels run through the Triton interpreter); the GPU test u
 import pytest
 import torch
 
-from greyhound import causal_conv1d, newton_schulz
+from greyhound import causal_conv1d, logprobs, newton_schulz
 
 
 def _no_graph_break(fn, *args):
@@ -45,6 +45,25 @@ def test_causal_conv1d_compiles_fullgraph_with_autograd(device, silu):
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("with_entropy", [False, True])
+def test_logprobs_compiles_fullgraph_with_autograd(device, with_entropy):
+    def policy_loss(logits, target, advantages):  # a GRPO-style loss over per-token log-probabilities
+        out = logprobs(logits[:, :-1], target, temperature=0.7, return_entropy=with_entropy)
+        logprob, entropy = out if with_entropy else (out, None)
+        loss = -(logprob * advantages).mean()
+        return loss - 0.01 * entropy.mean() if with_entropy else loss
+
+    logits = torch.randn(2, 9, 300, device=device, requires_grad=True)
+    target = torch.randint(0, 300, (2, 8), device=device)
+    advantages = torch.randn(2, 8, device=device)
+    torch._dynamo.reset()
+    _no_graph_break(policy_loss, logits, target, advantages)
+    compiled = torch.compile(policy_loss, fullgraph=True, backend="aot_eager")
+    loss_eager, loss_compiled = policy_loss(logits, target, advantages), compiled(logits, target, advantages)
+    torch.testing.assert_close(loss_compiled, loss_eager)
+    torch.testing.assert_close(torch.autograd.grad(loss_compiled, logits)[0], torch.autograd.grad(loss_eager, logits)[0])
+
+
 @pytest.mark.gpu
 def test_ops_compile_with_inductor_on_the_gpu():
     G = torch.randn(4, 256, 512, device="cuda", dtype=torch.bfloat16)
@@ -56,3 +75,8 @@ def test_ops_compile_with_inductor_on_the_gpu():
     grad_compiled = torch.autograd.grad(fn(x), x)[0]
     grad_eager = torch.autograd.grad(causal_conv1d(x, weight, activation="silu").float().sum(), x)[0]
     torch.testing.assert_close(grad_compiled, grad_eager)
+    logits = torch.randn(512, 32000, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    target = torch.randint(0, 32000, (512,), device="cuda")
+    fn = torch.compile(lambda l: logprobs(l, target).sum(), fullgraph=True)
+    torch.testing.assert_close(torch.autograd.grad(fn(logits), logits)[0],
+                               torch.autograd.grad(logprobs(logits, target).sum(), logits)[0])
