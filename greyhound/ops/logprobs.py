@@ -380,57 +380,103 @@ def _linear_logits(hidden_2d, weight, bias):
     return hidden_2d @ weight.t() if bias is None else torch.addmm(bias, hidden_2d, weight.t())
 
 
-class _LinearLogProbs(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, hidden, weight, bias, target, temperature, return_entropy, chunk_rows, check_target):
-        hidden_2d = hidden.reshape(-1, hidden.shape[-1])
-        target_flat = target.reshape(-1).contiguous()
-        n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
-        out_of_range = _target_flag(target_flat, check_target)
-        outputs = _forward_outputs(n_rows, return_entropy, hidden.device)
-        for start in range(0, n_rows, chunk_rows):
-            rows = slice(start, min(n_rows, start + chunk_rows))
-            _launch_forward(_linear_logits(hidden_2d[rows], weight, bias), target_flat[rows], temperature,
-                            tuple(None if out is None else out[rows] for out in outputs), bad_target_flag=out_of_range)
-        _raise_if_out_of_range(out_of_range, target_flat, vocab_size)
-        logprob, row_max, log2_sum, entropy = outputs
-        ctx.save_for_backward(hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy)
-        ctx.temperature, ctx.chunk_rows, ctx.hidden_shape = temperature, chunk_rows, hidden.shape
-        ctx.set_materialize_grads(False)
-        return _shaped_outputs(logprob, entropy, target.shape)
+# Registered ops (greyhound::linear_logprobs_fwd / _bwd), as for logprobs: torch.compile keeps them in its graph.
+@torch.library.custom_op("greyhound::linear_logprobs_fwd", mutates_args=())
+def _linear_logprobs_fwd(hidden_2d: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                         target_flat: torch.Tensor, temperature: float, return_entropy: bool, chunk_rows: int,
+                         check_target: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Flat fp32 (logprob, row_max, log2_sum, entropy; a 0-element entropy without return_entropy), `chunk_rows`
+    rows of logits at a time."""
+    n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
+    out_of_range = _target_flag(target_flat, check_target)
+    outputs = _forward_outputs(n_rows, return_entropy, hidden_2d.device)
+    for start in range(0, n_rows, chunk_rows):
+        rows = slice(start, min(n_rows, start + chunk_rows))
+        _launch_forward(_linear_logits(hidden_2d[rows], weight, bias), target_flat[rows], temperature,
+                        tuple(None if out is None else out[rows] for out in outputs), bad_target_flag=out_of_range)
+    _raise_if_out_of_range(out_of_range, target_flat, vocab_size)
+    logprob, row_max, log2_sum, entropy = outputs
+    return logprob, row_max, log2_sum, entropy if entropy is not None else logprob.new_empty(0)
 
-    @staticmethod
-    def backward(ctx, grad_logprob, grad_entropy=None):
-        hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
-        needs_hidden, needs_weight, needs_bias = ctx.needs_input_grad[:3]
-        if (grad_logprob is None and grad_entropy is None) or not (needs_hidden or needs_weight or needs_bias):
-            return None, None, None, None, None, None, None, None
-        grad_logprob, grad_entropy = _flat_grad(grad_logprob), _flat_grad(grad_entropy)
-        n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
-        grad_hidden = None
+
+@_linear_logprobs_fwd.register_fake
+def _linear_logprobs_fwd_fake(hidden_2d, weight, bias, target_flat, temperature, return_entropy, chunk_rows,
+                              check_target):
+    n_rows = target_flat.numel()
+    flat = [hidden_2d.new_empty(n_rows, dtype=torch.float32) for _ in range(3)]
+    return (*flat, hidden_2d.new_empty(n_rows if return_entropy else 0, dtype=torch.float32))
+
+
+@torch.library.custom_op("greyhound::linear_logprobs_bwd", mutates_args=())
+def _linear_logprobs_bwd(hidden_2d: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                         target_flat: torch.Tensor, row_max: torch.Tensor, log2_sum: torch.Tensor,
+                         entropy: Optional[torch.Tensor], grad_logprob: Optional[torch.Tensor],
+                         grad_entropy: Optional[torch.Tensor], temperature: float, chunk_rows: int,
+                         needs_grad: list[bool]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(grad_hidden_2d, grad_weight, grad_bias), a 0-element tensor where `needs_grad` says none: the vocabulary
+    walked in slices, each slice's logits recomputed and overwritten by their gradient."""
+    needs_hidden, needs_weight, needs_bias = needs_grad
+    n_rows, vocab_size = hidden_2d.shape[0], weight.shape[0]
+    grad_hidden = None
+    if needs_hidden:
+        grad_hidden = torch.zeros(hidden_2d.shape, dtype=torch.float32, device=hidden_2d.device)
+    # Contiguous, so that each vocabulary slice of grad_weight is a contiguous GEMM output.
+    grad_weight = torch.empty(weight.shape, dtype=weight.dtype, device=weight.device) if needs_weight else None
+    grad_bias = torch.empty(bias.shape, dtype=bias.dtype, device=bias.device) if needs_bias else None
+    width = _vocab_slice(chunk_rows, n_rows, vocab_size)
+    for start in range(0, vocab_size, width):
+        end = min(vocab_size, start + width)
+        weight_slice = weight[start:end]
+        logits = _linear_logits(hidden_2d, weight_slice, None if bias is None else bias[start:end])
+        # The slice's gradient needs only the saved row normaliser, so it overwrites the logits slice in place.
+        grad_logits = _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logprob,
+                                       grad_entropy, temperature, grad_logits=logits, vocab_offset=start,
+                                       full_vocab_size=vocab_size)
         if needs_hidden:
-            grad_hidden = torch.zeros(hidden_2d.shape, dtype=torch.float32, device=hidden_2d.device)
-        # Contiguous, so that each vocabulary slice of grad_weight is a contiguous GEMM output.
-        grad_weight = torch.empty(weight.shape, dtype=weight.dtype, device=weight.device) if needs_weight else None
-        grad_bias = torch.empty(bias.shape, dtype=bias.dtype, device=bias.device) if needs_bias else None
-        width = _vocab_slice(ctx.chunk_rows, n_rows, vocab_size)
-        for start in range(0, vocab_size, width):
-            end = min(vocab_size, start + width)
-            weight_slice = weight[start:end]
-            logits = _linear_logits(hidden_2d, weight_slice, None if bias is None else bias[start:end])
-            # The slice's gradient needs only the saved row normaliser, so it overwrites the logits slice in place.
-            grad_logits = _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logprob,
-                                           grad_entropy, ctx.temperature, grad_logits=logits, vocab_offset=start,
-                                           full_vocab_size=vocab_size)
-            if needs_hidden:
-                _addmm_into_fp32_(grad_hidden, grad_logits, weight_slice)
-            if needs_weight:
-                torch.mm(grad_logits.t(), hidden_2d, out=grad_weight[start:end])
-            if needs_bias:
-                grad_bias[start:end] = grad_logits.sum(0, dtype=torch.float32)
-        if needs_hidden:
-            grad_hidden = grad_hidden.to(hidden_2d.dtype).view(ctx.hidden_shape)
-        return grad_hidden, grad_weight, grad_bias, None, None, None, None, None
+            _addmm_into_fp32_(grad_hidden, grad_logits, weight_slice)
+        if needs_weight:
+            torch.mm(grad_logits.t(), hidden_2d, out=grad_weight[start:end])
+        if needs_bias:
+            grad_bias[start:end] = grad_logits.sum(0, dtype=torch.float32)
+    if needs_hidden:
+        grad_hidden = grad_hidden.to(hidden_2d.dtype)
+    # Outputs must not alias each other: a fresh 0-element tensor for each gradient not asked for.
+    return tuple(grad if need else hidden_2d.new_empty(0)
+                 for grad, need in zip((grad_hidden, grad_weight, grad_bias), needs_grad))
+
+
+@_linear_logprobs_bwd.register_fake
+def _linear_logprobs_bwd_fake(hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy, grad_logprob,
+                              grad_entropy, temperature, chunk_rows, needs_grad):
+    likes = (hidden_2d, weight, bias)
+    return tuple(torch.empty(like.shape, dtype=like.dtype, device=like.device) if need else hidden_2d.new_empty(0)
+                 for need, like in zip(needs_grad, likes))
+
+
+def _linear_logprobs_setup_context(ctx, inputs, output):
+    hidden_2d, weight, bias, target_flat, temperature, return_entropy, chunk_rows, _ = inputs
+    _, row_max, log2_sum, entropy = output
+    ctx.save_for_backward(hidden_2d, weight, bias, target_flat, row_max, log2_sum,
+                          entropy if return_entropy else None)
+    ctx.temperature, ctx.chunk_rows = temperature, chunk_rows
+    ctx.mark_non_differentiable(row_max, log2_sum)
+    ctx.set_materialize_grads(False)
+
+
+def _linear_logprobs_backward(ctx, grad_logprob, _grad_row_max, _grad_log2_sum, grad_entropy):
+    hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
+    needs = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2] and bias is not None]
+    if (grad_logprob is None and grad_entropy is None) or not any(needs):
+        return None, None, None, None, None, None, None, None
+    grad_entropy = _flat_grad(grad_entropy) if entropy is not None else None
+    grads = torch.ops.greyhound.linear_logprobs_bwd(hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy,
+                                                    _flat_grad(grad_logprob), grad_entropy, ctx.temperature,
+                                                    ctx.chunk_rows, needs)
+    grad_hidden, grad_weight, grad_bias = (g if need else None for g, need in zip(grads, needs))
+    return grad_hidden, grad_weight, grad_bias, None, None, None, None, None
+
+
+_linear_logprobs_fwd.register_autograd(_linear_logprobs_backward, setup_context=_linear_logprobs_setup_context)
 
 
 def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False, chunk_size=None,
@@ -463,8 +509,10 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
         chunk_size = _auto_chunk_rows(n_rows, weight.shape[0], hidden.element_size())
     elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
-    return _LinearLogProbs.apply(hidden, weight, bias, target, temperature, bool(return_entropy),
-                                 max(1, min(chunk_size, n_rows)), bool(check_target))
+    logprob, _, _, entropy = torch.ops.greyhound.linear_logprobs_fwd(
+        hidden.reshape(-1, hidden.shape[-1]), weight, bias, target.reshape(-1).contiguous(), temperature,
+        bool(return_entropy), max(1, min(chunk_size, n_rows)), bool(check_target))
+    return _shaped_outputs(logprob, entropy if return_entropy else None, target.shape)
 
 
 def linear_logprobs_reference(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False,

@@ -4,7 +4,7 @@ implementations; the kernels run through the Triton interpreter); the GPU test u
 import pytest
 import torch
 
-from greyhound import causal_conv1d, logprobs, newton_schulz
+from greyhound import causal_conv1d, linear_logprobs, logprobs, newton_schulz
 
 
 def _no_graph_break(fn, *args):
@@ -62,6 +62,24 @@ def test_logprobs_compiles_fullgraph_with_autograd(device, with_entropy):
     loss_eager, loss_compiled = policy_loss(logits, target, advantages), compiled(logits, target, advantages)
     torch.testing.assert_close(loss_compiled, loss_eager)
     torch.testing.assert_close(torch.autograd.grad(loss_compiled, logits)[0], torch.autograd.grad(loss_eager, logits)[0])
+
+
+def test_linear_logprobs_compiles_fullgraph_with_autograd(device):
+    weight = torch.randn(300, 32, device=device, requires_grad=True)
+
+    def loss(hidden, target):
+        return -linear_logprobs(hidden, weight, target, chunk_size=5).mean()
+
+    hidden = torch.randn(2, 7, 32, device=device, requires_grad=True)
+    target = torch.randint(0, 300, (2, 7), device=device)
+    torch._dynamo.reset()
+    _no_graph_break(loss, hidden, target)
+    compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
+    loss_eager, loss_compiled = loss(hidden, target), compiled(hidden, target)
+    torch.testing.assert_close(loss_compiled, loss_eager)
+    for got, want in zip(torch.autograd.grad(loss_compiled, (hidden, weight)),
+                         torch.autograd.grad(loss_eager, (hidden, weight))):
+        torch.testing.assert_close(got, want)
 
 
 @pytest.mark.gpu
