@@ -81,7 +81,7 @@ PROFILE_ENV = "GREYHOUND_BENCH_PROFILE"  # a JSON-lines file: every measurement'
 WARM_UP = os.environ.get("GREYHOUND_BENCH_WARMUP", "1") != "0"  # 0: no warm-up at all (to show a cold start)
 CLASSES_ENV = "GREYHOUND_BENCH_CLASSES"  # measure only these tracked suites (tests, quick local checks)
 
-_device_seconds = [0.0]
+_replayed_seconds = [0.0]
 
 
 def grid(**values):
@@ -92,7 +92,7 @@ def grid(**values):
 
 def replay_clock():
     """asv timer: the running sum of the samples handed to asv by `time_` (see the module docstring)."""
-    return _device_seconds[0]
+    return _replayed_seconds[0]
 
 
 def random_logits(batch_size, vocab_size, dtype):
@@ -461,7 +461,7 @@ class KernelSuite(abc.ABC):
     def replay_sample(self):
         """The body of `time_`: hand asv the next recorded sample through `replay_clock`."""
         try:
-            _device_seconds[0] += next(self._next_sample)
+            _replayed_seconds[0] += next(self._next_sample)
         except StopIteration:
             raise RuntimeError(f"asv asked for more than the {SAMPLES} samples measured per series "
                                f"(repeat/number were overridden?)") from None
@@ -533,7 +533,7 @@ def work_key(mode, values):
 
 
 def dtype_bytes(dtype):
-    return torch.empty((), dtype=DTYPES[dtype]).element_size()
+    return DTYPES[dtype].itemsize
 
 
 def selection_regexes(classes):

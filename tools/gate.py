@@ -213,7 +213,7 @@ def judge(base, head, history):
     return report
 
 
-def history_for(runs, base_commit, exclude=()):
+def history_for(runs, exclude=()):
     """The runs that calibrate the noise: every run of the machine except those in `exclude`, in commit order."""
     return sorted((run for commit, run in runs.items() if commit not in exclude), key=lambda r: (r.date, r.commit))
 
@@ -258,7 +258,7 @@ def identical_code_pairs(runs, path="greyhound", repo="."):
     """Consecutive runs (commit order) whose `path` tree is identical in git: A/A pairs."""
     import git
     repository = git.Repo(repo, search_parent_directories=True)
-    ordered = history_for(runs, None)
+    ordered = history_for(runs)
     pairs = []
     for a, b in zip(ordered, ordered[1:]):
         try:
@@ -284,7 +284,7 @@ def evaluate(runs, pairs, slowdown=1.05):
     alarms = flagged_runs = compared = caught = greyhound_time = 0
     per_series_missed = {}
     for base_commit, head_commit in pairs:
-        history = history_for(runs, base_commit, exclude={head_commit})
+        history = history_for(runs, exclude={head_commit})
         report = judge(runs[base_commit], runs[head_commit], history)
         compared += len(report.verdicts)
         alarms += len(report.regressions)
@@ -327,7 +327,7 @@ def main(argv=None):
         if not (args.base and args.head):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
         base, head = resolve(runs, args.base), resolve(runs, args.head)
-        report = judge(runs[base], runs[head], history_for(runs, base, exclude={head}))
+        report = judge(runs[base], runs[head], history_for(runs, exclude={head}))
     except GateError as err:
         print(f"tools.gate: error: {err}", file=sys.stderr)
         return 2

@@ -87,12 +87,9 @@ def plan(args, kernels):
 
 
 def known_kernels():
-    """Kernel names of the sweep command, read from the suites' source so the plan needs no GPU stack here."""
-    import re
-    names = set()
-    for path in (ROOT / "benchmarks").glob("*.py"):
-        names |= set(re.findall(r'^\s+kernel_name = "([a-z0-9_]+)"', path.read_text(), re.M))
-    return names
+    """Kernel names of the sweep command (`python -m benchmarks KERNEL`)."""
+    from benchmarks.__main__ import kernels
+    return set(kernels())
 
 
 def merge_back(csv_text, results_blob, csv_path, dest=ROOT):

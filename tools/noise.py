@@ -17,6 +17,7 @@ tools.gate reads the same statistics (history_noise, median_standard_error) to s
 import argparse
 import csv
 import io
+import json
 import math
 import statistics
 import sys
@@ -82,7 +83,7 @@ def noise_rows(runs, gpus, benchmarks):
         by_gpu = {}
         for run in present:
             by_gpu.setdefault(gpus.get(run.commit, "?"), []).append(run)
-        diffs_sigma, n_diffs, weighted = [], 0, 0.0
+        n_diffs, weighted = 0, 0.0
         for gpu_runs in by_gpu.values():
             sigma, n = history_noise(series, gpu_runs)
             if n:
@@ -103,18 +104,13 @@ def noise_rows(runs, gpus, benchmarks):
         rows.append({
             "kernel_name": spec.kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
             "metric_name": spec.metric_name, "x_name": spec.x_name, "x_value": x_value,
-            "extra_benchmark_config_str": _json({k: v for k, (_, v) in named.items()}),
+            "extra_benchmark_config_str": json.dumps({k: v for k, (_, v) in named.items()}, sort_keys=True),
             "gpu_name": gpu_name_of(present[-1].params, {}, ""), "runs": len(present), "gpus": len(known),
             "within_process_cv": _fmt(statistics.median(within) if within else float("nan")),
             "between_process_cv": _fmt(between), "between_machine_cv": _fmt(machine),
             "benchmark": series.benchmark,
         })
     return rows
-
-
-def _json(value):
-    import json
-    return json.dumps(value, sort_keys=True)
 
 
 def _fmt(value):
