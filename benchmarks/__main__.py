@@ -12,6 +12,7 @@ comma-separated list; defaults: the tracked tier's shape on this machine).
 """
 import argparse
 import itertools
+import re
 import platform
 import statistics
 import sys
@@ -34,7 +35,7 @@ def known_providers(kernel_name):
 
 def _values(text, like):
     out = []
-    for item in str(text).split(","):
+    for item in re.split(r",(?![^\[]*\])", str(text)):  # commas inside a variant's [...] belong to it
         item = item.strip()
         if not item:
             continue
@@ -42,6 +43,19 @@ def _values(text, like):
     if not out:
         raise argparse.ArgumentTypeError(f"expected one value or a comma-separated list, got {text!r}")
     return out
+
+
+def _tuning_help(suite):
+    """The epilog's paragraph on tuning variants: the op's tunables, or that it has none."""
+    if suite.tuning_module is None:
+        return "This kernel has no tuning variants."
+    import importlib
+    from greyhound import _tuning
+    module = importlib.import_module(suite.tuning_module)
+    declared = _tuning.tunables(getattr(module, "TUNING_OP", suite.kernel_name))
+    lines = [f"  {name} ({kind.__name__}): {text}" for name, (kind, text) in sorted(declared.items())]
+    return ("\n\nTuning variants force launch parameters for a whole combination, through the same gate and timer, "
+            "e.g. --providers 'greyhound,greyhound[" + f"{sorted(declared)[0]}=...]':\n" + "\n".join(lines))
 
 
 def build_parser(kernel_name, suite):
@@ -53,7 +67,9 @@ def build_parser(kernel_name, suite):
         description=f"Sweep {kernel_name} through the benchmark harness (gate, warm-up, {harness.SAMPLES} samples, "
                     f"peak memory) and merge the rows into the CSV.",
         epilog=f"providers: {', '.join(providers)} (third-party ones where installed; torch-compile on a GPU). "
-               f"Defaults: the tracked tier's shape on this machine ({'GPU' if harness.ON_GPU else 'CPU'}).")
+               f"Defaults: the tracked tier's shape on this machine ({'GPU' if harness.ON_GPU else 'CPU'}). "
+               + _tuning_help(suite),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", "--modes", dest="modes", default=",".join(suite.modes),
                         help=f"comma-separated modes (default: {','.join(suite.modes)})")
     parser.add_argument("--providers", "--provider", dest="providers",
@@ -61,7 +77,8 @@ def build_parser(kernel_name, suite):
                         help=f"comma-separated providers, of: {', '.join(providers)} (default: {','.join(suite.providers)})")
     for name in suite.param_names[2:]:
         flag = name.replace("_", "-")
-        parser.add_argument(f"--{flag}", f"--{flag}s", dest=name, default=str(default[name]),
+        plural = flag if flag.endswith("s") else flag + ("es" if flag.endswith(("ch", "sh", "x")) else "s")
+        parser.add_argument(*dict.fromkeys((f"--{flag}", f"--{plural}")), dest=name, default=str(default[name]),
                             help=f"{name}: one value or a comma-separated list (default {default[name]})")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
                         help="CSV to merge the rows into (default docs/data/benchmark_data.csv)")
@@ -130,9 +147,17 @@ def main(argv=None):
     args = parser.parse_args(argv[1:])
     modes = _values(args.modes, "")
     providers = _values(args.providers, "")
-    unknown = [p for p in providers if p not in known_providers(suite.kernel_name)]
-    if unknown:
-        parser.error(f"--providers: {', '.join(unknown)} not one of {', '.join(known_providers(suite.kernel_name))}")
+    known = known_providers(suite.kernel_name)
+    for provider in providers:
+        try:
+            base, options = harness.split_variant(provider)
+            if base not in known:
+                raise ValueError(f"{provider} not one of {', '.join(known)}")
+            if options:
+                with suite().tuning(options):  # validates the options against the op's tunables
+                    pass
+        except (ValueError, NotImplementedError) as err:
+            parser.error(f"--providers: {err}")
     bad_modes = [m for m in modes if m not in suite.modes]
     if bad_modes:
         parser.error(f"--mode: {', '.join(bad_modes)} not one of {', '.join(suite.modes)}")
@@ -144,16 +169,17 @@ def main(argv=None):
     x_name = suite.x_name if suite.x_name in swept or not swept else swept[0]
     measured = harness.measure_suites_of(suite, combos)
     print(f"{suite.kernel_name}: {len(combos)} combinations, p50 ms [p20–p80], peak MiB")
+    width = max(28, *(len(p) for p in providers))
     for (provider, mode, *values), result in measured.items():
         shape = ", ".join(f"{n}={v}" for n, v in zip(suite.param_names[2:], values))
         if result["samples"]:
             ms = sorted(s * 1e3 for s in result["samples"])
             q = statistics.quantiles(ms, n=5)
             memory = f"{result['peak_bytes'] / 2**20:.1f}" if result["peak_bytes"] is not None else "n/a"
-            print(f"  {provider:28s} {mode:8s} {shape:60s} {statistics.median(ms):9.4f} "
+            print(f"  {provider:{width}s} {mode:8s} {shape:60s} {statistics.median(ms):9.4f} "
                   f"[{q[0]:.4f}–{q[3]:.4f}]  {memory}")
         else:
-            print(f"  {provider:28s} {mode:8s} {shape:60s} {'skipped' if result['skipped'] else 'FAILED'}: "
+            print(f"  {provider:{width}s} {mode:8s} {shape:60s} {'skipped' if result['skipped'] else 'FAILED'}: "
                   f"{result['skipped'] or result['error']}")
     failed = [r for r in measured.values() if r["error"]]
     if not args.no_csv:

@@ -49,6 +49,7 @@ class CausalConv1dTracked(harness.KernelSuite):
     # greyhound-compiled: the registered op inside torch.compile(fullgraph=True), so the custom-op boundary's cost
     # is tracked beside the eager call.
     providers = ["greyhound", "greyhound-compiled", "fla"]
+    tuning_module = "greyhound.ops.causal_conv1d"  # greyhound[block_l=...,bwd_warps=...] variants (sweep CLI)
     gpu_shapes = grid(batch_size=[8], dim=[4096], seq_len=[2048], width=[4], layout=["channel_last"],
                       dtype=["bfloat16"])
     cpu_shapes = grid(batch_size=[2], dim=[64], seq_len=[100], width=[4], layout=["channel_last"], dtype=["float32"])

@@ -32,6 +32,7 @@ How a suite is measured (docs/benchmarking.md has the measured costs):
 * greyhound providers call the public functions with `check_target=False`: like every peer, no host-side check.
 """
 import abc
+import contextlib
 import functools
 import gc
 import importlib
@@ -259,6 +260,21 @@ class KernelSuite(abc.ABC):
     def provider_fn(self, provider, **shape):
         """A callable taking the inputs (positionally, in make_inputs order) and returning the output(s)."""
 
+    # greyhound module whose launch parameters a `greyhound[key=value,...]` variant may force (greyhound._tuning)
+    tuning_module = None
+
+    def tuning(self, options):
+        """The context forcing a variant's launch parameters: greyhound._tuning.override of the suite's op.
+        NotImplementedError (n/a) at commits without tuning overrides; ValueError for an unknown option."""
+        if self.tuning_module is None:
+            raise ValueError(f"{self.kernel_name}: no tunable launch parameters (got options {options})")
+        try:
+            tuning = importlib.import_module("greyhound._tuning")
+            module = importlib.import_module(self.tuning_module)
+        except ImportError as err:
+            raise NotImplementedError(f"greyhound at this commit has no tuning overrides ({err})") from None
+        return tuning.override(getattr(module, "TUNING_OP", self.kernel_name), **options)
+
     def forward_context(self, provider):
         """Forward mode runs without autograd by default."""
         return torch.no_grad()
@@ -311,7 +327,8 @@ class KernelSuite(abc.ABC):
         """Fresh inputs, the provider, and the correctness gate (its first call compiles and loads kernels);
         records the seconds each phase took in `phases` and returns it. Raises NotImplementedError for a provider
         not installed here, AssertionError when the gate fails."""
-        providers.require(provider)
+        base, options = split_variant(provider)
+        providers.require(base)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         shape = dict(zip(self.param_names[2:], shape_values))
@@ -320,7 +337,10 @@ class KernelSuite(abc.ABC):
         phases = {} if phases is None else phases
         t0 = time.perf_counter()
         self.inputs, grad_names = self.make_inputs(**shape)
-        self.fn = self.provider_fn(provider, **shape)
+        self.fn = self.provider_fn(base, **shape)
+        if options:  # forced for the whole combination: gate, warm-up, samples and memory (released in release())
+            self._tuning = contextlib.ExitStack()
+            self._tuning.enter_context(self.tuning(options))
         needs_grad = mode != "forward"
         self._grad_inputs = {n: self.inputs[n] for n in grad_names} if needs_grad else {}
         for t in self._grad_inputs.values():
@@ -432,6 +452,9 @@ class KernelSuite(abc.ABC):
         """Drop this combination's tensors, compiled graphs and cached blocks before the next one."""
         for name in ("inputs", "fn", "_grad_inputs", "_grad_outputs", "_outputs"):
             self.__dict__.pop(name, None)
+        tuning = self.__dict__.pop("_tuning", None)
+        if tuning is not None:
+            tuning.close()
         gc.collect()
         if self.__dict__.pop("_compiled", False):
             torch._dynamo.reset()
@@ -515,6 +538,28 @@ def measure_tracked_tier(self):
     names, comma-separated) limits it to those suites; the others' benchmarks then read n/a."""
     only = {name.strip() for name in os.environ.get(CLASSES_ENV, "").split(",") if name.strip()}
     return measure_suites([cls for cls in suites("tracked") if not only or cls.__name__ in only])
+
+
+_VARIANT = re.compile(r"^(?P<base>[A-Za-z0-9_.-]+)\[(?P<options>[^\[\]]*)\]$")
+
+
+def split_variant(provider):
+    """A tuning variant `greyhound[block_l=64,warps=8]` -> ('greyhound', {'block_l': '64', 'warps': '8'}); any
+    other provider -> (provider, {}). ValueError for a malformed option list."""
+    match = _VARIANT.match(provider)
+    if match is None:
+        if "[" in provider or "]" in provider:
+            raise ValueError(f"provider {provider!r}: a tuning variant is written NAME[key=value,...]")
+        return provider, {}
+    options = {}
+    for item in match["options"].split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"provider {provider!r}: expected key=value options, got {item!r}")
+        options[key.strip()] = value.strip()
+    if not match["base"].startswith("greyhound"):
+        raise ValueError(f"provider {provider!r}: only greyhound providers take tuning options")
+    return match["base"], options
 
 
 def greyhound_op(name):

@@ -78,6 +78,7 @@ class NewtonSchulzTracked(harness.KernelSuite):
     x_name = "rows"
     providers = ["greyhound", "torch-compile", "gram-newton-schulz-torch"]
     modes = ["forward"]
+    tuning_module = "greyhound.ops.newton_schulz"  # greyhound[gram=0,sym_block=...] variants (sweep CLI)
     gpu_shapes = [
         dict(batch=1, rows=4096, cols=4096, coefficients="muon", dtype="bfloat16"),
         dict(batch=16, rows=1024, cols=1024, coefficients="muon", dtype="bfloat16"),
@@ -102,11 +103,15 @@ class NewtonSchulzTracked(harness.KernelSuite):
 
     @classmethod
     def work(cls, mode, shape):
-        """Per step on the short side s and long side l: A = X Xᵀ and B = c·A² + b·A as symmetric products (s²·l and
-        s³ FLOPs, half of a general GEMM's), B X (2·s²·l); G read and the result written once."""
+        """FLOPs of the cheaper of two formulations, a symmetric product (one triangle) counted at half a GEMM's, on
+        the short side s and long side l: the standard iteration, per step A = X Xᵀ (s²·l), B = c·A² + b·A (s³) and
+        B X (2·s²·l); the Gram iteration (5 steps, one restart: 6·s²·l + 14·s³ in all). G read and the result
+        written once."""
         short, long_ = sorted((shape["rows"], shape["cols"]))
         steps = len(COEFFICIENTS[shape["coefficients"]])
-        flops = shape["batch"] * steps * (short * short * long_ + short**3 + 2 * short * short * long_)
+        standard = steps * (3 * short * short * long_ + short**3)
+        gram = 6 * short * short * long_ + 14 * short**3 if steps == 5 else standard
+        flops = shape["batch"] * min(standard, gram)
         return 2 * shape["batch"] * short * long_ * harness.dtype_bytes(shape["dtype"]), flops
 
     def check_output(self, provider, out, ref, dtype):

@@ -17,6 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
+from greyhound import _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
@@ -24,6 +25,17 @@ __all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
 MIN_WIDTH, MAX_WIDTH = 2, 8  # the backward keeps one grad_w accumulator per tap: eight are written out
 ACTIVATIONS = (None, "silu")
 SEQ_IDX_DTYPES = (torch.int32, torch.int64)
+TUNING_OP = "causal_conv1d"
+_tuning.register(
+    TUNING_OP,
+    block_l=(int, "forward tile length along L (power of 2)"),
+    block_d=(int, "forward tile width along D (power of 2)"),
+    warps=(int, "forward num_warps"),
+    bwd_block_l=(int, "backward tile length along L (power of 2)"),
+    bwd_block_d=(int, "backward tile width along D (power of 2)"),
+    bwd_warps=(int, "backward num_warps"),
+    bwd_programs_per_sm=(int, "backward programs per SM: how many chunks of L each (batch, D block) is cut into"),
+)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -289,6 +301,11 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+def _channel_last(t: torch.Tensor) -> bool:
+    """Whether (B, D, L) `t` is stored with D as its stride-1 dimension (a transposed (B, L, D) tensor)."""
+    return t.stride(1) == 1 and t.stride(2) != 1
+
+
 def _blocks(x: torch.Tensor, width: int, backward: bool) -> _Blocks:
     """4 warps on tiles of 4096 (forward) or 1024 (backward: up to 2W − 1 shifted input tiles live) elements for
     W <= 4, fewer for wider W, the wide side along x's stride-1 dimension so that the unshifted loads are 16-byte
@@ -296,7 +313,7 @@ def _blocks(x: torch.Tensor, width: int, backward: bool) -> _Blocks:
     bf16): forward 124 / 80 registers, backward 165 / 166 (channel-last / contiguous), no spills."""
     _, dim, seq_len = x.shape
     tile = (1024 if backward else 4096) // max(1, triton.next_power_of_2(width) // 4)
-    if x.stride(1) == 1 and x.stride(2) != 1:
+    if _channel_last(x):
         block_d = min(triton.next_power_of_2(dim), 128)
         return _Blocks(min(triton.next_power_of_2(seq_len), tile // block_d), block_d, 4)
     block_l = min(triton.next_power_of_2(seq_len), tile // 8, 128 if backward else 256)
@@ -308,7 +325,16 @@ _BLOCKS_OVERRIDE = None
 
 
 def _block_config(x, width, backward):
-    return _BLOCKS_OVERRIDE or _blocks(x, width, backward)
+    if _BLOCKS_OVERRIDE is not None:
+        return _BLOCKS_OVERRIDE
+    chosen = _blocks(x, width, backward)
+    prefix = "bwd_" if backward else ""
+    forced = _Blocks(*(_tuning.get(TUNING_OP, prefix + name, value)
+                       for name, value in zip(("block_l", "block_d", "warps"), chosen)))
+    for name, value in zip(("block_l", "block_d"), forced):
+        if value & (value - 1):
+            raise ValueError(f"tuning: causal_conv1d.{prefix}{name} must be a power of 2, got {value}")
+    return forced
 
 
 def _optional_strides(t, ndim):
@@ -350,7 +376,8 @@ def _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation):
 def _backward_chunks(num_tiles, batch, d_blocks, device):
     """(chunks, tiles_per_program) for num_tiles tiles of L: about 4 programs per SM in all, each walking a chunk of
     tiles, so the fp32 partial rows of grad_w / grad_b stay few (batch × chunks)."""
-    chunks = max(1, min(num_tiles, triton.cdiv(4 * _sm_count(device), batch * d_blocks)))
+    per_sm = _tuning.get(TUNING_OP, "bwd_programs_per_sm", 4)
+    chunks = max(1, min(num_tiles, triton.cdiv(per_sm * _sm_count(device), batch * d_blocks)))
     tiles_per_program = triton.cdiv(num_tiles, chunks)
     return triton.cdiv(num_tiles, tiles_per_program), tiles_per_program
 
@@ -526,6 +553,10 @@ def _causal_conv1d_backward(ctx, grad_out):
     needs = [needs_x, needs_weight, needs_bias and bias is not None, needs_init and initial_states is not None]
     if grad_out is None or not any(needs):
         return None, None, None, None, None, None, None
+    if _channel_last(grad_out) != _channel_last(x):
+        # The kernel's tiles vectorise along x's stride-1 dimension; a grad_out laid out the other way (AOTAutograd
+        # hands compiled graphs contiguous tangents) would be read one element per memory sector: one copy is cheaper.
+        grad_out = torch.empty_like(x).copy_(grad_out)
     grads = torch.ops.greyhound.causal_conv1d_bwd(x, weight, bias, seq_idx, initial_states, grad_out, ctx.silu,
                                                   ctx.dilation, needs)
     grad_x, grad_weight, grad_bias, grad_init = (g if need else None for g, need in zip(grads, needs))

@@ -10,6 +10,8 @@ only the tiles on or above the diagonal and store each one twice (itself and its
   2. B = c·A Aᵀ + b·A     (m × m from m × m, upper tiles, b·A added in the epilogue)
   3. X' = B X + a·X       (m × n, a·X added in the epilogue; the last step writes G's dtype and layout directly)
 Every product accumulates in fp32 and rounds once to the compute dtype; the program grid's third axis is the batch.
+Non-square matrices iterate on the Gram matrix instead (`method="gram"`, Gram Newton-Schulz): every product is
+m × m and symmetric, X is touched four times in all (see `_gram_iteration`).
 """
 import math
 import numbers
@@ -18,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from greyhound import _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 DEFAULT_STEPS = 5
@@ -46,6 +49,20 @@ COEFFICIENT_SETS = {"muon": MUON_COEFFICIENTS, "polar_express": POLAR_EXPRESS_CO
 NORM_SCALE = {"muon": 1.0, "polar_express": POLAR_EXPRESS_SAFETY}
 MAX_GRID_BATCH = 65535  # CUDA's limit on the grid's third axis; larger batches are launched in slices
 MAX_MATRIX_ELEMENTS = 2**31  # kernels index within one matrix in int32 (the batch offset is int64)
+# Gram Newton-Schulz (Dao-AILab, gram-newton-schulz): restart from X (X ← Q X, R ← X Xᵀ) at step 2 (their default for
+# 5 steps) and every 3 steps after it, which bounds how far the rounding of the Gram-matrix recurrence drifts (fp32,
+# Polar Express, 8 steps: max |σ − 1| 6e-3 with the one restart at 2, < 1e-5 with restarts at 2 and 5).
+GRAM_FIRST_RESTART, GRAM_RESTART_EVERY = 2, 3
+TUNING_OP = "newton_schulz"
+_tuning.register(
+    TUNING_OP,
+    gram=(bool, "iterate on the Gram matrix (default: for non-square matrices)"),
+    sym_block=(int, "tile edge of the symmetric products"), sym_block_k=(int, "their K step"),
+    sym_warps=(int, "their num_warps"), sym_stages=(int, "their num_stages"),
+    apply_block_m=(int, "rows of a B X + a·X tile"), apply_block_n=(int, "its columns"),
+    apply_block_k=(int, "its K step"), apply_group_m=(int, "row tiles per L2 group"),
+    apply_warps=(int, "its num_warps"), apply_stages=(int, "its num_stages"),
+)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -64,26 +81,29 @@ def _upper_tile(pid):
 
 @triton.jit
 def _symmetric_product_kernel(
-    x_ptr, addend_ptr, out_ptr, size, depth,
-    stride_xb, stride_xr, stride_xc, stride_ob, stride_or, stride_oc,
-    alpha, beta,
-    HAS_ADDEND: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
+    x_ptr, y_ptr, addend_ptr, out_ptr, size, depth,
+    stride_xb, stride_xr, stride_xc, stride_yb, stride_yr, stride_yc, stride_ob, stride_or, stride_oc,
+    alpha, beta, gamma,
+    HAS_ADDEND: tl.constexpr, HAS_IDENTITY: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
-    """out = alpha · X Xᵀ (+ beta · addend) for X [size, depth]; out and addend [size, size], symmetric.
+    """out = alpha · X Yᵀ (+ beta · addend) (+ gamma · I) for X, Y [size, depth] whose product X Yᵀ is symmetric (Y = X,
+    or two commuting symmetric matrices: polynomials of one Gram matrix); out and addend [size, size], symmetric.
 
     Grid (tiles on or above the diagonal, 1, batch): each program computes one such tile (fp32 accumulation of
-    X's dtype) and stores it and its mirror, in out's dtype. The addend (strides of out) is read in fp32.
+    the operands' dtype) and stores it and its mirror, in out's dtype. The addend (strides of out) is read in fp32.
     """
     tile_row, tile_col = _upper_tile(tl.program_id(0))
     batch = tl.program_id(2).to(tl.int64)
     x_ptr += batch * stride_xb
+    y_ptr += batch * stride_yb
     out_ptr += batch * stride_ob
     rows = tile_row * BLOCK + tl.arange(0, BLOCK)
     cols = tile_col * BLOCK + tl.arange(0, BLOCK)
     k = tl.arange(0, BLOCK_K)
     row_mask, col_mask = rows < size, cols < size
     left_ptrs = x_ptr + rows[:, None] * stride_xr + k[None, :] * stride_xc
-    right_ptrs = x_ptr + cols[:, None] * stride_xr + k[None, :] * stride_xc  # rows of X: columns of Xᵀ
+    right_ptrs = y_ptr + cols[:, None] * stride_yr + k[None, :] * stride_yc  # rows of Y: columns of Yᵀ
     acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
     for k_start in range(0, depth, BLOCK_K):
         k_mask = (k_start + k) < depth
@@ -91,13 +111,20 @@ def _symmetric_product_kernel(
         right = tl.load(right_ptrs, mask=col_mask[:, None] & k_mask[None, :], other=0.0)
         acc = tl.dot(left, tl.trans(right), acc, input_precision=INPUT_PRECISION)
         left_ptrs += BLOCK_K * stride_xc
-        right_ptrs += BLOCK_K * stride_xc
+        right_ptrs += BLOCK_K * stride_yc
     acc = acc * alpha
     tile_offsets = rows[:, None] * stride_or + cols[None, :] * stride_oc
     tile_mask = row_mask[:, None] & col_mask[None, :]
     if HAS_ADDEND:
         addend = tl.load(addend_ptr + batch * stride_ob + tile_offsets, mask=tile_mask, other=0.0)
         acc += beta * addend.to(tl.float32)
+    if HAS_IDENTITY:
+        acc += tl.where(rows[:, None] == cols[None, :], gamma, 0.0)
+    if tile_row == tile_col:
+        # Exactly symmetric like the mirrored tiles: the lower half of a diagonal tile copies its upper half. (With
+        # rounding, X Yᵀ of commuting X, Y is not symmetric; the Gram iteration reads these matrices through their
+        # transposes, and an asymmetric diagonal tile made its fp32 error 15x that of the symmetrised product.)
+        acc = tl.where(rows[:, None] <= cols[None, :], acc, tl.trans(acc))
     tile = acc.to(out_ptr.dtype.element_ty)
     tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
     # The mirror tile below the diagonal; a diagonal tile is its own mirror and is stored once.
@@ -159,19 +186,24 @@ def _block(extent, cap):
 
 def _symmetric_config(size, depth, dtype):
     """(BLOCK, BLOCK_K, num_warps, num_stages) of the symmetric products: square 128 tiles (a tile and its mirror
-    must coincide), K steps of 64 (32 for fp32 operands, to keep three stages within shared memory)."""
-    block = _block(size, 128)
-    block_k = _block(depth, 32 if dtype == torch.float32 else 64)
-    return block, block_k, 8 if block >= 128 else 4, 3
+    must coincide), K steps of 64 (32 for fp32 operands, to keep three stages within shared memory). Tunable
+    (sym_block, sym_block_k, sym_warps, sym_stages)."""
+    block = _tuning.get(TUNING_OP, "sym_block", _block(size, 128))
+    block_k = _tuning.get(TUNING_OP, "sym_block_k", _block(depth, 32 if dtype == torch.float32 else 64))
+    return (block, block_k, _tuning.get(TUNING_OP, "sym_warps", 8 if block >= 128 else 4),
+            _tuning.get(TUNING_OP, "sym_stages", 3))
 
 
 def _apply_config(rows, cols, dtype):
     """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) of B X + a·X: 128 × 256 × 64 tiles, 8 warps,
-    3 stages (the first config of Triton's Hopper matmul tutorial); 128 × 128 × 32 for fp32 operands."""
+    3 stages (the first config of Triton's Hopper matmul tutorial); 128 × 128 × 32 for fp32 operands. Tunable
+    (apply_block_m, apply_block_n, apply_block_k, apply_group_m, apply_warps, apply_stages)."""
     wide = dtype != torch.float32
     block_m, block_n = _block(rows, 128), _block(cols, 256 if wide else 128)
     block_k = _block(rows, 64 if wide else 32)
-    return block_m, block_n, block_k, 8, 8 if block_m * block_n >= 128 * 128 else 4, 3
+    chosen = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
+                  warps=8 if block_m * block_n >= 128 * 128 else 4, stages=3)
+    return tuple(_tuning.get(TUNING_OP, "apply_" + name, value) for name, value in chosen.items())
 
 
 def _input_precision(dtype):
@@ -183,19 +215,20 @@ def _batch_slices(batch):
     return [slice(start, min(batch, start + MAX_GRID_BATCH)) for start in range(0, batch, MAX_GRID_BATCH)]
 
 
-def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, config=None):
-    """out[i] = alpha · x[i] x[i]ᵀ (+ beta · addend[i]), both triangles written: x [B, size, depth], out and addend
-    [B, size, size] with equal strides."""
+def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma=None, config=None):
+    """out[i] = alpha · x[i] y[i]ᵀ (+ beta · addend[i]) (+ gamma · I), both triangles written: x, y [B, size, depth]
+    (y defaults to x; x[i] y[i]ᵀ must be symmetric), out and addend [B, size, size] with equal strides."""
     batch, size, depth = x.shape
+    y = x if y is None else y
     block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
     tiles = triton.cdiv(size, block)
     for part in _batch_slices(batch):
-        x_part, out_part = x[part], out[part]
+        x_part, y_part, out_part = x[part], y[part], out[part]
         _symmetric_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
-            x_part, out_part if addend is None else addend[part], out_part, size, depth,
-            *x_part.stride(), *out_part.stride(), alpha, beta,
-            HAS_ADDEND=addend is not None, INPUT_PRECISION=_input_precision(x.dtype), BLOCK=block, BLOCK_K=block_k,
-            num_warps=num_warps, num_stages=num_stages,
+            x_part, y_part, out_part if addend is None else addend[part], out_part, size, depth,
+            *x_part.stride(), *y_part.stride(), *out_part.stride(), alpha, beta, 0.0 if gamma is None else gamma,
+            HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, INPUT_PRECISION=_input_precision(x.dtype),
+            BLOCK=block, BLOCK_K=block_k, num_warps=num_warps, num_stages=num_stages,
         )
     return out
 
@@ -303,7 +336,10 @@ def _normalised(G, norm_scale, eps, compute_dtype):
     return x, transposed
 
 
-def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype=None):
+METHODS = ("auto", "standard", "gram")
+
+
+def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype=None, method="auto"):
     """Orthogonalise each matrix of G (..., m, n) by the quintic Newton-Schulz iteration (Muon's zeropower).
 
     X = G/(s·‖G‖_F + eps) per matrix (s = 1; 1.01 for "polar_express"), then `steps` times X ← a·X + (b·A + c·A²)·X,
@@ -311,6 +347,12 @@ def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype
     coefficients: "muon" (3.4445, -4.7750, 2.0315 every step), "polar_express" (arXiv 2505.16932, Algorithm 1), or
     a list of (a, b, c) whose length is the number of steps. steps: default 5 for a named set; with a list, None
     or its length.
+    method: "standard" iterates on X (three products a step, two of them computing one triangle); "gram" iterates
+    on the small Gram matrix R = X Xᵀ (Gram Newton-Schulz: X_k = Q_k X with Q_k a polynomial in R, every product
+    symmetric and of the small side, X touched only at the start, at restarts (steps 2, 5, 8, ...) and at the
+    end): 6·m²n + 14·m³ FLOPs for 5 steps against 15·m²n + 5·m³ (symmetric products counted at half a GEMM),
+    so fewer whenever n > m. "auto" (the
+    default) takes "gram" for non-square matrices and "standard" for square ones.
     Numerical contract: X, A and B are stored in compute_dtype (default bf16 for fp32/bf16 G, as Muon; fp16 for fp16
     G; torch.float32 for a full-fp32 iteration, the only choice besides fp16 on the CPU interpreter); every product
     accumulates in fp32 and adds its a·X / b·A term in fp32 before one rounding; the norm is taken in fp32.
@@ -321,25 +363,36 @@ def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype
     schedule, norm_scale = _coefficient_schedule(coefficients, steps)
     eps = _check_eps(eps)
     compute_dtype = _check_compute_dtype(compute_dtype, G)
+    check_choice("method", method, METHODS)
+    gram = G.size(-2) != G.size(-1) if method == "auto" else method == "gram"
     # A registered op (greyhound::newton_schulz): torch.compile keeps it in the graph instead of breaking there.
     # Forward only: a G that requires grad is read (detached), and the result never requires grad.
     return torch.ops.greyhound.newton_schulz(G.detach(), [v for triple in schedule for v in triple], norm_scale, eps,
-                                             compute_dtype)
+                                             compute_dtype, gram)
 
 
 @torch.library.custom_op("greyhound::newton_schulz", mutates_args=())
 def _newton_schulz_op(G: torch.Tensor, coefficients: list[float], norm_scale: float, eps: float,
-                      compute_dtype: torch.dtype) -> torch.Tensor:
+                      compute_dtype: torch.dtype, gram: bool) -> torch.Tensor:
     """The checked iteration: `coefficients` flattened (a, b, c) per step."""
     schedule = [tuple(coefficients[i:i + 3]) for i in range(0, len(coefficients), 3)]
     out = torch.empty(G.shape, dtype=G.dtype, device=G.device)
     if G.numel() == 0:  # an empty batch of non-empty matrices
         return out
     x, transposed = _normalised(G, norm_scale, eps, compute_dtype)
-    batch, rows, cols = x.shape
-    result = out.view(batch, *G.shape[-2:])
+    result = out.view(x.shape[0], *G.shape[-2:])
     result = result.mT if transposed else result
-    gram = torch.empty(batch, rows, rows, dtype=compute_dtype, device=G.device)
+    if _tuning.get(TUNING_OP, "gram", gram):
+        _gram_iteration(x, schedule, result)
+    else:
+        _standard_iteration(x, schedule, result)
+    return out
+
+
+def _standard_iteration(x, schedule, result):
+    """X ← B X + a·X with A = X Xᵀ and B = c·A Aᵀ + b·A, three launches a step; the last writes `result`."""
+    batch, rows, _ = x.shape
+    gram = torch.empty(batch, rows, rows, dtype=x.dtype, device=x.device)
     poly = torch.empty_like(gram)
     x_next = torch.empty_like(x) if len(schedule) > 1 else None
     for step, (a, b, c) in enumerate(schedule):
@@ -348,11 +401,46 @@ def _newton_schulz_op(G: torch.Tensor, coefficients: list[float], norm_scale: fl
         last = step == len(schedule) - 1
         _launch_apply(poly, x, result if last else x_next, alpha=a)  # X' = B X + a·X
         x, x_next = x_next, x
-    return out
+
+
+def _gram_restarts(steps):
+    return set(range(GRAM_FIRST_RESTART, steps, GRAM_RESTART_EVERY))
+
+
+def _gram_iteration(x, schedule, result):
+    """Gram Newton-Schulz: with R = X Xᵀ, one step maps X to P X, P = c·R² + b·R + a·I, and R to P R P, so after k
+    steps X_k = Q X with Q = P_k ··· P_1 (all polynomials in R: symmetric, commuting). Every product is m × m and
+    symmetric (one triangle computed); X (m × n) is read for R, multiplied by Q at each restart and at the end."""
+    batch, rows, _ = x.shape
+    square = dict(dtype=x.dtype, device=x.device)
+    R, step_buffer, Q, spare = (torch.empty(batch, rows, rows, **square) for _ in range(4))
+    x_next = None
+    have_q = False
+    restarts = _gram_restarts(len(schedule))
+    _launch_symmetric_product(x, R)  # R = X Xᵀ
+    for step, (a, b, c) in enumerate(schedule):
+        if step in restarts:  # X ← Q X, R ← X Xᵀ, Q ← I
+            x_next = torch.empty_like(x) if x_next is None else x_next
+            _launch_apply(Q, x, x_next, alpha=0.0)
+            x, x_next = x_next, x
+            _launch_symmetric_product(x, R)
+            have_q = False
+        _launch_symmetric_product(R, step_buffer, alpha=c, beta=b, addend=R, gamma=a)  # P = c·R R + b·R + a·I
+        if have_q:
+            _launch_symmetric_product(Q, spare, y=step_buffer)  # Q ← Q P
+            Q, spare = spare, Q
+            poly = step_buffer
+        else:
+            Q, step_buffer = step_buffer, Q  # Q = P; the old Q buffer holds the next step's P
+            poly, have_q = Q, True
+        if step < len(schedule) - 1 and step + 1 not in restarts:
+            _launch_symmetric_product(R, spare, y=poly)  # R P
+            _launch_symmetric_product(poly, R, y=spare)  # R ← P (R P)
+    _launch_apply(Q, x, result, alpha=0.0)  # X_k = Q X, in G's dtype and layout
 
 
 @_newton_schulz_op.register_fake
-def _newton_schulz_fake(G, coefficients, norm_scale, eps, compute_dtype):
+def _newton_schulz_fake(G, coefficients, norm_scale, eps, compute_dtype, gram):
     return torch.empty_like(G, memory_format=torch.contiguous_format)
 
 

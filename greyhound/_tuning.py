@@ -1,0 +1,68 @@
+"""Kernel-configuration overrides, for tuning sweeps through the benchmark harness.
+
+An op declares the launch parameters it lets a sweep force (`register`) and its launchers read them (`get`), falling
+back to their own choice. The harness turns a provider such as `greyhound[block_l=64,warps=8]` into
+`override("causal_conv1d", block_l=64, warps=8)` for the whole combination (gate, warm-up, samples, memory), so a
+tuning sweep is `python -m benchmarks causal_conv1d --providers 'greyhound,greyhound[block_l=64]'` and runs the same
+correctness gate, timer and memory measure as every other figure. Overrides are process-global and not thread-safe:
+they are for benchmarks and tests, never for a model.
+"""
+import contextlib
+
+_TUNABLES = {}  # op -> {name: (type, help)}
+_ACTIVE = {}  # op -> {name: value} while an override is entered
+
+
+def register(op, **tunables):
+    """Declare `op`'s tunables: name=(type, one-line help). Called once at the op module's import."""
+    _TUNABLES[op] = dict(tunables)
+
+
+def tunables(op):
+    """{name: (type, help)} for `op` ({} when it declares none)."""
+    return dict(_TUNABLES.get(op, {}))
+
+
+def get(op, name, default=None):
+    """The forced value of `op`'s tunable `name`, or `default` when no override sets it."""
+    return _ACTIVE.get(op, {}).get(name, default)
+
+
+def parse(op, values):
+    """{name: text or value} -> {name: typed value}; ValueError naming the op, the key and what it accepts."""
+    declared = tunables(op)
+    if not declared:
+        raise ValueError(f"tuning: {op!r} has no tunable launch parameters (ops with some: {sorted(_TUNABLES)})")
+    out = {}
+    for name, value in values.items():
+        if name not in declared:
+            raise ValueError(f"tuning: {op!r} has no tunable {name!r}; it has: "
+                             + ", ".join(f"{n} ({t.__name__}: {h})" for n, (t, h) in sorted(declared.items())))
+        kind = declared[name][0]
+        if kind is bool and isinstance(value, str):
+            if value.lower() not in ("0", "1", "true", "false"):
+                raise ValueError(f"tuning: {op}.{name} must be a bool (0/1/true/false), got {value!r}")
+            out[name] = value.lower() in ("1", "true")
+            continue
+        try:
+            out[name] = kind(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"tuning: {op}.{name} must be {kind.__name__}, got {value!r}") from None
+        if kind is int and out[name] <= 0:
+            raise ValueError(f"tuning: {op}.{name} must be a positive int, got {value!r}")
+    return out
+
+
+@contextlib.contextmanager
+def override(op, **values):
+    """Force `op`'s tunables within the block (validated by `parse`); nested overrides of one op merge."""
+    forced = parse(op, values)
+    before = _ACTIVE.get(op)
+    _ACTIVE[op] = {**(before or {}), **forced}
+    try:
+        yield forced
+    finally:
+        if before is None:
+            _ACTIVE.pop(op, None)
+        else:
+            _ACTIVE[op] = before
