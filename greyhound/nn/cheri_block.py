@@ -6,6 +6,8 @@ A thin module over greyhound.ops.cheri_conv_norm (docs/kernels/cheri_block.md de
   * grad disabled and hidden width (expansion * n_filters) a multiple of 16: the inference megakernel. In
     eval mode it reads the MLP weights' bf16 cast cached by .eval(); in train mode it casts them every call;
   * grad disabled otherwise: the training-fwd path without autograd.
+Every path is made of registered torch.library ops, so torch.compile(fullgraph=True) of a model holding the
+block has no graph break (inside it, eval mode casts the MLP weights in the graph instead of reading the cache).
 CPU tensors without TRITON_INTERPRET=1 run the same paths as eager PyTorch with the same numerics.
 """
 import torch
@@ -65,7 +67,9 @@ class CheriBlock(nn.Module):
         eps = self._modules["norm"].eps
         if torch.is_grad_enabled() or not self.uses_megakernel_when_no_grad:
             return cheri_block_forward(x, *params, dilation=self.dilation, eps=eps, fp32_dot=self.fp32_dot)
-        if self.training:  # no cache in train mode: the cast happens here, every call
+        # No cache in train mode: the cast happens here, every call. Nor inside torch.compile, which cannot read the
+        # cache key (data_ptr, _version): there the cast is part of the graph (bf16 models have none to do).
+        if self.training or torch.compiler.is_compiling():
             mlp_weights = prepare_mlp_weights(params[4], params[6], self.fp32_dot)
         else:
             mlp_weights = self._cached_mlp_weights(params[4], params[6])

@@ -401,27 +401,62 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     return dx, dconv_w, dconv_b, dgamma, dbeta
 
 
-class _ConvNormFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps):
-        z, mean, rstd = _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps,
-                                           save_stats=True)
-        ctx.save_for_backward(x, conv_weight, conv_bias, norm_weight, mean, rstd)
-        ctx.dilation = dilation
-        return z
+# Registered ops (greyhound::conv_norm_fwd / _bwd) with fake implementations and autograd, so that torch.compile
+# keeps them in its graph (fullgraph=True) instead of breaking there.
+@torch.library.custom_op("greyhound::conv_norm_fwd", mutates_args=())
+def _conv_norm_fwd(x: torch.Tensor, conv_weight: torch.Tensor, conv_bias: torch.Tensor, norm_weight: torch.Tensor,
+                   norm_bias: torch.Tensor, dilation: int, eps: float,
+                   save_stats: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(z (N, L, C) in x's dtype, mean, rstd): fp32 (N, L) statistics with save_stats, else (1,) placeholders."""
+    return _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats)
 
-    @staticmethod
-    def backward(ctx, dz):
-        x, conv_weight, conv_bias, norm_weight, mean, rstd = ctx.saved_tensors
-        if x.numel() == 0:
-            grads = (torch.zeros_like(x), torch.zeros_like(conv_weight), torch.zeros_like(conv_bias),
-                     torch.zeros_like(norm_weight), torch.zeros_like(norm_weight))
-        else:
-            grads = _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, ctx.dilation)
-        params = (x, conv_weight, conv_bias, norm_weight, norm_weight)
-        grads = [g.to(p.dtype) if needed else None
-                 for g, p, needed in zip(grads, params, ctx.needs_input_grad[:5])]
-        return (*grads, None, None)
+
+@_conv_norm_fwd.register_fake
+def _conv_norm_fwd_fake(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats):
+    batch, channels, length = x.shape
+    stats_shape = (batch, length) if save_stats else (1,)
+    return (x.new_empty((batch, length, channels)), x.new_empty(stats_shape, dtype=torch.float32),
+            x.new_empty(stats_shape, dtype=torch.float32))
+
+
+@torch.library.custom_op("greyhound::conv_norm_bwd", mutates_args=())
+def _conv_norm_bwd(dz: torch.Tensor, x: torch.Tensor, conv_weight: torch.Tensor, conv_bias: torch.Tensor,
+                   norm_weight: torch.Tensor, norm_bias: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+                   dilation: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dx, dconv_w, dconv_b, dgamma, dbeta), each contiguous in its input's dtype."""
+    params = (x, conv_weight, conv_bias, norm_weight, norm_bias)
+    if x.numel() == 0:
+        return tuple(torch.zeros(p.shape, dtype=p.dtype, device=p.device) for p in params)
+    dx, *param_grads = _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, dilation)
+    # the parameter sums are views of one fp32 tensor: copies, so that no two outputs alias
+    return (dx, *(_fresh_copy(g, p) for g, p in zip(param_grads, params[1:])))
+
+
+def _fresh_copy(grad, like):
+    """`grad` copied into a new contiguous tensor of `like`'s dtype (the parameter gradients of _conv_norm_backward
+    are small views of one fp32 tensor; .to(memory_format=...) would keep a 3-D view as it is)."""
+    return torch.empty(like.shape, dtype=like.dtype, device=like.device).copy_(grad)
+
+
+@_conv_norm_bwd.register_fake
+def _conv_norm_bwd_fake(dz, x, conv_weight, conv_bias, norm_weight, norm_bias, mean, rstd, dilation):
+    return tuple(p.new_empty(p.shape) for p in (x, conv_weight, conv_bias, norm_weight, norm_bias))
+
+
+def _conv_norm_setup_context(ctx, inputs, output):
+    x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, _, _ = inputs
+    _, mean, rstd = output
+    ctx.save_for_backward(x, conv_weight, conv_bias, norm_weight, norm_bias, mean, rstd)
+    ctx.dilation = dilation
+    ctx.mark_non_differentiable(mean, rstd)
+
+
+def _conv_norm_backward_formula(ctx, dz, _grad_mean, _grad_rstd):
+    grads = torch.ops.greyhound.conv_norm_bwd(dz, *ctx.saved_tensors, ctx.dilation)
+    return (*(g if needed else None for g, needed in zip(grads, ctx.needs_input_grad[:5])), None, None, None)
+
+
+_conv_norm_fwd.register_autograd(_conv_norm_backward_formula, setup_context=_conv_norm_setup_context)
 
 
 def _conv_norm_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps):
@@ -439,9 +474,9 @@ def conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, *, dilation=1, 
     _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     if not _uses_triton(x):
         return _conv_norm_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, conv_weight, conv_bias, norm_weight, norm_bias)):
-        return _ConvNormFunction.apply(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
-    z, _, _ = _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats=False)
+    tensors = (x, conv_weight, conv_bias, norm_weight, norm_bias)
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    z, _, _ = torch.ops.greyhound.conv_norm_fwd(*tensors, dilation, float(eps), needs_grad)
     return z
 
 
@@ -670,7 +705,16 @@ def _split_bf16_kernel(fc1_ptr, fc2_ptr, fc1_hi_ptr, fc2_hi_ptr, fc1_lo_ptr, fc2
 
 
 def _split_bf16(fc1_weight, fc2_weight, write_lo):
-    """(fc1_hi, fc1_lo, fc2_hi, fc2_lo) in bf16; the lo parts are None unless write_lo."""
+    """(fc1_hi, fc1_lo, fc2_hi, fc2_lo) in bf16; the lo parts are None unless write_lo. Inside torch.compile the
+    Triton split is the registered op greyhound::split_bf16 (eager calls it directly: no dispatch overhead)."""
+    if torch.compiler.is_compiling() and _uses_triton(fc1_weight):
+        fc1_hi, fc1_lo, fc2_hi, fc2_lo = torch.ops.greyhound.split_bf16(fc1_weight.detach(), fc2_weight.detach(),
+                                                                        write_lo)
+        return (fc1_hi, fc1_lo, fc2_hi, fc2_lo) if write_lo else (fc1_hi, None, fc2_hi, None)
+    return _split_bf16_impl(fc1_weight, fc2_weight, write_lo)
+
+
+def _split_bf16_impl(fc1_weight, fc2_weight, write_lo):
     fc1_weight, fc2_weight = fc1_weight.detach().contiguous(), fc2_weight.detach().contiguous()
     parts = [torch.empty(w.shape, device=w.device, dtype=torch.bfloat16)
              for w in ((fc1_weight, fc2_weight) * (2 if write_lo else 1))]
@@ -687,6 +731,22 @@ def _split_bf16(fc1_weight, fc2_weight, write_lo):
             if write_lo:
                 lo.copy_(weight.float() - hi.float())
     return fc1_hi, fc1_lo, fc2_hi, fc2_lo
+
+
+@torch.library.custom_op("greyhound::split_bf16", mutates_args=())
+def _split_bf16_op(fc1_weight: torch.Tensor, fc2_weight: torch.Tensor,
+                   write_lo: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """_split_bf16 as an op: 0-element lo parts without write_lo."""
+    fc1_hi, fc1_lo, fc2_hi, fc2_lo = _split_bf16_impl(fc1_weight, fc2_weight, write_lo)
+    empty = fc1_weight.new_empty(0, dtype=torch.bfloat16)
+    return fc1_hi, empty if fc1_lo is None else fc1_lo, fc2_hi, empty.clone() if fc2_lo is None else fc2_lo
+
+
+@_split_bf16_op.register_fake
+def _split_bf16_op_fake(fc1_weight, fc2_weight, write_lo):
+    parts = [w.new_empty(w.shape if write_lo or i < 2 else 0, dtype=torch.bfloat16)
+             for i, w in enumerate((fc1_weight, fc2_weight, fc1_weight, fc2_weight))]
+    return parts[0], parts[2], parts[1], parts[3]
 
 
 def mlp_dot_mode(model_dtype, fp32_dot="bf16x3", training=False):
@@ -910,61 +970,156 @@ def run_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, 
     if not _uses_triton(x):
         return _megakernel_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, mlp_weights, fc1_bias, fc2_bias,
                                  dilation, eps)
+    return _run_inference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights,
+                          dilation, eps, config)
+
+
+def _run_inference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation,
+                   eps, config):
+    """run_fused without training: directly in eager (a registered op's dispatch costs ~15 us, a visible part of a
+    small-N call), through greyhound::cheri_block_megakernel while torch.compile traces."""
+    if torch.compiler.is_compiling():
+        return torch.ops.greyhound.cheri_block_megakernel(
+            x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights.fc1_hi,
+            mlp_weights.fc1_lo, mlp_weights.fc2_hi, mlp_weights.fc2_lo, _DOT_MODE_CODES[mlp_weights.mode],
+            dilation, float(eps), _config_codes(config))
     return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation,
                      eps, config=config)
+
+
+# Ops take ints: a dot mode is its _DOT_MODE_CODES value; a tile config (BLOCK_L, BLOCK_E, num_warps, num_stages[,
+# layout[, maxnreg]]) is [BLOCK_L, BLOCK_E, num_warps, num_stages, layout index in _LAYOUTS, maxnreg or 0], and
+# None is [].
+_DOT_MODES = {code: mode for mode, code in _DOT_MODE_CODES.items()}
+_LAYOUTS = ("lc", "cl", "split")
+
+
+def _config_codes(config):
+    if config is None:
+        return []
+    full = (tuple(config) + ("lc", None)[len(config) - 4:])[:6]
+    block_l, block_e, num_warps, num_stages, layout, max_registers = full
+    return [int(block_l), int(block_e), int(num_warps), int(num_stages), _LAYOUTS.index(layout),
+            int(max_registers or 0)]
+
+
+def _config_from_codes(codes):
+    if not codes:
+        return None
+    block_l, block_e, num_warps, num_stages, layout, max_registers = codes
+    return block_l, block_e, num_warps, num_stages, _LAYOUTS[layout], max_registers or None
+
+
+@torch.library.custom_op("greyhound::cheri_block_megakernel", mutates_args=())
+def _cheri_block_megakernel_op(x: torch.Tensor, conv_weight: torch.Tensor, conv_bias: torch.Tensor,
+                               norm_weight: torch.Tensor, norm_bias: torch.Tensor, fc1_bias: torch.Tensor,
+                               fc2_bias: torch.Tensor, fc1_hi: torch.Tensor, fc1_lo: Optional[torch.Tensor],
+                               fc2_hi: torch.Tensor, fc2_lo: Optional[torch.Tensor], dot_mode: int, dilation: int,
+                               eps: float, config: list[int]) -> torch.Tensor:
+    weights = MlpDotWeights(_DOT_MODES[dot_mode], fc1_hi, fc1_lo, fc2_hi, fc2_lo)
+    return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, weights, dilation, eps,
+                     config=_config_from_codes(config))
+
+
+@_cheri_block_megakernel_op.register_fake
+def _cheri_block_megakernel_op_fake(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, fc1_hi,
+                                    fc1_lo, fc2_hi, fc2_lo, dot_mode, dilation, eps, config):
+    return x.new_empty(x.shape)  # run_fused writes a contiguous out
 
 
 # ----------------------------------------------------------------------------------------------------------
 # Training: the fused forward (saves the hidden layer and statistics) and its backward
 # ----------------------------------------------------------------------------------------------------------
-class _CheriBlockFunction(torch.autograd.Function):
-    """Forward: the fused kernel with TRAINING. Backward, for rows r = (n, l) of the (N*L, .) layouts:
-    dW2 = dout^T h, dh = dout W2, u = z W1^T + b1 recomputed (z from the conv + LayerNorm kernel), du = GELU'(u) dh
-    (aten's exact-erf gelu_backward), dW1 = du^T z, dz = du W1, then the conv + LayerNorm backward, which also adds
-    the residual's dout to dx. GEMMs are cuBLAS in the model dtype (fp32 follows torch's allow_tf32 setting)."""
+# Registered ops (greyhound::cheri_block_fwd / _bwd) with fake implementations and autograd, so that
+# torch.compile keeps the training path in its graph (fullgraph=True).
+@torch.library.custom_op("greyhound::cheri_block_fwd", mutates_args=())
+def _cheri_block_fwd(x: torch.Tensor, conv_weight: torch.Tensor, conv_bias: torch.Tensor, norm_weight: torch.Tensor,
+                     norm_bias: torch.Tensor, fc1_weight: torch.Tensor, fc1_bias: torch.Tensor,
+                     fc2_weight: torch.Tensor, fc2_bias: torch.Tensor, dilation: int, eps: float, fp32_dot: int,
+                     config: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The training forward: (out, hidden (N, L, E), mean (N, L), rstd (N, L)), the fused kernel with TRAINING.
+    `fp32_dot` indexes FP32_DOT_MODES; `config` as _config_codes writes it."""
+    weights = prepare_mlp_weights(fc1_weight, fc2_weight, FP32_DOT_MODES[fp32_dot], training=True)
+    return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, weights, dilation, eps,
+                     training=True, config=_config_from_codes(config))
 
-    @staticmethod
-    def forward(ctx, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
-                dilation, eps, fp32_dot, config):
-        weights = prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=True)
-        out, hidden, mean, rstd = run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias,
-                                            weights, dilation, eps, training=True, config=config)
-        ctx.save_for_backward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
-                              hidden, mean, rstd)
-        ctx.dilation, ctx.eps = dilation, eps
-        return out
 
-    @staticmethod
-    def backward(ctx, grad_out):
-        (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, hidden, mean,
-         rstd) = ctx.saved_tensors
-        needs = ctx.needs_input_grad
-        batch, channels, length = x.shape
-        rows, hidden_width = batch * length, fc1_weight.shape[0]
-        grad_rows = grad_out.transpose(1, 2).reshape(rows, channels)  # one copy: (N, C, L) -> (N*L, C)
-        hidden_rows = hidden.view(rows, hidden_width)
-        grad_fc2_weight = grad_rows.t() @ hidden_rows if needs[7] else None
-        grad_fc2_bias = grad_rows.sum(0) if needs[8] else None
-        del hidden_rows
-        grad_hidden = grad_rows @ fc2_weight
-        del grad_rows
-        z, _, _ = _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, ctx.dilation, ctx.eps,
-                                     save_stats=False)
-        z = z.view(rows, channels)
-        pre_act = torch.addmm(fc1_bias, z, fc1_weight.t())
-        grad_pre = torch.ops.aten.gelu_backward(grad_hidden, pre_act)  # exact erf form
-        del grad_hidden, pre_act
-        grad_fc1_weight = grad_pre.t() @ z if needs[5] else None
-        grad_fc1_bias = grad_pre.sum(0) if needs[6] else None
-        grad_z = grad_pre @ fc1_weight
-        del grad_pre, z
-        dx, dconv_w, dconv_b, dgamma, dbeta = _conv_norm_backward(
-            grad_z.view(batch, length, channels), x, conv_weight, conv_bias, norm_weight, mean, rstd, ctx.dilation,
-            residual_grad=grad_out)
-        grads = [dx, dconv_w, dconv_b, dgamma, dbeta]
-        params = (x, conv_weight, conv_bias, norm_weight, norm_bias)
-        grads = [g.to(p.dtype) if needed else None for g, p, needed in zip(grads, params, needs[:5])]
-        return (*grads, grad_fc1_weight, grad_fc1_bias, grad_fc2_weight, grad_fc2_bias, None, None, None, None)
+@_cheri_block_fwd.register_fake
+def _cheri_block_fwd_fake(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
+                          fc2_bias, dilation, eps, fp32_dot, config):
+    batch, _, length = x.shape
+    mode = mlp_dot_mode(fc1_weight.dtype, FP32_DOT_MODES[fp32_dot], training=True)
+    hidden_dtype = x.dtype if mode in ("bf16", "fp16") else torch.float32
+    return (x.new_empty(x.shape), x.new_empty((batch, length, fc1_weight.shape[0]), dtype=hidden_dtype),
+            x.new_empty((batch, length), dtype=torch.float32), x.new_empty((batch, length), dtype=torch.float32))
+
+
+@torch.library.custom_op("greyhound::cheri_block_bwd", mutates_args=())
+def _cheri_block_bwd(grad_out: torch.Tensor, x: torch.Tensor, conv_weight: torch.Tensor, conv_bias: torch.Tensor,
+                     norm_weight: torch.Tensor, norm_bias: torch.Tensor, fc1_weight: torch.Tensor,
+                     fc1_bias: torch.Tensor, fc2_weight: torch.Tensor, fc2_bias: torch.Tensor, hidden: torch.Tensor,
+                     mean: torch.Tensor, rstd: torch.Tensor, dilation: int, eps: float,
+                     needs_grad: list[bool]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                                      torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                                      torch.Tensor]:
+    """Gradients of (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias),
+    each contiguous in its input's dtype; a 0-element tensor where `needs_grad` says none. For rows r = (n, l) of
+    the (N*L, .) layouts: dW2 = dout^T h, dh = dout W2, u = z W1^T + b1 recomputed (z from the conv + LayerNorm
+    kernel), du = GELU'(u) dh (aten's exact-erf gelu_backward), dW1 = du^T z, dz = du W1, then the conv +
+    LayerNorm backward, which also adds the residual's dout to dx. GEMMs are cuBLAS in the model dtype (fp32
+    follows torch's allow_tf32 setting)."""
+    batch, channels, length = x.shape
+    rows, hidden_width = batch * length, fc1_weight.shape[0]
+    grad_rows = grad_out.transpose(1, 2).reshape(rows, channels)  # one copy: (N, C, L) -> (N*L, C)
+    hidden_rows = hidden.view(rows, hidden_width)
+    grad_fc2_weight = grad_rows.t() @ hidden_rows if needs_grad[7] else None
+    grad_fc2_bias = grad_rows.sum(0) if needs_grad[8] else None
+    del hidden_rows
+    grad_hidden = grad_rows @ fc2_weight
+    del grad_rows
+    z, _, _ = _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats=False)
+    z = z.view(rows, channels)
+    pre_act = torch.addmm(fc1_bias, z, fc1_weight.t())
+    grad_pre = torch.ops.aten.gelu_backward(grad_hidden, pre_act)  # exact erf form
+    del grad_hidden, pre_act
+    grad_fc1_weight = grad_pre.t() @ z if needs_grad[5] else None
+    grad_fc1_bias = grad_pre.sum(0) if needs_grad[6] else None
+    grad_z = grad_pre @ fc1_weight
+    del grad_pre, z
+    dx, dconv_w, dconv_b, dgamma, dbeta = _conv_norm_backward(
+        grad_z.view(batch, length, channels), x, conv_weight, conv_bias, norm_weight, mean, rstd, dilation,
+        residual_grad=grad_out)
+    grads = (dx, dconv_w, dconv_b, dgamma, dbeta, grad_fc1_weight, grad_fc1_bias, grad_fc2_weight, grad_fc2_bias)
+    params = (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
+    # the conv and LayerNorm parameter gradients are views of one tensor: fresh copies (no two outputs may alias)
+    return tuple((g if i == 0 or i >= 5 else _fresh_copy(g, p)) if need else x.new_empty(0)
+                 for i, (g, p, need) in enumerate(zip(grads, params, needs_grad)))
+
+
+@_cheri_block_bwd.register_fake
+def _cheri_block_bwd_fake(grad_out, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias,
+                          fc2_weight, fc2_bias, hidden, mean, rstd, dilation, eps, needs_grad):
+    params = (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
+    return tuple(p.new_empty(p.shape) if need else x.new_empty(0) for p, need in zip(params, needs_grad))
+
+
+def _cheri_block_setup_context(ctx, inputs, output):
+    x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias, dilation, eps, \
+        _, _ = inputs
+    _, hidden, mean, rstd = output
+    ctx.save_for_backward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
+                          fc2_bias, hidden, mean, rstd)
+    ctx.dilation, ctx.eps = dilation, eps
+    ctx.mark_non_differentiable(hidden, mean, rstd)
+
+
+def _cheri_block_backward(ctx, grad_out, _grad_hidden, _grad_mean, _grad_rstd):
+    needs = list(ctx.needs_input_grad[:9])
+    grads = torch.ops.greyhound.cheri_block_bwd(grad_out, *ctx.saved_tensors, ctx.dilation, ctx.eps, needs)
+    return (*(g if need else None for g, need in zip(grads, needs)), None, None, None, None)
+
+
+_cheri_block_fwd.register_autograd(_cheri_block_backward, setup_context=_cheri_block_setup_context)
 
 
 def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
@@ -978,9 +1133,12 @@ def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_w
     tensors = (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
     if fc1_weight.shape[0] % 16 == 0 and _uses_triton(x) and x.numel() > 0:
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            return _CheriBlockFunction.apply(*tensors, dilation, eps, fp32_dot, config)
+            check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
+            out, _, _, _ = torch.ops.greyhound.cheri_block_fwd(*tensors, dilation, float(eps),
+                                                               FP32_DOT_MODES.index(fp32_dot), _config_codes(config))
+            return out
         weights = prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=True)
-        return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, weights, dilation,
-                         eps, config=config)
+        return _run_inference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, weights,
+                              dilation, eps, config)
     z = conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation=dilation, eps=eps)
     return mlp_residual(x, z, fc1_weight, fc1_bias, fc2_weight, fc2_bias)

@@ -339,21 +339,103 @@ def _hand_out_once(ctx, op_name: str) -> None:
     ctx.backward_done = True
 
 
-class _CrossEntropyFunction(torch.autograd.Function):
+# Registered ops (greyhound::cross_entropy_fwd, greyhound::cross_entropy_scale_grad_) with a fake implementation
+# and autograd, so that torch.compile keeps them in its graph (fullgraph=True). The forward op makes the loss and,
+# with `with_grad`, d loss / d logits in a fresh buffer; the backward scales that buffer in place by grad_output.
+# The target check runs inside the op, at run time (never while tracing).
+def _reduction_code(reduction: str) -> int:
+    return REDUCTIONS.index(reduction)
+
+
+@torch.library.custom_op("greyhound::cross_entropy_fwd", mutates_args=())
+def _cross_entropy_fwd(logits: torch.Tensor, target: torch.Tensor, reduction: int, ignore_index: int,
+                       label_smoothing: float, softcap: float, lse_square_scale: float, with_grad: bool,
+                       check_target: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(loss, per_token_loss, lse, grad): `reduction` indexes REDUCTIONS; softcap 0 means none. loss is 0-d, or the
+    per-token loss [rows] for "none" (then the per_token_loss slot is a 0-element tensor: outputs must not alias);
+    grad is d loss / d logits (mean's 1 / n_valid included) with `with_grad`, else a 0-element tensor."""
+    V = logits.shape[1]
+    if with_grad:
+        # before the kernels (a sync after them left the GPU idle while the host ran backward: 2.42 vs 1.99 ms
+        # full on the H200)
+        _check_targets(target, V, ignore_index, check_target)
+        bad_target_flag = None
+    else:  # set by the loss kernel and read after it: one launch before it, one sync on a finished kernel
+        bad_target_flag = _target_flag(target, check_target)
+    reduction = REDUCTIONS[reduction]
+    n_valid = (target != ignore_index).sum()
+    grad = torch.empty_like(logits) if with_grad else None
+    grad_scale = 1.0 / n_valid.float() if with_grad and reduction == "mean" else 1.0
+    per_token_loss, lse = _cross_entropy_rows(
+        logits, target, grad, grad_scale, ignore_index=ignore_index, label_smoothing=label_smoothing,
+        softcap=softcap or None, lse_square_scale=lse_square_scale, bad_target_flag=bad_target_flag,
+    )
+    _raise_if_flagged(bad_target_flag, target, V, ignore_index)
+    loss = _reduce(per_token_loss, n_valid, reduction)
+    return (loss, per_token_loss.new_empty(0) if reduction == "none" else per_token_loss, lse,
+            grad if with_grad else logits.new_empty(0))
+
+
+@_cross_entropy_fwd.register_fake
+def _cross_entropy_fwd_fake(logits, target, reduction, ignore_index, label_smoothing, softcap, lse_square_scale,
+                            with_grad, check_target):
+    rows = logits.shape[0]
+    per_row = logits.new_empty(rows, dtype=torch.float32)
+    if REDUCTIONS[reduction] == "none":
+        loss, per_token_loss = per_row, logits.new_empty(0, dtype=torch.float32)
+    else:
+        loss, per_token_loss = logits.new_empty((), dtype=torch.float32), per_row
+    return (loss, per_token_loss, logits.new_empty(rows, dtype=torch.float32),
+            torch.empty_like(logits) if with_grad else logits.new_empty(0))
+
+
+@torch.library.custom_op("greyhound::cross_entropy_scale_grad_", mutates_args=("grad",))
+def _cross_entropy_scale_grad_(grad: torch.Tensor, scale: torch.Tensor) -> None:
+    """grad *= scale in place (one value, or one per row of grad viewed as [-1, last dim]); rows scaled by exactly 1
+    are skipped on the device (see _scale_rows_)."""
+    _scale_rows_(grad if grad.dim() == 2 else grad.view(-1, grad.shape[-1]), scale)
+
+
+@_cross_entropy_scale_grad_.register_fake
+def _cross_entropy_scale_grad_fake(grad, scale):
+    return None
+
+
+def _cross_entropy_setup_context(ctx, inputs, output):
+    _, per_token_loss, lse, grad = output
+    ctx.save_for_backward(grad)  # a later in-place write to it makes backward raise
+    ctx.mark_non_differentiable(per_token_loss, lse, grad)
+    ctx.set_materialize_grads(False)
+
+
+def _cross_entropy_backward(ctx, grad_loss, _grad_per_token_loss, _grad_lse, _grad_grad):
+    _hand_out_once(ctx, "cross_entropy_with_grad")
+    (grad,) = ctx.saved_tensors
+    if grad_loss is not None:  # a no-op on the device for loss.backward()'s grad_output of 1
+        torch.ops.greyhound.cross_entropy_scale_grad_(grad, grad_loss)
+    # a fresh reference to the buffer, so that autograd can make it the .grad without a copy
+    return grad.detach(), None, None, None, None, None, None, None, None
+
+
+_cross_entropy_fwd.register_autograd(_cross_entropy_backward, setup_context=_cross_entropy_setup_context)
+
+
+class _InplaceCrossEntropyFunction(torch.autograd.Function):
+    """inplace_backward=True with a gradient, in eager mode only: the gradient is written into `logits` itself.
+    (A torch.library op cannot both mutate an input and carry autograd, so under torch.compile the wrapper takes
+    the registered op instead, whose gradient has its own buffer.) Targets are checked by the caller."""
+
     @staticmethod
-    def forward(ctx, logits, target, reduction, ignore_index, label_smoothing, softcap, lse_square_scale,
-                inplace_backward, bad_target_flag):
-        grad = logits if inplace_backward else torch.empty_like(logits)
+    def forward(ctx, logits, target, reduction, ignore_index, label_smoothing, softcap, lse_square_scale):
         n_valid = (target != ignore_index).sum()
         grad_scale = 1.0 / n_valid.float() if reduction == "mean" else 1.0
         per_token_loss, lse = _cross_entropy_rows(
-            logits, target, grad, grad_scale, ignore_index=ignore_index, label_smoothing=label_smoothing,
-            softcap=softcap, lse_square_scale=lse_square_scale, bad_target_flag=bad_target_flag,
+            logits, target, logits, grad_scale, ignore_index=ignore_index, label_smoothing=label_smoothing,
+            softcap=softcap, lse_square_scale=lse_square_scale,
         )
-        if inplace_backward:
-            # other nodes that saved logits now raise; bumped before saving so the saved version holds the gradient
-            torch.autograd.graph.increment_version(logits)
-        ctx.save_for_backward(grad)  # a later in-place write to it makes backward raise
+        # other nodes that saved logits now raise; bumped before saving so the saved version holds the gradient
+        torch.autograd.graph.increment_version(logits)
+        ctx.save_for_backward(logits)  # a later in-place write to it makes backward raise
         loss = _reduce(per_token_loss, n_valid, reduction)
         if reduction == "none":
             ctx.mark_non_differentiable(lse)
@@ -369,7 +451,7 @@ class _CrossEntropyFunction(torch.autograd.Function):
         grad = grad.detach()
         if grad_loss is not None:
             _scale_rows_(grad, grad_loss)  # a no-op on the device for loss.backward()'s grad_output of 1
-        return grad, None, None, None, None, None, None, None, None
+        return grad, None, None, None, None, None, None
 
 
 class CrossEntropyOutput(NamedTuple):
@@ -431,7 +513,10 @@ def cross_entropy_with_grad(
     grad mode on) it is computed in the forward pass and kept (BT x V); `backward` only rescales it in place.
     With `inplace_backward=True` that gradient is written into `logits` itself (no extra memory; the values of
     `logits` are lost and its version counter is bumped so that other users of it raise); otherwise `logits` is
-    never written. Without a gradient nothing is written and `inplace_backward` has no effect.
+    never written. Without a gradient nothing is written and `inplace_backward` has no effect. Inside
+    torch.compile the function is a registered torch.library op (no graph break with fullgraph=True), and there
+    `inplace_backward=True` falls back to the out-of-place path (the gradient gets its own BT x V buffer and
+    `logits` is not written): an op that carries autograd cannot also mutate its input.
 
     Returns the loss: 0-d for reduction "mean"/"sum", [BT] for "none". With `reduction="mean"` the loss is the
     mean over non-ignored tokens; if every token is ignored it is nan (0/0, as torch gives) and the gradient is 0.
@@ -442,7 +527,8 @@ def cross_entropy_with_grad(
 
     `check_target=True` raises a ValueError naming `target` for an entry outside [0, V) other than ignore_index,
     at the cost of one host sync (with a gradient before the kernels, without one after the loss kernel, which
-    flags bad targets; skipped anyway while torch.compile traces or a CUDA graph is captured).
+    flags bad targets; inside a compiled graph when it runs, never while torch.compile traces; skipped while a
+    CUDA graph is captured).
     check_target=False: no host sync; an out-of-range target gives NaN instead of an error (its per-token loss,
     lse and gradient row are nan, so is a mean or sum over it), and is never read out of bounds.
     """
@@ -466,27 +552,17 @@ def cross_entropy_with_grad(
             )
         logits = logits.contiguous()
     target = target.contiguous()
-    if needs_grad:
-        # before the kernels (inplace_backward overwrites the logits; and a sync after them left the GPU idle while
-        # the host ran backward: 2.42 vs 1.99 ms full on the H200)
+    if needs_grad and inplace_backward and not torch.compiler.is_compiling():
+        # before the kernels: they overwrite the logits
         _check_targets(target, V, ignore_index, check_target)
-        bad_target_flag = None
-    else:  # set by the loss kernel and read after it: one launch before it, one sync on a finished kernel
-        bad_target_flag = _target_flag(target, check_target)
-    options = dict(ignore_index=ignore_index, label_smoothing=float(label_smoothing), softcap=softcap,
-                   lse_square_scale=float(lse_square_scale))
-
-    if needs_grad:
-        loss, per_token_loss, lse = _CrossEntropyFunction.apply(
-            logits, target, reduction, ignore_index, options["label_smoothing"], softcap,
-            options["lse_square_scale"], bool(inplace_backward), bad_target_flag,
-        )
-        if reduction == "none":
-            per_token_loss = loss.detach()
+        loss, per_token_loss, lse = _InplaceCrossEntropyFunction.apply(
+            logits, target, reduction, ignore_index, float(label_smoothing), softcap, float(lse_square_scale))
     else:
-        per_token_loss, lse = _cross_entropy_rows(logits, target, bad_target_flag=bad_target_flag, **options)
-        loss = _reduce(per_token_loss, (target != ignore_index).sum(), reduction)
-    _raise_if_flagged(bad_target_flag, target, V, ignore_index)
+        loss, per_token_loss, lse, _ = torch.ops.greyhound.cross_entropy_fwd(
+            logits, target, _reduction_code(reduction), ignore_index, float(label_smoothing), float(softcap or 0.0),
+            float(lse_square_scale), needs_grad, bool(check_target))
+    if reduction == "none":
+        per_token_loss = loss.detach()
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)
 
 

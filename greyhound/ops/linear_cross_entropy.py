@@ -24,6 +24,7 @@ from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
     LOG2E,
+    REDUCTIONS,
     TARGET_DTYPES,
     _online_lse_step,
     _tanh,
@@ -33,7 +34,6 @@ from greyhound.ops.cross_entropy import (
     _hand_out_once,
     _outputs,
     _reduce,
-    _scale_rows_,
     cross_entropy_reference,
 )
 
@@ -262,46 +262,120 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
     return per_token_loss, lse, grad_x, grad_weight, grad_bias
 
 
-class _LinearCrossEntropyFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, bias, target, reduction, chunk_size, ignore_index, label_smoothing, softcap,
-                lse_square_scale, forward_schedule):
-        options = dict(ignore_index=ignore_index, label_smoothing=label_smoothing, softcap=softcap,
-                       lse_square_scale=lse_square_scale)
-        ctx.options, ctx.chunk_size, ctx.reduction = options, chunk_size, reduction
-        if reduction == "none":
-            # the per-token grad_output weights each row inside the weight-gradient sum: known only in backward,
-            # so the chunks are recomputed there (four GEMMs in all instead of three)
-            per_token_loss, lse, *_ = _chunked_loss_and_grads(
-                x, weight, bias, target, 0.0, (False, False, False), chunk_size, options, forward_schedule)
-            if forward_schedule == "vocab":  # chunk_size counted vocabulary entries; the backward chunks rows
-                ctx.chunk_size = None
-            ctx.save_for_backward(x, weight, bias, target)
-            ctx.mark_non_differentiable(lse)
-            return per_token_loss, None, lse
-        n_valid = (target != ignore_index).sum()
+# Registered ops (greyhound::linear_cross_entropy_fwd / _bwd) with fake implementations and autograd, so that
+# torch.compile keeps them in its graph (fullgraph=True). The forward op makes the loss and, for reductions "mean"
+# and "sum", the gradients of the inputs flagged in `needs_grad` (returned as outputs, saved, rescaled in place
+# by the backward); reduction "none" recomputes the chunks in the backward op, where the per-token grad_output is
+# known. The target check runs inside the forward op, at run time (never while tracing).
+def _options(ignore_index, label_smoothing, softcap, lse_square_scale):
+    return dict(ignore_index=ignore_index, label_smoothing=label_smoothing, softcap=softcap or None,
+                lse_square_scale=lse_square_scale)
+
+
+@torch.library.custom_op("greyhound::linear_cross_entropy_fwd", mutates_args=())
+def _linear_cross_entropy_fwd(
+    x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], target: torch.Tensor, reduction: int,
+    chunk_size: int, ignore_index: int, label_smoothing: float, softcap: float, lse_square_scale: float,
+    vocab_schedule: bool, needs_grad: list[bool], check_target: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(loss, per_token_loss, lse, grad_x, grad_weight, grad_bias). `reduction` indexes REDUCTIONS; chunk_size 0
+    means automatic; softcap 0 means none. loss is 0-d, or the per-token loss for "none" (then the per_token_loss
+    slot is a 0-element tensor: outputs must not alias). Gradients (for "mean"/"sum", where `needs_grad` asks)
+    are of the reduced loss; the others are 0-element tensors."""
+    V = weight.shape[0]
+    _check_targets(target, V, ignore_index, check_target)  # one sync, before the chunks (work queues behind it)
+    options = _options(ignore_index, label_smoothing, softcap, lse_square_scale)
+    reduction = REDUCTIONS[reduction]
+    n_valid = (target != ignore_index).sum()
+    grads = (None, None, None)
+    if reduction == "none" or not any(needs_grad):
+        per_token_loss, lse, *_ = _chunked_loss_and_grads(
+            x, weight, bias, target, 0.0, (False, False, False), chunk_size or None, options,
+            "vocab" if vocab_schedule else "rows")
+    else:
         # clamped: with every token ignored d loss / d logits is 0, and 0 * inf would be nan
         grad_scale = 1.0 / n_valid.clamp_min(1).float() if reduction == "mean" else 1.0
-        per_token_loss, lse, grad_x, grad_weight, grad_bias = _chunked_loss_and_grads(
-            x, weight, bias, target, grad_scale, ctx.needs_input_grad[:3], chunk_size, options)
-        ctx.save_for_backward(grad_x, grad_weight, grad_bias)
-        ctx.mark_non_differentiable(per_token_loss, lse)
-        return _reduce(per_token_loss, n_valid, reduction), per_token_loss, lse
+        per_token_loss, lse, *grads = _chunked_loss_and_grads(
+            x, weight, bias, target, grad_scale, tuple(needs_grad), chunk_size or None, options)
+    loss = _reduce(per_token_loss, n_valid, reduction)
+    return (loss, per_token_loss.new_empty(0) if reduction == "none" else per_token_loss, lse,
+            *(x.new_empty(0) if grad is None else grad for grad in grads))
 
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_loss, _grad_per_token_loss, _grad_lse):
-        _hand_out_once(ctx, "chunked_linear_cross_entropy")
-        if ctx.reduction == "none":
-            x, weight, bias, target = ctx.saved_tensors
-            _, _, grad_x, grad_weight, grad_bias = _chunked_loss_and_grads(
-                x, weight, bias, target, grad_loss, ctx.needs_input_grad[:3], ctx.chunk_size, ctx.options)
-        else:
-            grad_x, grad_weight, grad_bias = ctx.saved_tensors
-            for grad in (grad_x, grad_weight, grad_bias):
-                if grad is not None:  # a no-op on the device for loss.backward()'s grad_output of 1: no host sync
-                    _scale_rows_(grad.view(-1, grad.shape[-1]), grad_loss)
-        return grad_x, grad_weight, grad_bias, None, None, None, None, None, None, None, None
+
+def _gradient_likes(x, weight, bias, needs_grad):
+    """Fake gradients as the chunk loop allocates them (contiguous, the input's dtype), 0-element where not asked."""
+    return tuple(torch.empty(like.shape, dtype=like.dtype, device=like.device) if need else x.new_empty(0)
+                 for need, like in zip(needs_grad, (x, weight, bias)))
+
+
+@_linear_cross_entropy_fwd.register_fake
+def _linear_cross_entropy_fwd_fake(x, weight, bias, target, reduction, chunk_size, ignore_index, label_smoothing,
+                                   softcap, lse_square_scale, vocab_schedule, needs_grad, check_target):
+    rows = x.shape[0]
+    per_row = x.new_empty(rows, dtype=torch.float32)
+    lse = x.new_empty(rows, dtype=torch.float32)
+    if REDUCTIONS[reduction] == "none":
+        return (per_row, x.new_empty(0, dtype=torch.float32), lse, *_gradient_likes(x, weight, bias, [False] * 3))
+    return (x.new_empty((), dtype=torch.float32), per_row, lse, *_gradient_likes(x, weight, bias, needs_grad))
+
+
+@torch.library.custom_op("greyhound::linear_cross_entropy_bwd", mutates_args=())
+def _linear_cross_entropy_bwd(
+    x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], target: torch.Tensor,
+    grad_per_token_loss: torch.Tensor, chunk_size: int, ignore_index: int, label_smoothing: float, softcap: float,
+    lse_square_scale: float, needs_grad: list[bool],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(grad_x, grad_weight, grad_bias) of sum_rows grad_per_token_loss * per_token_loss (reduction "none"): the
+    chunks recomputed with the per-row scale folded into d loss / d logits; 0-element where `needs_grad` says none."""
+    _, _, *grads = _chunked_loss_and_grads(
+        x, weight, bias, target, grad_per_token_loss, tuple(needs_grad), chunk_size or None,
+        _options(ignore_index, label_smoothing, softcap, lse_square_scale))
+    return tuple(x.new_empty(0) if grad is None else grad for grad in grads)
+
+
+@_linear_cross_entropy_bwd.register_fake
+def _linear_cross_entropy_bwd_fake(x, weight, bias, target, grad_per_token_loss, chunk_size, ignore_index,
+                                   label_smoothing, softcap, lse_square_scale, needs_grad):
+    return _gradient_likes(x, weight, bias, needs_grad)
+
+
+def _linear_cross_entropy_setup_context(ctx, inputs, output):
+    (x, weight, bias, target, reduction, chunk_size, ignore_index, label_smoothing, softcap, lse_square_scale,
+     vocab_schedule, needs_grad, _) = inputs
+    _, per_token_loss, lse, *grads = output
+    ctx.needs = list(needs_grad)
+    ctx.per_token = REDUCTIONS[reduction] == "none"
+    if ctx.per_token:
+        ctx.save_for_backward(x, weight, bias, target)
+        # with the vocab schedule, chunk_size counted vocabulary entries; the backward chunks rows (automatic)
+        ctx.chunk_size = 0 if vocab_schedule else chunk_size
+        ctx.options = (ignore_index, label_smoothing, softcap, lse_square_scale)
+    else:
+        ctx.save_for_backward(*grads)
+    ctx.mark_non_differentiable(per_token_loss, lse, *grads)
+    ctx.set_materialize_grads(False)
+
+
+def _linear_cross_entropy_backward(ctx, grad_loss, *_grads_of_non_differentiable_outputs):
+    _hand_out_once(ctx, "chunked_linear_cross_entropy")
+    needs = [need and asked for need, asked in zip(ctx.needs, ctx.needs_input_grad[:3])]
+    if grad_loss is None or not any(needs):
+        return (None,) * 13
+    if ctx.per_token:
+        x, weight, bias, target = ctx.saved_tensors
+        grads = torch.ops.greyhound.linear_cross_entropy_bwd(x, weight, bias, target, grad_loss, ctx.chunk_size,
+                                                             *ctx.options, needs)
+    else:
+        grads = ctx.saved_tensors
+        for grad, need in zip(grads, needs):
+            if need:  # a no-op on the device for loss.backward()'s grad_output of 1: no host sync
+                torch.ops.greyhound.cross_entropy_scale_grad_(grad, grad_loss)
+    # fresh references to the buffers, so that autograd can make them the .grad without a copy
+    return (*(grad.detach() if need else None for grad, need in zip(grads, needs)),) + (None,) * 10
+
+
+_linear_cross_entropy_fwd.register_autograd(_linear_cross_entropy_backward,
+                                            setup_context=_linear_cross_entropy_setup_context)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -345,8 +419,11 @@ def chunked_linear_cross_entropy(
     "rows" with automatic chunks. The two agree to fp32 rounding of the sums. ("vocab" is new: not yet timed on a
     GPU, so "rows" stays the default.)
 
+    Inside torch.compile the function is a registered torch.library op (no graph break with fullgraph=True).
+
     `check_target=True` raises a ValueError naming `target` for an entry outside [0, V) other than ignore_index
-    (one host sync, before the chunks; skipped while torch.compile traces or a CUDA graph is captured).
+    (one host sync, before the chunks; inside a compiled graph when it runs, never while torch.compile traces;
+    skipped while a CUDA graph is captured).
     check_target=False: no host sync; an out-of-range target gives NaN instead of an error (its per-token loss
     and lse are nan, and so are the loss and the gradients that sum over it); it is never read out of bounds.
     """
@@ -372,22 +449,14 @@ def chunked_linear_cross_entropy(
     _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
     check_choice("forward_schedule", forward_schedule, FORWARD_SCHEDULES)
     target = target.contiguous()
-    _check_targets(target, V, ignore_index, check_target)  # one sync, before the chunks (work queues behind it)
     inputs = (x, weight, bias)
-    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in inputs)
-    options = dict(ignore_index=ignore_index, label_smoothing=float(label_smoothing), softcap=softcap,
-                   lse_square_scale=float(lse_square_scale))
-
-    if needs_grad:
-        loss, per_token_loss, lse = _LinearCrossEntropyFunction.apply(
-            x, weight, bias, target, reduction, chunk_size, ignore_index, options["label_smoothing"], softcap,
-            options["lse_square_scale"], forward_schedule)
-        if reduction == "none":
-            per_token_loss = loss.detach()
-    else:
-        per_token_loss, lse, *_ = _chunked_loss_and_grads(
-            x, weight, bias, target, 0.0, (False, False, False), chunk_size, options, forward_schedule)
-        loss = _reduce(per_token_loss, (target != ignore_index).sum(), reduction)
+    grad_enabled = torch.is_grad_enabled()
+    needs_grad = [grad_enabled and t is not None and t.requires_grad for t in inputs]
+    loss, per_token_loss, lse, *_ = torch.ops.greyhound.linear_cross_entropy_fwd(
+        x, weight, bias, target, REDUCTIONS.index(reduction), chunk_size or 0, ignore_index, float(label_smoothing),
+        float(softcap or 0.0), float(lse_square_scale), forward_schedule == "vocab", needs_grad, bool(check_target))
+    if reduction == "none":
+        per_token_loss = loss.detach()
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)
 
 

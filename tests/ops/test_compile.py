@@ -4,13 +4,23 @@ implementations; the kernels run through the Triton interpreter); the GPU test u
 import pytest
 import torch
 
-from greyhound import causal_conv1d, linear_logprobs, logprobs, newton_schulz
+from greyhound import (CheriBlock, causal_conv1d, chunked_linear_cross_entropy, cross_entropy_with_grad,
+                       linear_logprobs, logprobs, newton_schulz)
 
 
 def _no_graph_break(fn, *args):
     explanation = torch._dynamo.explain(fn)(*args)
     assert explanation.graph_break_count == 0, explanation.break_reasons
     assert explanation.graph_count == 1
+
+
+def _assert_compiled_equals_eager(fn, args, wrt):
+    """fn compiled (fullgraph, aot_eager) gives eager's output and eager's gradients w.r.t. `wrt`."""
+    compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
+    out_eager, out_compiled = fn(*args), compiled(*args)
+    torch.testing.assert_close(out_compiled, out_eager)
+    for got, want in zip(torch.autograd.grad(out_compiled, wrt), torch.autograd.grad(out_eager, wrt)):
+        torch.testing.assert_close(got, want)
 
 
 def test_newton_schulz_compiles_fullgraph(device):
@@ -82,6 +92,90 @@ def test_linear_logprobs_compiles_fullgraph_with_autograd(device):
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_cross_entropy_compiles_fullgraph_with_autograd(device, reduction):
+    weight = torch.randn(90, 16, device=device, requires_grad=True)
+
+    def loss_fn(hidden, target):  # lm head, soft-capped cross-entropy with z-loss; the lse logged beside it
+        out = cross_entropy_with_grad(hidden @ weight.t(), target, reduction=reduction, softcap=8.0,
+                                      label_smoothing=0.1, lse_square_scale=1e-3, return_lse=True)
+        loss = out.loss if reduction == "mean" else (out.loss * torch.linspace(0.5, 1.5, 7, device=device)).sum()
+        return loss + 0.0 * out.lse.mean()
+
+    hidden = torch.randn(7, 16, device=device, requires_grad=True)
+    target = torch.randint(0, 90, (7,), device=device)
+    target[3] = -100
+    torch._dynamo.reset()
+    _no_graph_break(loss_fn, hidden, target)
+    _assert_compiled_equals_eager(loss_fn, (hidden, target), (hidden, weight))
+
+
+def test_cross_entropy_inplace_backward_under_compile_falls_back_out_of_place(device):
+    def loss_fn(logits, target):
+        return cross_entropy_with_grad(logits * 1.0, target, inplace_backward=True) * 2.0
+
+    logits = torch.randn(5, 70, device=device, requires_grad=True)
+    target = torch.randint(0, 70, (5,), device=device)
+    torch._dynamo.reset()
+    _no_graph_break(loss_fn, logits, target)
+    _assert_compiled_equals_eager(loss_fn, (logits, target), (logits,))
+    scaled = logits.detach() * 1.0
+    scaled.requires_grad_()
+    before = scaled.detach().clone()
+    torch.compile(lambda l: cross_entropy_with_grad(l, target, inplace_backward=True), fullgraph=True,
+                  backend="aot_eager")(scaled).backward()
+    assert torch.equal(scaled.detach(), before)  # documented: the compiled path does not write the logits
+
+
+def test_cross_entropy_compiled_checks_targets_when_it_runs(device):
+    compiled = torch.compile(lambda l, t: cross_entropy_with_grad(l, t), fullgraph=True, backend="aot_eager")
+    logits = torch.randn(4, 20, device=device)
+    target = torch.randint(0, 20, (4,), device=device)
+    torch._dynamo.reset()
+    torch.testing.assert_close(compiled(logits, target), cross_entropy_with_grad(logits, target))
+    target[2] = 20
+    with pytest.raises(ValueError, match="target"):
+        compiled(logits, target)
+
+
+@pytest.mark.parametrize("reduction,schedule", [("mean", "rows"), ("none", "vocab")])
+def test_chunked_linear_cross_entropy_compiles_fullgraph_with_autograd(device, reduction, schedule):
+    weight = torch.randn(130, 16, device=device, requires_grad=True)
+    bias = torch.randn(130, device=device, requires_grad=True)
+
+    def loss_fn(hidden, target):
+        loss = chunked_linear_cross_entropy(hidden, weight, target, bias, reduction=reduction, softcap=8.0,
+                                            chunk_size=4, forward_schedule=schedule)
+        return loss if reduction == "mean" else loss.square().mean()
+
+    hidden = torch.randn(9, 16, device=device, requires_grad=True)
+    target = torch.randint(0, 130, (9,), device=device)
+    target[0] = -100
+    torch._dynamo.reset()
+    _no_graph_break(loss_fn, hidden, target)
+    _assert_compiled_equals_eager(loss_fn, (hidden, target), (hidden, weight, bias))
+
+
+@pytest.mark.parametrize("expansion", [4, 3])  # fused block kernel; E % 16 != 0: conv + LayerNorm op, eager MLP
+def test_cheri_block_compiles_fullgraph_training_and_inference(device, expansion):
+    block = CheriBlock(16, kernel_size=3, dilation=2, expansion=expansion, device=device)
+
+    def step(x):  # training: the fused forward and its backward
+        return block(x).square().mean()
+
+    x = torch.randn(2, 16, 20, device=device, requires_grad=True)
+    torch._dynamo.reset()
+    _no_graph_break(step, x)
+    _assert_compiled_equals_eager(step, (x,), (x, *block.parameters()))
+    with torch.no_grad():  # inference: the megakernel (train mode: inline weight cast; eval: cast in the graph)
+        for mode in (block.train, block.eval):
+            mode()
+            torch._dynamo.reset()
+            _no_graph_break(block, x)
+            compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+            torch.testing.assert_close(compiled(x), block(x))
+
+
 @pytest.mark.gpu
 def test_ops_compile_with_inductor_on_the_gpu():
     G = torch.randn(4, 256, 512, device="cuda", dtype=torch.bfloat16)
@@ -98,3 +192,24 @@ def test_ops_compile_with_inductor_on_the_gpu():
     fn = torch.compile(lambda l: logprobs(l, target).sum(), fullgraph=True)
     torch.testing.assert_close(torch.autograd.grad(fn(logits), logits)[0],
                                torch.autograd.grad(logprobs(logits, target).sum(), logits)[0])
+    fn = torch.compile(lambda l: cross_entropy_with_grad(l * 1.0, target, softcap=30.0) * 2, fullgraph=True)
+    torch.testing.assert_close(torch.autograd.grad(fn(logits), logits)[0],
+                               torch.autograd.grad(cross_entropy_with_grad(logits * 1.0, target, softcap=30.0) * 2,
+                                                   logits)[0])
+    hidden = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    head = torch.randn(32000, 1024, device="cuda", dtype=torch.bfloat16) / 32
+    head.requires_grad_()
+    fn = torch.compile(lambda h: chunked_linear_cross_entropy(h, head, target), fullgraph=True)
+    for got, want in zip(torch.autograd.grad(fn(hidden), (hidden, head)),
+                         torch.autograd.grad(chunked_linear_cross_entropy(hidden, head, target), (hidden, head))):
+        torch.testing.assert_close(got, want)
+    block = CheriBlock(128, kernel_size=3, dilation=4, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(8, 128, 1024, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    fn = torch.compile(lambda x: block(x).float().square().mean(), fullgraph=True)
+    grads_compiled = torch.autograd.grad(fn(x), (x, *block.parameters()))
+    grads_eager = torch.autograd.grad(block(x).float().square().mean(), (x, *block.parameters()))
+    for got, want in zip(grads_compiled, grads_eager):
+        torch.testing.assert_close(got, want)
+    with torch.no_grad():
+        block.eval()
+        torch.testing.assert_close(torch.compile(block, fullgraph=True)(x), block(x))
