@@ -307,16 +307,20 @@ def _channel_last(t: torch.Tensor) -> bool:
 
 
 def _blocks(x: torch.Tensor, width: int, backward: bool) -> _Blocks:
-    """4 warps on tiles of 4096 (forward) or 1024 (backward: up to 2W − 1 shifted input tiles live) elements for
-    W <= 4, fewer for wider W, the wide side along x's stride-1 dimension so that the unshifted loads are 16-byte
-    vectors: 128 channels for channel-last x, 256 / 128 steps of L otherwise. Offline sm_90 compile (W=4, silu,
-    bf16): forward 124 / 80 registers, backward 165 / 166 (channel-last / contiguous), no spills."""
+    """Tiles of 4096 (forward, 4 warps) or 2048 / 1024 (backward, channel-last with 8 warps / contiguous with 4: up to
+    2W − 1 shifted input tiles live) elements for W <= 4, fewer for wider W, the wide side along x's stride-1
+    dimension so that the unshifted loads are 16-byte vectors: 128 channels for channel-last x, 256 steps of L
+    otherwise. The backward shapes come from a tuning sweep on the H200 (docs/perf/causal_conv1d.md: B=8, D=4096,
+    L=2048, W=4: channel-last 16 × 128 with 8 warps 0.488 ms against 8 × 128 with 4 warps 0.661; contiguous
+    256 × 4 0.558 against 128 × 8 0.664)."""
     _, dim, seq_len = x.shape
-    tile = (1024 if backward else 4096) // max(1, triton.next_power_of_2(width) // 4)
+    narrow = max(1, triton.next_power_of_2(width) // 4)
     if _channel_last(x):
+        tile = (2048 if backward else 4096) // narrow
         block_d = min(triton.next_power_of_2(dim), 128)
-        return _Blocks(min(triton.next_power_of_2(seq_len), tile // block_d), block_d, 4)
-    block_l = min(triton.next_power_of_2(seq_len), tile // 8, 128 if backward else 256)
+        return _Blocks(min(triton.next_power_of_2(seq_len), tile // block_d), block_d, 8 if backward else 4)
+    tile = (1024 if backward else 4096) // narrow
+    block_l = min(triton.next_power_of_2(seq_len), tile // 4 if backward else tile // 8, 256)
     return _Blocks(block_l, min(triton.next_power_of_2(dim), tile // block_l), 4)
 
 
