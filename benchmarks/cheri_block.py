@@ -18,6 +18,7 @@ class CheriBlockTracked(harness.KernelSuite):
     full = a training step (forward + backward); forward = greyhound-train with grad enabled (the training
     forward), the megakernel providers under no_grad in eval mode (cached weight cast) or train mode (inline cast)."""
     kernel_name = "cheri_block"
+    tuning_module = "greyhound.ops.cheri_conv_norm"  # greyhound-train[layout=...,block_e=...] variants
     x_name = "batch_size"
     providers = ["greyhound-train", "greyhound-megakernel", "greyhound-megakernel-noeval", "torch-compile"]
     modes = ["full", "forward"]

@@ -20,6 +20,7 @@ def _torch_cross_entropy(logits, target):
 
 class CrossEntropyWithGradTracked(harness.KernelSuite):
     kernel_name = "cross_entropy_with_grad"
+    tuning_module = "greyhound.ops.cross_entropy"  # greyhound[loss_block_v=...,loss_warps=...] variants
     x_name = "vocab_size"
     providers = ["greyhound", "fla"]
     gpu_shapes = grid(batch_size=[8192], vocab_size=[128256], dtype=["bfloat16"])

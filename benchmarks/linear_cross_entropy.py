@@ -20,6 +20,7 @@ def _reference(x, weight, target):
 
 class ChunkedLinearCrossEntropyTracked(harness.KernelSuite):
     kernel_name = "chunked_linear_cross_entropy"
+    tuning_module = "greyhound.ops.linear_cross_entropy"  # greyhound[chunk_rows=...,vocab_schedule=1] variants
     x_name = "vocab_size"
     providers = ["greyhound", "torch-compile"]
     gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[128256], dtype=["bfloat16"])

@@ -34,6 +34,7 @@ def _linear_logprobs_reference(hidden, weight, target):
 
 class LogprobsTracked(harness.KernelSuite):
     kernel_name = "logprobs"
+    tuning_module = "greyhound.ops.logprobs"  # greyhound[fwd_block_v=...,bwd_warps=...] variants
     x_name = "vocab_size"
     providers = ["greyhound", "fla"]
     gpu_shapes = grid(batch_size=[8192], vocab_size=[128256], dtype=["bfloat16"])
@@ -82,6 +83,7 @@ class LogprobsVocabSweep(LogprobsTracked):
 
 class LinearLogprobsTracked(harness.KernelSuite):
     kernel_name = "linear_logprobs"
+    tuning_module = "greyhound.ops.logprobs"  # TUNING_OP "logprobs": its kernels and linear_chunk_rows
     x_name = "vocab_size"
     providers = ["greyhound", "torch-compile"]
     gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[128256], dtype=["bfloat16"])

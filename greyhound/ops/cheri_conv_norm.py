@@ -25,6 +25,7 @@ import triton
 import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
+from greyhound import _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
 
 FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
@@ -32,9 +33,36 @@ FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
 _DOT_BF16, _DOT_BF16X3, _DOT_TF32X3, _DOT_IEEE, _DOT_FP16 = 0, 1, 2, 3, 4
 _DOT_MODE_CODES = {"bf16": _DOT_BF16, "bf16x3": _DOT_BF16X3, "tf32x3": _DOT_TF32X3, "ieee": _DOT_IEEE,
                    "fp16": _DOT_FP16}
-# GELU evaluations the fused kernel can compile: "poly" is the one every path uses; "erf" (libdevice erff) and
-# "none" (no activation: wrong on purpose) exist so the GPU script can time what the activation costs.
+# GELU evaluations the fused kernel can compile: "poly" is the one every path uses; "erf" (libdevice erff) is a
+# tuning variant (gelu=erf); "none" (no activation: wrong on purpose, run_fused(gelu="none") only, no correctness
+# gate would pass it) measures what the activation costs.
 GELU_VARIANTS = {"poly": 0, "erf": 1, "none": 2}
+# Launch parameters a benchmark variant may force (greyhound._tuning), e.g.
+# `python -m benchmarks cheri_block --providers 'greyhound-megakernel,greyhound-megakernel[layout=split,block_e=64]'`.
+TUNING_OP = "cheri_block"
+_FUSED_TUNABLES = ("block_l", "block_e", "warps", "stages", "layout", "maxnreg")  # in the config tuple's order
+_tuning.register(
+    TUNING_OP,
+    block_l=(int, "fused block kernel: positions per program (power of 2, >= 16)"),
+    block_e=(int, "fused block kernel: hidden columns per step (power of 2 dividing the hidden width)"),
+    warps=(int, "fused block kernel: num_warps"),
+    stages=(int, "fused block kernel: num_stages"),
+    layout=(str, "fused block kernel: lc ((L, C) tiles), cl (transposed: weights as A operands) or split (z from "
+                 "the conv + LayerNorm kernel)"),
+    maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only)"),
+    gelu=(str, "GELU evaluation: poly (the default, no erf) or erf (libdevice erff)"),
+    norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
+    norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
+    norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
+)
+
+
+def _tuned_block(name, default):
+    """A power-of-2 tile size: the forced value of tunable `name`, or `default`."""
+    value = _tuning.get(TUNING_OP, name, default)
+    if value & (value - 1):
+        raise ValueError(f"tuning: {TUNING_OP}.{name} must be a power of 2, got {value}")
+    return value
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -347,7 +375,7 @@ def _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilati
     if z.numel() == 0:
         return z, mean.zero_(), rstd.zero_()
     block_c = _channel_block(channels)
-    block_l = block_l or max(16, min(64, 8192 // block_c))
+    block_l = block_l or _tuned_block("norm_block_l", max(16, min(64, 8192 // block_c)))
     _conv_norm_fwd_kernel[(batch * _cdiv(length, block_l),)](
         x, conv_weight, conv_bias, norm_weight, norm_bias, z, mean, rstd, length, eps,
         C=channels, KERNEL_SIZE=conv_weight.shape[2], DILATION=dilation, EVEN_L=length % block_l == 0,
@@ -365,7 +393,7 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     x, dz, conv_weight = x.contiguous(), dz.contiguous(), conv_weight.contiguous()
     kernel_size = conv_weight.shape[2]
     block_c = _channel_block(channels)
-    block_l = block_l or max(16, min(64, 4096 // block_c))
+    block_l = block_l or _tuned_block("norm_bwd_block_l", max(16, min(64, 4096 // block_c)))
     num_l_blocks = _cdiv(length, block_l)
     # Enough programs to fill the GPU, few enough that the partial sums stay a small fraction of x.
     if target_programs is None:
@@ -386,7 +414,7 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     )
     dx = torch.empty((batch, channels, length), device=x.device, dtype=x.dtype)
     dx_block_c = min(block_c, 32)
-    dx_block_l = dx_block_l or (64 if x.device.type == "cpu" else 256)
+    dx_block_l = dx_block_l or _tuned_block("norm_dx_block_l", 64 if x.device.type == "cpu" else 256)
     dx_l_blocks = _cdiv(length, dx_block_l)
     residual = residual_grad if residual_grad is not None else dx
     _conv_norm_bwd_dx_kernel[(batch * dx_l_blocks, _cdiv(channels, dx_block_c))](
@@ -861,7 +889,8 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
 
     Returns out, or (out, hidden (N, L, E), mean (N, L), rstd (N, L)) with training. `config` = (BLOCK_L,
     BLOCK_E, num_warps, num_stages[, layout[, maxnreg]]) overrides the tuned choice; `gelu` picks a GELU_VARIANTS
-    entry (the GPU script's timing comparison)."""
+    entry. Tuning overrides (greyhound._tuning, op "cheri_block") replace single fields of whichever config
+    applies, and the gelu."""
     batch, channels, length = x.shape
     x = x.contiguous()  # the kernel derives every stride from the shapes
     conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias = (
@@ -892,6 +921,14 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     else:
         candidates = [_default_config(channels, hidden_width, mlp_weights.mode, training)] + [
             c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0]
+    forced = _forced_config(candidates[0], hidden_width)
+    if forced is not None:  # a tuning variant: exactly this config, never remembered as the shape's choice
+        candidates, config = [forced], forced
+    tuned_gelu = _tuning.get(TUNING_OP, "gelu")
+    if tuned_gelu is not None:
+        if tuned_gelu not in ("poly", "erf"):  # "none" is wrong on purpose: no gate would pass it
+            raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly or erf, got {tuned_gelu!r}")
+        gelu = tuned_gelu
     for i, (block_l, block_e, num_warps, num_stages, layout, max_registers) in enumerate(candidates):
         z = out  # never read unless the layout is "split"
         if layout == "split":
@@ -920,6 +957,24 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
             _chosen_configs[key] = candidates[i]
         break
     return (out, hidden, mean, rstd) if training else out
+
+
+def _forced_config(base, hidden_width):
+    """`base` (BLOCK_L, BLOCK_E, num_warps, num_stages, layout, maxnreg) with the fields a tuning override forces,
+    checked; None when no field is forced."""
+    values = {name: _tuning.get(TUNING_OP, name) for name in _FUSED_TUNABLES}
+    if all(value is None for value in values.values()):
+        return None
+    config = tuple(base[i] if values[name] is None else values[name] for i, name in enumerate(_FUSED_TUNABLES))
+    block_l, block_e, _, _, layout, _ = config
+    if block_l < 16 or block_l & (block_l - 1):
+        raise ValueError(f"tuning: {TUNING_OP}.block_l must be a power of 2 >= 16, got {block_l}")
+    if block_e < 16 or block_e & (block_e - 1) or hidden_width % block_e:
+        raise ValueError(f"tuning: {TUNING_OP}.block_e must be a power of 2 >= 16 dividing the hidden width "
+                         f"{hidden_width}, got {block_e}")
+    if layout not in _KERNELS:
+        raise ValueError(f"tuning: {TUNING_OP}.layout must be one of {', '.join(_LAYOUTS)}, got {layout!r}")
+    return config
 
 
 def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,

@@ -13,6 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
+from greyhound import _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_reference"]
@@ -20,6 +21,14 @@ __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_refer
 TARGET_DTYPES = (torch.int64, torch.int32)
 REDUCTIONS = ("mean", "sum", "none")
 LOG2E = tl.constexpr(1.4426950408889634)
+TUNING_OP = "cross_entropy_with_grad"
+_tuning.register(
+    TUNING_OP,
+    loss_block_v=(int, "loss kernel: vocabulary block (power of 2)"),
+    loss_warps=(int, "loss kernel: num_warps"),
+    prefetch=(bool, "loss kernel: issue the next block's load before this block's math"),
+    grad_block_v=(int, "gradient kernel: vocabulary block (power of 2; num_warps = block / 512, at most 8)"),
+)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -183,10 +192,6 @@ class _Config(NamedTuple):
     gradient_block_v: int = 2048  # gradient kernel (num_warps = block / 512)
 
 
-# forced for every launch when set: how tests and scripts/gpu_cross_entropy.py compare configs
-_CONFIG_OVERRIDE: Optional[_Config] = None
-
-
 @functools.lru_cache(maxsize=None)
 def _sm_count(device: torch.device) -> int:
     if device.type != "cuda":
@@ -196,11 +201,17 @@ def _sm_count(device: torch.device) -> int:
 
 def _launch_config(V: int) -> _Config:
     """2048-wide blocks, 4 warps (16 elements a thread), the next block prefetched; the same blocks for the
-    gradient: the best measured on the H200 at V=128256 (loss 0.514 ms vs 0.556 for 4096/w8)."""
-    if _CONFIG_OVERRIDE is not None:
-        return _CONFIG_OVERRIDE
-    block_v = min(triton.next_power_of_2(V), 2048)
-    return _Config(block_v, max(1, min(4, block_v // 512)), V > block_v, block_v)
+    gradient: the best measured on the H200 at V=128256 (loss 0.514 ms vs 0.556 for 4096/w8). Tuning overrides
+    (greyhound._tuning, op "cross_entropy_with_grad") replace any field; a forced loss block keeps the rule for
+    its warps and prefetch unless those are forced too."""
+    default_block = min(triton.next_power_of_2(V), 2048)
+    block_v = _tuning.get(TUNING_OP, "loss_block_v", default_block)
+    gradient_block_v = _tuning.get(TUNING_OP, "grad_block_v", default_block)
+    for name, value in (("loss_block_v", block_v), ("grad_block_v", gradient_block_v)):
+        if value & (value - 1):
+            raise ValueError(f"tuning: {TUNING_OP}.{name} must be a power of 2, got {value}")
+    return _Config(block_v, _tuning.get(TUNING_OP, "loss_warps", max(1, min(4, block_v // 512))),
+                   _tuning.get(TUNING_OP, "prefetch", V > block_v), gradient_block_v)
 
 
 def _grad_scale_arg(grad_scale, rows: int, like: torch.Tensor) -> tuple:

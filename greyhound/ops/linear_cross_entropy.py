@@ -20,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from greyhound import _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
@@ -49,6 +50,13 @@ MAX_CHUNK_ROWS = 8192
 
 FORWARD_SCHEDULES = ("rows", "vocab")
 VOCAB_CHUNK_MULTIPLE = 256  # vocabulary chunks: whole 256-column GEMM tiles (the last one takes the remainder)
+TUNING_OP = "chunked_linear_cross_entropy"
+_tuning.register(
+    TUNING_OP,
+    chunk_rows=(int, "rows per chunk when chunk_size is None (default: from the byte budgets)"),
+    vocab_schedule=(bool, "loss-only passes walk the vocabulary in chunks (forward_schedule='vocab')"),
+    vocab_chunk=(int, "vocabulary entries per chunk of the vocab schedule when chunk_size does not give them"),
+)
 
 
 def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool) -> int:
@@ -120,7 +128,7 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
     rows: full-height GEMMs (BT x chunk x H) and one read of each chunk; the same results as the rows schedule
     up to the order of the fp32 sums."""
     rows, V = x.shape[0], weight.shape[0]
-    chunk = min(V, chunk_cols or _auto_vocab_chunk(rows, V, x.element_size()))
+    chunk = min(V, chunk_cols or _tuning.get(TUNING_OP, "vocab_chunk", _auto_vocab_chunk(rows, V, x.element_size())))
     running_max, running_sum, target_z, sum_z = (
         torch.zeros(rows, device=x.device, dtype=torch.float32) for _ in range(4))
     buffer = torch.empty(rows * chunk, device=x.device, dtype=x.dtype)
@@ -217,10 +225,12 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
     rows, V = x.shape[0], weight.shape[0]
     need_x, need_weight, need_bias = needs_grad
     with_grad = any(needs_grad)
-    if not with_grad and forward_schedule == "vocab" and rows > 0:
-        per_token_loss, lse = _vocab_major_loss(x, weight, bias, target, chunk_size, **options)
+    if not with_grad and rows > 0 and _tuning.get(TUNING_OP, "vocab_schedule", forward_schedule == "vocab"):
+        # chunk_size counts vocabulary entries only when the caller asked for the vocab schedule
+        per_token_loss, lse = _vocab_major_loss(x, weight, bias, target,
+                                                chunk_size if forward_schedule == "vocab" else None, **options)
         return per_token_loss, lse, None, None, None
-    chunk = chunk_size or _auto_chunk_rows(rows, V, x.element_size(), with_grad)
+    chunk = chunk_size or _tuning.get(TUNING_OP, "chunk_rows", _auto_chunk_rows(rows, V, x.element_size(), with_grad))
     per_token_loss = torch.empty(rows, device=x.device, dtype=torch.float32)
     lse = torch.empty(rows, device=x.device, dtype=torch.float32)
     logits_buffer = torch.empty(min(chunk, rows), V, device=x.device, dtype=x.dtype)

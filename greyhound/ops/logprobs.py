@@ -18,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
+from greyhound import _tuning
 from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 
@@ -28,6 +29,17 @@ MIN_LOG2_P = tl.constexpr(-200.0)
 TARGET_DTYPES = (torch.int64, torch.int32)
 # The linear form's automatic chunk holds about this many bytes of logits (about 1000 rows of a 128K vocabulary).
 AUTO_CHUNK_BYTES = 256 * 2**20
+# One tuning op for both suites (logprobs, linear_logprobs): the kernels are shared.
+TUNING_OP = "logprobs"
+_tuning.register(
+    TUNING_OP,
+    fwd_block_v=(int, "forward kernel: vocabulary block (power of 2)"),
+    fwd_warps=(int, "forward kernel: num_warps"),
+    prefetch=(bool, "forward kernel: issue the next block's load before this block's math"),
+    bwd_block_v=(int, "backward kernel: vocabulary block (power of 2)"),
+    bwd_warps=(int, "backward kernel: num_warps"),
+    linear_chunk_rows=(int, "linear_logprobs: rows per forward chunk when chunk_size is None"),
+)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -134,18 +146,31 @@ def _logprobs_backward_kernel(
 # ----------------------------------------------------------------------------------------------------------------
 # Launchers
 # ----------------------------------------------------------------------------------------------------------------
-def _backward_config(vocab_size):
-    """(BLOCK_V, num_warps): 2048-wide blocks for large V, 16 elements per thread (two 16-byte bf16 loads); on the
-    H200 at V=128256 2048/4 measured 1.068 ms against 1.091 ms for 4096/8."""
+def _default_blocks(vocab_size):
     block_v = max(16, min(triton.next_power_of_2(vocab_size), 2048))
     return block_v, max(1, min(4, block_v // 512))
+
+
+def _tuned_blocks(vocab_size, prefix):
+    """(BLOCK_V, num_warps) of the forward ("fwd_") or backward ("bwd_") kernel: the default, or what a tuning
+    override forces (a forced block keeps the rule for its warps unless those are forced too)."""
+    block_v = _tuning.get(TUNING_OP, prefix + "block_v", _default_blocks(vocab_size)[0])
+    if block_v & (block_v - 1):
+        raise ValueError(f"tuning: {TUNING_OP}.{prefix}block_v must be a power of 2, got {block_v}")
+    return block_v, _tuning.get(TUNING_OP, prefix + "warps", max(1, min(4, block_v // 512)))
+
+
+def _backward_config(vocab_size):
+    """(BLOCK_V, num_warps): 2048-wide blocks for large V, 16 elements per thread (two 16-byte bf16 loads); on the
+    H200 at V=128256 2048/4 measured 1.068 ms against 1.091 ms for 4096/8. Tunable (bwd_block_v, bwd_warps)."""
+    return _tuned_blocks(vocab_size, "bwd_")
 
 
 def _forward_config(vocab_size):
     """(BLOCK_V, num_warps, PREFETCH): the backward's blocks, with the next block's load issued early. On the H200
     at V=128256 2048/4 measured 0.504-0.515 ms, 4096/8 0.530-0.547, a persistent grid of 2048/4 programs
-    (4 or 6 per SM) 0.59-0.75 ms."""
-    return (*_backward_config(vocab_size), True)
+    (4 or 6 per SM) 0.59-0.75 ms. Tunable (fwd_block_v, fwd_warps, prefetch)."""
+    return (*_tuned_blocks(vocab_size, "fwd_"), _tuning.get(TUNING_OP, "prefetch", True))
 
 
 def _row_layout(logits):
@@ -506,7 +531,8 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
     temperature = _check_temperature(temperature)
     n_rows = target.numel()
     if chunk_size is None:
-        chunk_size = _auto_chunk_rows(n_rows, weight.shape[0], hidden.element_size())
+        chunk_size = _tuning.get(TUNING_OP, "linear_chunk_rows",
+                                 _auto_chunk_rows(n_rows, weight.shape[0], hidden.element_size()))
     elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
     logprob, _, _, entropy = torch.ops.greyhound.linear_logprobs_fwd(

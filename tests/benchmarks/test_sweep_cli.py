@@ -50,3 +50,21 @@ def test_bad_arguments_are_named(capsys):
     assert "--providers: tourch not one of" in capsys.readouterr().err
     assert cli.main(["no_such_kernel"]) == 2
     assert "unknown kernel 'no_such_kernel'" in capsys.readouterr().err
+
+
+def test_a_tuning_variant_is_measured_beside_the_default(capsys):
+    variant = "greyhound[loss_block_v=64,loss_warps=2,prefetch=0,grad_block_v=32]"
+    argv = ["cross_entropy_with_grad", "--mode", "full", "--providers", f"greyhound,{variant}", "--batch-size", "4",
+            "--vocab-sizes", "150", "--dtype", "float32", "--no-csv"]
+    assert cli.main(argv) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("greyhound")]
+    assert [row[0] for row in rows] == ["greyhound", variant]
+    assert all(float(row[5]) > 0 for row in rows)  # p50 ms of each (after mode and the three shape fields)
+
+
+def test_an_unknown_tunable_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["cross_entropy_with_grad", "--providers", "greyhound[block_size=4096]", "--no-csv"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "no tunable 'block_size'" in err and "loss_block_v" in err  # names it, and lists what there is

@@ -440,3 +440,190 @@ def test_megakernel_real_bf16_dots_on_gpu(dtype, monkeypatch):
     assert max_abs(mega, ref) < bound
     if dtype == torch.float32:
         assert max_abs(mega, training_fwd) < 1e-5
+
+
+# ------------------------------------------------------------------------------------------------ tuning variants
+@pytest.mark.parametrize("options", [dict(layout="cl", block_e=64), dict(layout="split", block_l=16, warps=2),
+                                     dict(block_l=64, block_e=16, stages=2), dict(norm_block_l=16, norm_bwd_block_l=16,
+                                                                                 norm_dx_block_l=32)])
+def test_tuning_overrides_force_the_fused_config(device, monkeypatch, options):
+    """greyhound._tuning variants of op "cheri_block" (how `python -m benchmarks cheri_block --providers
+    'greyhound-megakernel[layout=cl]'` tunes): the forced fields reach the launch, the others keep the default,
+    nothing is remembered as the shape's choice, and both paths stay within their fp64 bounds."""
+    from greyhound import _tuning
+    launches = []
+    launch = cheri_ops._launch
+    monkeypatch.setattr(cheri_ops, "_launch", lambda kernel, grid, args, constexprs, opts: launches.append(
+        (kernel, constexprs, opts)) or launch(kernel, grid, args, constexprs, opts))
+    block = make_block(16, 3, 2, expansion=4, device=device)
+    x = torch.randn(2, 16, 40, device=device, requires_grad=True)
+    twin = fp64_twin(block)
+    x64 = x.detach().double().requires_grad_()
+    ref = twin.reference_forward(x64)
+    chosen = dict(cheri_ops._chosen_configs)
+    with _tuning.override(cheri_ops.TUNING_OP, **options):
+        out = block(x)
+        out.backward(torch.ones_like(out))
+        with torch.no_grad():
+            mega = block.eval()(x)
+    ref.backward(torch.ones_like(ref))
+    assert cheri_ops._chosen_configs == chosen
+    assert max_abs(out, ref) < 1e-5 and max_abs(mega, ref) < 1e-5
+    assert rel_err(x.grad, x64.grad) < 1e-5
+    for kernel, constexprs, opts in launches:
+        if "layout" in options:
+            assert kernel is cheri_ops._KERNELS[options["layout"]]
+            assert constexprs["Z_PRECOMPUTED"] == (options["layout"] == "split")
+        for name, key in (("block_l", "BLOCK_L"), ("block_e", "BLOCK_E")):
+            if name in options:
+                assert constexprs[key] == options[name]
+        if "warps" in options:
+            assert opts["num_warps"] == options["warps"]
+    assert len(launches) == 2
+
+
+def test_tuning_override_errors_name_the_tunable(device):
+    from greyhound import _tuning
+    block = make_block(16, 3, 2, expansion=4, device=device)
+    x = torch.randn(1, 16, 24, device=device)
+    for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu")):
+        with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
+            block(x)
+    with _tuning.override(cheri_ops.TUNING_OP, norm_block_l=24), pytest.raises(ValueError, match="norm_block_l"):
+        cheri_ops.conv_norm(x, *block._params()[:4], dilation=2)
+    with pytest.raises(ValueError, match="no tunable 'tile'"):
+        with _tuning.override(cheri_ops.TUNING_OP, tile=32):
+            pass
+
+
+# ------------------------------------------------------------------------------------------------ GPU: H200 checks
+# (moved from the former H200 check script) the issue's channels and length, real bf16/fp16 tl.dot, fp32 dot modes,
+# odd shapes, the eval cache after an optimizer step, and the fused kernel's tile/layout variants.
+VALUE_REL = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 5e-3}
+GRAD_REL = {torch.float32: 1e-5, torch.bfloat16: 3e-2, torch.float16: 1e-2}
+MEGA_MAX_ABS = {torch.float32: 1e-5, **HALF_BOUNDS}
+
+
+def _worst_grad_rel(block, twin, x, x64):
+    return max([rel_err(x.grad, x64.grad)] + [rel_err(p.grad, p64.grad)
+                                              for p, p64 in zip(block.parameters(), twin.parameters())])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_gpu_training_path_and_megakernel_modes(dtype, monkeypatch):
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)  # fp32 means fp32 in the cuBLAS backward
+    block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda")
+    twin = fp64_twin(block)
+    x = torch.randn(4, 128, 1024, device="cuda", dtype=dtype, requires_grad=True)
+    x64 = x.detach().double().requires_grad_()
+    out, ref = block(x), twin.reference_forward(x64)
+    assert rel_err(out, ref) < VALUE_REL[dtype]
+    grad_out = torch.randn_like(out)
+    out.backward(grad_out)
+    ref.backward(grad_out.double())
+    assert _worst_grad_rel(block, twin, x, x64) < GRAD_REL[dtype]
+    with torch.no_grad():
+        no_eval = block.train()(x)
+        evaluated = block.eval()(x)
+    assert torch.equal(no_eval, evaluated)  # the inline cast and the cached one: bit for bit
+    assert max_abs(evaluated, ref) < MEGA_MAX_ABS[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fp32_dot", ["tf32x3", "ieee"])
+def test_gpu_fp32_dot_modes(fp32_dot):
+    block = make_block(128, 3, 4, expansion=4, device="cuda")
+    x = torch.randn(4, 128, 1024, device="cuda")
+    ref = fp64_twin(block).reference_forward(x.double())
+    weights = cheri_ops.prepare_mlp_weights(block.fc1.weight, block.fc2.weight, fp32_dot)
+    with torch.no_grad():
+        out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, mlp_weights=weights,
+                                               fp32_dot=fp32_dot)
+    assert max_abs(out, ref) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_odd_shape(dtype, monkeypatch):
+    # C=96 (padded to 128 lanes), L=1000 (no tile divides it), K=2: both fused layouts, conv + norm, training grads
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    block = make_block(96, 2, 3, expansion=4, dtype=dtype, device="cuda")
+    twin = fp64_twin(block)
+    x = torch.randn(3, 96, 1000, device="cuda", dtype=dtype)
+    ref = twin.reference_forward(x.double())
+    with torch.no_grad():
+        for config in (None, (64, 64, 4, 2, "cl")):
+            out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=3, config=config)
+            assert max_abs(out, ref) < MEGA_MAX_ABS[dtype], config
+        z = cheri_ops.conv_norm(x, *block._params()[:4], dilation=3)
+    y64 = cheri_ops.causal_depthwise_conv(x.double(), twin.conv.weight, twin.conv.bias, 3)
+    z64 = torch.nn.functional.layer_norm(y64.transpose(1, 2), (96,), twin.norm.weight, twin.norm.bias)
+    assert rel_err(z, z64) < VALUE_REL[dtype]
+    xg = x.clone().requires_grad_()
+    x64 = x.double().requires_grad_()
+    out, ref = block(xg), twin.reference_forward(x64)
+    grad_out = torch.randn_like(out)
+    out.backward(grad_out)
+    ref.backward(grad_out.double())
+    assert _worst_grad_rel(block, twin, xg, x64) < GRAD_REL[dtype]
+
+
+@pytest.mark.gpu
+def test_gpu_no_grad_fallback_and_cache_after_an_optimizer_step():
+    block = make_block(12, 3, 4, expansion=3, device="cuda")  # hidden 36: not a multiple of 16
+    x = torch.randn(2, 12, 300, device="cuda")
+    with torch.no_grad():
+        out = block.eval()(x)
+    assert not block.uses_megakernel_when_no_grad
+    assert rel_err(out, fp64_twin(block).reference_forward(x.double())) < 1e-5
+    block = make_block(128, 3, 4, expansion=4, dtype=torch.bfloat16, device="cuda").eval()
+    x = torch.randn(2, 128, 1024, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        before = block(x)
+    optimizer = torch.optim.SGD(block.parameters(), lr=1.0)
+    for p in block.parameters():  # a step of controlled size keeps the outputs at unit scale
+        p.grad = 0.05 * torch.randn_like(p)
+    optimizer.step()
+    with torch.no_grad():
+        after = block(x)
+    assert max_abs(after, fp64_twin(block).reference_forward(x.double())) < HALF_BOUNDS[torch.bfloat16]
+    assert max_abs(after, before) > 1e-2  # the cache was rebuilt: the new weights were used
+
+
+# (dtype, fp32_dot, training, tunables): the variants a sweep times as `greyhound-megakernel[layout=...]` or
+# `greyhound-train[...]`, each checked against fp64 before it may be trusted
+_GPU_VARIANTS = [
+    (torch.bfloat16, "bf16x3", False, dict(block_l=64, block_e=32, warps=4, stages=3, layout="lc")),
+    (torch.bfloat16, "bf16x3", False, dict(block_l=128, block_e=64, warps=8, stages=2, layout="lc", maxnreg=128)),
+    (torch.bfloat16, "bf16x3", False, dict(block_l=64, block_e=64, warps=4, stages=2, layout="cl")),
+    (torch.bfloat16, "bf16x3", False, dict(block_l=128, block_e=64, warps=8, stages=2, layout="split", maxnreg=128)),
+    (torch.bfloat16, "bf16x3", False, dict(block_l=128, block_e=128, warps=8, stages=2, layout="split")),
+    (torch.bfloat16, "bf16x3", False, dict(gelu="erf")),
+    (torch.float16, "bf16x3", False, dict(block_l=64, block_e=32, warps=4, stages=3, layout="split")),
+    (torch.float32, "bf16x3", False, dict(block_l=128, block_e=64, warps=8, stages=2, layout="split")),
+    (torch.float32, "bf16", False, dict(block_l=128, block_e=64, warps=8, stages=2, layout="lc", maxnreg=128)),
+    (torch.bfloat16, "bf16x3", True, dict(block_l=64, block_e=32, warps=4, stages=3, layout="lc")),
+    (torch.bfloat16, "bf16x3", True, dict(block_l=128, block_e=64, warps=8, stages=2, layout="split", maxnreg=128)),
+    (torch.float32, "bf16x3", True, dict(block_l=64, block_e=64, warps=4, stages=1, layout="lc")),
+    (torch.float16, "bf16x3", True, dict(block_l=64, block_e=32, warps=4, stages=3, layout="lc")),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,fp32_dot,training,options", _GPU_VARIANTS,
+                         ids=[f"{'train' if t else 'infer'}-{str(d)[6:]}-{f}-"
+                              + ",".join(f"{k}={v}" for k, v in o.items()) for d, f, t, o in _GPU_VARIANTS])
+def test_gpu_tuning_variants(dtype, fp32_dot, training, options):
+    from greyhound import _tuning
+    block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda", fp32_dot=fp32_dot)
+    x = torch.randn(2, 128, 1024, device="cuda", dtype=dtype)
+    ref = fp64_twin(block).reference_forward(x.double())
+    with _tuning.override(cheri_ops.TUNING_OP, **options):
+        if training:
+            out = block.train()(x.requires_grad_())
+        else:
+            with torch.no_grad():
+                out = block.eval()(x)
+    bound = 3e-2 if fp32_dot == "bf16" else MEGA_MAX_ABS[dtype]  # one bf16 pass: bf16-class agreement
+    assert max_abs(out, ref) < bound

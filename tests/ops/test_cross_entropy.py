@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 import greyhound.ops.cross_entropy as ce
+from greyhound import _tuning
 from greyhound.ops.cross_entropy import CrossEntropyOutput, cross_entropy_reference, cross_entropy_with_grad
 
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}
@@ -16,10 +17,11 @@ def rel_err(out, ref):
 
 
 @pytest.fixture
-def small_blocks(monkeypatch):
+def small_blocks():
     """Force 128-wide loss blocks (prefetching) and 64-wide gradient blocks, so that small vocabularies still take
     several blocks plus a ragged tail."""
-    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", ce._Config(128, 4, True, 64))
+    with _tuning.override(ce.TUNING_OP, loss_block_v=128, loss_warps=4, prefetch=True, grad_block_v=64):
+        yield
 
 
 def make_inputs(rows, V, dtype, device, *, ignored=(), scale=3.0, target_dtype=torch.int64):
@@ -79,10 +81,11 @@ def test_matches_reference(device, small_blocks, dtype, options, reduction):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_plain_loop_matches_reference(device, monkeypatch, dtype):
-    monkeypatch.setattr(ce, "_CONFIG_OVERRIDE", ce._Config(128, 4, False, 256))  # the loss loop without a prefetch
+def test_plain_loop_matches_reference(device, dtype):
     logits, target = make_inputs(11, 517, dtype, device, ignored=(3,))
-    check_against_reference(logits, target, label_smoothing=0.1, softcap=8.0, lse_square_scale=1e-3)
+    with _tuning.override(ce.TUNING_OP, loss_block_v=128, loss_warps=4, prefetch=False, grad_block_v=256):
+        assert ce._launch_config(517) == ce._Config(128, 4, False, 256)  # the loss loop without a prefetch
+        check_against_reference(logits, target, label_smoothing=0.1, softcap=8.0, lse_square_scale=1e-3)
 
 
 @pytest.mark.parametrize("V", [1, 7, 1000, 2999, 9001])
@@ -343,6 +346,19 @@ def test_launch_config():
     assert ce._launch_config(1) == ce._Config(1, 1, False, 1)
 
 
+def test_tuning_overrides_the_launch_config():
+    with _tuning.override(ce.TUNING_OP, loss_block_v=4096, loss_warps=8):  # prefetch and gradient: the rule's
+        assert ce._launch_config(128256) == ce._Config(4096, 8, True, 2048)
+    with _tuning.override(ce.TUNING_OP, grad_block_v=1024, prefetch="false"):
+        assert ce._launch_config(128256) == ce._Config(2048, 4, False, 1024)
+    assert ce._launch_config(128256) == ce._Config(2048, 4, True, 2048)
+    with _tuning.override(ce.TUNING_OP, loss_block_v=3000), pytest.raises(ValueError, match="loss_block_v"):
+        ce._launch_config(128256)
+    with pytest.raises(ValueError, match="no tunable 'block_v'"):
+        with _tuning.override(ce.TUNING_OP, block_v=1024):
+            pass
+
+
 def test_bad_arguments(device):
     logits, target = make_inputs(4, 10, torch.float32, device)
     cases = [
@@ -398,3 +414,72 @@ def test_gpu_beyond_int32_elements():
     loss.backward()
     assert rel_err(loss, per_token.double().sum()) < 1e-5
     assert rel_err(logits.grad[-64:], tail_logits.grad) < TOLERANCE[torch.bfloat16]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GPU only (moved from the former H200 check script): realistic vocabularies, every option, tuning variants
+# ------------------------------------------------------------------------------------------------------------------
+ALL_OPTIONS = dict(label_smoothing=0.1, softcap=30.0, lse_square_scale=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("vocab", [32768, 128256])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_gpu_vocabularies(dtype, vocab):
+    logits, target = make_inputs(64, vocab, dtype, "cuda", ignored=(5,))
+    check_against_reference(logits, target)
+    if dtype == torch.bfloat16:
+        check_against_reference(logits, target, reduction="sum", **ALL_OPTIONS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("reduction,grad_output", [("none", None), ("mean", 0.5), ("mean", 1.0)])
+def test_gpu_upstream_gradients(reduction, grad_output):
+    # a per-token grad_output, a scalar one, and 1.0 (the scale kernel skips every row)
+    logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda")
+    scale = None if grad_output is None else torch.tensor(grad_output, device="cuda")
+    check_against_reference(logits, target, grad_output=scale, reduction=reduction,
+                            **(ALL_OPTIONS if reduction == "none" else {}))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("options", [dict(loss_block_v=4096, loss_warps=8), dict(grad_block_v=1024),
+                                     dict(loss_block_v=1024, loss_warps=2)])
+def test_gpu_tuning_variants(options):
+    # the config variants a sweep times (`greyhound[loss_block_v=4096,loss_warps=8]`, ...) give the same results
+    logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda", ignored=(7,))
+    with _tuning.override(ce.TUNING_OP, **options):
+        check_against_reference(logits, target, **ALL_OPTIONS)
+
+
+@pytest.mark.gpu
+def test_gpu_unchecked_out_of_range_targets():
+    logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda")
+    bad_target = target.clone()
+    bad_target[[3, 17]] = torch.tensor([128256, -5], device="cuda")
+    leaf = logits.clone().requires_grad_()
+    out = cross_entropy_with_grad(leaf, bad_target, reduction="none", return_lse=True, check_target=False)
+    out.loss.sum().backward()
+    good = torch.ones(48, dtype=torch.bool, device="cuda")
+    good[[3, 17]] = False
+    ref_leaf = logits.double().requires_grad_()
+    ref = cross_entropy_reference(ref_leaf, target, reduction="none", return_lse=True)
+    ref.loss.sum().backward()
+    assert out.loss[~good].isnan().all() and out.lse[~good].isnan().all() and leaf.grad[~good].isnan().all()
+    assert rel_err(out.loss[good], ref.loss[good]) < 1e-5
+    assert rel_err(leaf.grad[good], ref_leaf.grad[good]) < TOLERANCE[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_inplace_backward():
+    logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda", ignored=(9,))
+    ref_leaf = logits.double().requires_grad_()
+    expected = cross_entropy_reference(ref_leaf, target, **ALL_OPTIONS)
+    expected.backward()
+    leaf = logits.clone().requires_grad_()
+    scaled = leaf * 1.0
+    loss = cross_entropy_with_grad(scaled, target, inplace_backward=True, **ALL_OPTIONS)
+    loss.backward()
+    assert rel_err(loss, expected) < 1e-5
+    assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
+    assert torch.equal(scaled.detach(), leaf.grad)  # the gradient was written into the logits' own storage

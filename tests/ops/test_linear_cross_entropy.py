@@ -270,6 +270,31 @@ def test_gpu_large_vocab(dtype):
     check_against_reference(x, weight, bias, target, softcap=30.0, lse_square_scale=1e-4, chunk_size=768)
 
 
+@pytest.mark.gpu
+def test_gpu_label_smoothing_bias_and_per_token_grads():
+    # (moved from the former H200 check script) smoothing with a bias; a per-token grad_output (reduction "none",
+    # the chunks recomputed in the backward); odd row counts and vocabularies
+    check_against_reference(*make_inputs(1031, 256, 65536, torch.bfloat16, "cuda", with_bias=True, ignored=(3,)),
+                            label_smoothing=0.1, softcap=30.0, lse_square_scale=1e-4, chunk_size=512)
+    check_against_reference(*make_inputs(515, 256, 32845, torch.bfloat16, "cuda", ignored=(3,)), reduction="none",
+                            chunk_size=256)
+
+
+@pytest.mark.gpu
+def test_gpu_vocab_schedule_reduction_none():
+    check_against_reference(*make_inputs(1029, 256, 32801, torch.bfloat16, "cuda", with_bias=True, ignored=(3,)),
+                            reduction="none", forward_schedule="vocab", label_smoothing=0.1, softcap=30.0)
+
+
+@pytest.mark.gpu
+def test_gpu_lm_head_shape_auto_chunks():
+    # H=4096, V=128256 (Llama 3): automatic chunks (1024 rows with a gradient), the weight gradient's fp32 sum
+    # narrowed in place at full size
+    x, weight, _, target = make_inputs(2048, 4096, 128256, torch.bfloat16, "cuda", ignored=(3,))
+    assert lce._auto_chunk_rows(2048, 128256, 2, True) == 1024
+    check_against_reference(x, weight, None, target)
+
+
 # ------------------------------------------------------------------------------------ forward_schedule="vocab"
 @pytest.mark.parametrize("options", [
     {}, {"label_smoothing": 0.1}, {"softcap": 3.0}, {"lse_square_scale": 1e-3},
@@ -340,3 +365,34 @@ def test_vocab_schedule_chunks_and_bad_choice(device):
     x, weight, _, target = make_inputs(4, 8, 20, torch.float32, device)
     with pytest.raises(ValueError, match="forward_schedule must be one of 'rows', 'vocab', got 'cols'"):
         chunked_linear_cross_entropy(x, weight, target, forward_schedule="cols")
+
+
+def test_tuning_overrides_chunks_and_schedule(device, monkeypatch):
+    """greyhound._tuning: chunk_rows sets the automatic row chunks, vocab_schedule (+ vocab_chunk) the loss-only
+    pass's schedule; an explicit chunk_size still wins, and the results stay right."""
+    from greyhound import _tuning
+    x, weight, bias, target = make_inputs(10, 8, 300, torch.float32, device, with_bias=True, ignored=(2,))
+    rows_seen, vocab_chunks = [], []
+    launch, vocab_kernel = lce._cross_entropy_rows, lce._vocab_chunk_kernel
+    monkeypatch.setattr(lce, "_cross_entropy_rows", lambda logits, *a, **k: rows_seen.append(logits.shape[0])
+                        or launch(logits, *a, **k))
+
+    class Spy:  # kernel[grid](...) with the chunk width recorded
+        def __getitem__(self, grid):
+            def run(*args, **kwargs):
+                vocab_chunks.append(args[8])
+                return vocab_kernel[grid](*args, **kwargs)
+            return run
+
+    monkeypatch.setattr(lce, "_vocab_chunk_kernel", Spy())
+    with _tuning.override(lce.TUNING_OP, chunk_rows=4):
+        check_against_reference(x, weight, bias, target)
+        assert rows_seen == [4, 4, 2]
+        rows_seen.clear()
+        check_against_reference(x, weight, bias, target, chunk_size=7)
+        assert rows_seen == [7, 3]
+    with _tuning.override(lce.TUNING_OP, vocab_schedule=True, vocab_chunk=128), torch.no_grad():
+        loss = chunked_linear_cross_entropy(x, weight, target, bias)
+    assert vocab_chunks == [128, 128, 44]
+    assert rel_err(loss, chunked_linear_cross_entropy_reference(x.double(), weight.double(), target,
+                                                                bias.double())) < 1e-5

@@ -218,6 +218,28 @@ def test_default_configs():
     assert ops._forward_config(300) == (512, 1, True) and ops._backward_config(16) == (16, 1)
 
 
+def test_tuning_overrides_the_kernel_configs(device):
+    from greyhound import _tuning
+    with _tuning.override(ops.TUNING_OP, fwd_block_v=4096, fwd_warps=8, bwd_block_v=1024, prefetch="0"):
+        assert ops._forward_config(128256) == (4096, 8, False) and ops._backward_config(128256) == (1024, 2)
+        logits, target = make_case((3,), 700, torch.float32, device)  # one 4096-wide block, 1024-wide backward
+        check_against_reference(logits, target, temperature=1.0, with_entropy=True)
+    with _tuning.override(ops.TUNING_OP, bwd_block_v=100), pytest.raises(ValueError, match="bwd_block_v"):
+        ops._backward_config(128256)
+    calls = []
+    launch = ops._launch_forward
+    hidden = torch.randn(10, 8, device=device)
+    weight = torch.randn(50, 8, device=device)
+    target = torch.randint(0, 50, (10,), device=device)
+    with _tuning.override(ops.TUNING_OP, linear_chunk_rows=3):
+        ops._launch_forward = lambda logits, *a, **k: calls.append(logits.shape[0]) or launch(logits, *a, **k)
+        try:
+            linear_logprobs(hidden, weight, target)
+        finally:
+            ops._launch_forward = launch
+    assert calls == [3, 3, 3, 1]
+
+
 @pytest.mark.parametrize("with_entropy", [False, True])
 def test_unchecked_out_of_range_target_gives_nan(device, with_entropy):
     logits, target = make_case((2, 5), 90, torch.float32, device)
@@ -379,3 +401,76 @@ def test_gpu_linear_bf16():
     target = torch.randint(0, 32000, (2, 300), device="cuda")
     check_linear(hidden, weight, None, target, temperature=1.0, with_entropy=True, chunk_size=128,
                  value_tol=2e-2, grad_tol=2e-2)
+
+
+# (moved from the former H200 check script) kernel specialisations, large and odd vocabularies, layouts, > 2^31
+@pytest.mark.gpu
+@pytest.mark.parametrize("temperature,grads", [(0.7, "logprob"), (1.3, "entropy")])
+def test_gpu_one_upstream_gradient(temperature, grads):
+    logits, target = make_case((4, 65), 128256, torch.bfloat16, "cuda")
+    check_against_reference(logits, target, temperature=temperature, with_entropy=True,
+                            logprob_grad=grads == "logprob", entropy_grad=grads == "entropy")
+
+
+@pytest.mark.gpu
+def test_gpu_large_odd_vocabulary():
+    logits, target = make_case((64,), 262144 + 77, torch.bfloat16, "cuda")
+    check_against_reference(logits, target, temperature=1.0, with_entropy=True)
+
+
+@pytest.mark.gpu
+def test_gpu_strided_logits_and_masked_vocabulary():
+    full, target = make_case((4, 130), 50257, torch.bfloat16, "cuda")  # odd V: unaligned rows, scalar loads
+    check_against_reference(full[:, :-1], target[:, :-1], temperature=1.0, with_entropy=True)
+    logits, _ = make_case((256,), 50257, torch.float32, "cuda")
+    logits[:, : 50257 // 8] = float("-inf")
+    target = torch.randint(50257 // 8, 50257, (256,), device="cuda")
+    check_against_reference(logits, target, temperature=1.0, with_entropy=True)
+
+
+@pytest.mark.gpu
+def test_gpu_unchecked_out_of_range_targets():
+    logits, target = make_case((8, 257), 128256, torch.bfloat16, "cuda")
+    bad = target.clone()
+    bad[0, 5], bad[3, 7] = 128256, -1
+    is_bad = (bad < 0) | (bad >= 128256)
+    leaf = logits.clone().requires_grad_()
+    out = logprobs(leaf, bad, check_target=False)
+    out.sum().backward()
+    ref_in = logits.double().requires_grad_()
+    ref = logprobs_reference(ref_in, torch.where(is_bad, 0, bad))
+    ref.sum().backward()
+    assert out[is_bad].isnan().all() and leaf.grad[is_bad].isnan().all()
+    assert rel_err(out[~is_bad], ref[~is_bad]) < 1e-5
+    assert rel_err(leaf.grad[~is_bad], ref_in.grad[~is_bad]) < GRAD_TOLERANCE[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_beyond_int32_elements():
+    # 16400 x 131072 bf16 logits > 2^31 elements: int64 offsets; checked on the first and last rows (fp64 reference)
+    rows, vocab = 16400, 131072
+    huge = torch.randn(rows, vocab, device="cuda", dtype=torch.bfloat16).requires_grad_()
+    target = torch.randint(0, vocab, (rows,), device="cuda")
+    out = logprobs(huge, target)
+    (grad,) = torch.autograd.grad(out, huge, torch.ones_like(out))
+    ends = torch.cat([torch.arange(4, device="cuda"), torch.arange(rows - 4, rows, device="cuda")])
+    ref_in = huge.detach()[ends].double().requires_grad_()
+    ref = logprobs_reference(ref_in, target[ends])
+    ref.sum().backward()
+    assert rel_err(out[ends], ref) < 1e-5
+    assert rel_err(grad[ends], ref_in.grad) < GRAD_TOLERANCE[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,rows,hidden_size,vocab", [(torch.bfloat16, 1000, 4096, 128256),
+                                                         (torch.float16, 300, 1024, 50257),
+                                                         (torch.float32, 300, 512, 50257)])
+@pytest.mark.parametrize("chunk_size", [None, 128])
+def test_gpu_linear_with_bias(dtype, rows, hidden_size, vocab, chunk_size):
+    hidden = torch.randn(rows, hidden_size, device="cuda").to(dtype)
+    weight = (torch.randn(vocab, hidden_size, device="cuda") / hidden_size**0.5).to(dtype)
+    bias = torch.randn(vocab, device="cuda").to(dtype)
+    target = torch.randint(0, vocab, (rows,), device="cuda")
+    tolerance = GRAD_TOLERANCE[dtype]
+    check_linear(hidden, weight, bias, target, temperature=0.9, with_entropy=True, chunk_size=chunk_size,
+                 value_tol=tolerance, grad_tol=tolerance)
