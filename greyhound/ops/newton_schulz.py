@@ -84,8 +84,8 @@ def _symmetric_product_kernel(
     x_ptr, y_ptr, addend_ptr, out_ptr, size, depth,
     stride_xb, stride_xr, stride_xc, stride_yb, stride_yr, stride_yc, stride_ob, stride_or, stride_oc,
     alpha, beta, gamma,
-    HAS_ADDEND: tl.constexpr, HAS_IDENTITY: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr,
-    BLOCK_K: tl.constexpr,
+    HAS_ADDEND: tl.constexpr, HAS_IDENTITY: tl.constexpr, EXACT_SYMMETRY: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
     """out = alpha · X Yᵀ (+ beta · addend) (+ gamma · I) for X, Y [size, depth] whose product X Yᵀ is symmetric (Y = X,
     or two commuting symmetric matrices: polynomials of one Gram matrix); out and addend [size, size], symmetric.
@@ -120,20 +120,19 @@ def _symmetric_product_kernel(
         acc += beta * addend.to(tl.float32)
     if HAS_IDENTITY:
         acc += tl.where(rows[:, None] == cols[None, :], gamma, 0.0)
+    if EXACT_SYMMETRY and tile_row == tile_col:
+        # The Gram iteration's products: a diagonal tile's lower half is its upper half's transpose. (With rounding,
+        # X Yᵀ of commuting X, Y is not symmetric, and the Gram iteration reads these matrices through their
+        # transposes: with diagonal tiles stored as computed its fp32 error was 15x that of symmetric products.) The
+        # standard iteration does not need it and keeps v1's stores: on the H200 a triangle-masked store of the
+        # diagonal tiles made it 20-75% slower (docs/perf/newton_schulz.md).
+        acc = tl.where(rows[:, None] <= cols[None, :], acc, tl.trans(acc))
     tile = acc.to(out_ptr.dtype.element_ty)
-    mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
-    mirror_mask = col_mask[:, None] & row_mask[None, :]
-    if tile_row == tile_col:
-        # Exactly symmetric: a diagonal tile stores its entries on and above the diagonal and mirrors them below it
-        # (with rounding, X Yᵀ of commuting X, Y is not symmetric, and the Gram iteration reads these matrices
-        # through their transposes: storing diagonal tiles as computed made its fp32 error 15x that of symmetric
-        # products). Off-diagonal tiles keep mask-free rows, so that their stores stay 16-byte vectors (a triangle
-        # mask on every tile made the whole iteration ~40% slower on the H200).
-        tl.store(out_ptr + tile_offsets, tile, mask=tile_mask & (rows[:, None] <= cols[None, :]))
-        tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=mirror_mask & (cols[:, None] > rows[None, :]))
-    else:
-        tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
-        tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=mirror_mask)
+    tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
+    # The mirror tile below the diagonal; a diagonal tile is its own mirror and is stored once.
+    if tile_row != tile_col:
+        mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
+        tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=col_mask[:, None] & row_mask[None, :])
 
 
 @triton.jit
@@ -218,9 +217,11 @@ def _batch_slices(batch):
     return [slice(start, min(batch, start + MAX_GRID_BATCH)) for start in range(0, batch, MAX_GRID_BATCH)]
 
 
-def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma=None, config=None):
+def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma=None, exact=False,
+                              config=None):
     """out[i] = alpha · x[i] y[i]ᵀ (+ beta · addend[i]) (+ gamma · I), both triangles written: x, y [B, size, depth]
-    (y defaults to x; x[i] y[i]ᵀ must be symmetric), out and addend [B, size, size] with equal strides."""
+    (y defaults to x; x[i] y[i]ᵀ must be symmetric), out and addend [B, size, size] with equal strides. exact: the
+    diagonal tiles made exactly symmetric too (the Gram iteration's products)."""
     batch, size, depth = x.shape
     y = x if y is None else y
     block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
@@ -230,7 +231,8 @@ def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, 
         _symmetric_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
             x_part, y_part, out_part if addend is None else addend[part], out_part, size, depth,
             *x_part.stride(), *y_part.stride(), *out_part.stride(), alpha, beta, 0.0 if gamma is None else gamma,
-            HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, INPUT_PRECISION=_input_precision(x.dtype),
+            HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, EXACT_SYMMETRY=exact,
+            INPUT_PRECISION=_input_precision(x.dtype),
             BLOCK=block, BLOCK_K=block_k, num_warps=num_warps, num_stages=num_stages,
         )
     return out
@@ -430,25 +432,26 @@ def _gram_iteration(x, schedule, result):
     x_next = None
     have_q = False
     restarts = _gram_restarts(len(schedule))
-    _launch_symmetric_product(x, R)  # R = X Xᵀ
+    _launch_symmetric_product(x, R, exact=True)  # R = X Xᵀ
     for step, (a, b, c) in enumerate(schedule):
         if step in restarts:  # X ← Q X, R ← X Xᵀ, Q ← I
             x_next = torch.empty_like(x) if x_next is None else x_next
             _launch_apply(Q, x, x_next, alpha=0.0)
             x, x_next = x_next, x
-            _launch_symmetric_product(x, R)
+            _launch_symmetric_product(x, R, exact=True)
             have_q = False
-        _launch_symmetric_product(R, step_buffer, alpha=c, beta=b, addend=R, gamma=a)  # P = c·R R + b·R + a·I
+        # P = c·R R + b·R + a·I
+        _launch_symmetric_product(R, step_buffer, alpha=c, beta=b, addend=R, gamma=a, exact=True)
         if have_q:
-            _launch_symmetric_product(Q, spare, y=step_buffer)  # Q ← Q P
+            _launch_symmetric_product(Q, spare, y=step_buffer, exact=True)  # Q ← Q P
             Q, spare = spare, Q
             poly = step_buffer
         else:
             Q, step_buffer = step_buffer, Q  # Q = P; the old Q buffer holds the next step's P
             poly, have_q = Q, True
         if step < len(schedule) - 1 and step + 1 not in restarts:
-            _launch_symmetric_product(R, spare, y=poly)  # R P
-            _launch_symmetric_product(poly, R, y=spare)  # R ← P (R P)
+            _launch_symmetric_product(R, spare, y=poly, exact=True)  # R P
+            _launch_symmetric_product(poly, R, y=spare, exact=True)  # R ← P (R P)
     _launch_apply(Q, x, result, alpha=0.0)  # X_k = Q X, in G's dtype and layout
 
 
