@@ -477,9 +477,12 @@ def _conv_norm_setup_context(ctx, inputs, output):
     ctx.save_for_backward(x, conv_weight, conv_bias, norm_weight, norm_bias, mean, rstd)
     ctx.dilation = dilation
     ctx.mark_non_differentiable(mean, rstd)
+    ctx.set_materialize_grads(False)  # no zero-filled gradients for the statistics
 
 
 def _conv_norm_backward_formula(ctx, dz, _grad_mean, _grad_rstd):
+    if dz is None:
+        return (None,) * 8
     grads = torch.ops.greyhound.conv_norm_bwd(dz, *ctx.saved_tensors, ctx.dilation)
     return (*(g if needed else None for g, needed in zip(grads, ctx.needs_input_grad[:5])), None, None, None)
 
@@ -1166,9 +1169,14 @@ def _cheri_block_setup_context(ctx, inputs, output):
                           fc2_bias, hidden, mean, rstd)
     ctx.dilation, ctx.eps = dilation, eps
     ctx.mark_non_differentiable(hidden, mean, rstd)
+    # Otherwise autograd hands the backward a zero-filled gradient of `hidden` (N, L, E): asv on the H200 measured
+    # the training step's peak memory 22% higher and its time 2-5% slower than the autograd.Function it replaced.
+    ctx.set_materialize_grads(False)
 
 
 def _cheri_block_backward(ctx, grad_out, _grad_hidden, _grad_mean, _grad_rstd):
+    if grad_out is None:
+        return (None,) * 13
     needs = list(ctx.needs_input_grad[:9])
     grads = torch.ops.greyhound.cheri_block_bwd(grad_out, *ctx.saved_tensors, ctx.dilation, ctx.eps, needs)
     return (*(g if need else None for g, need in zip(grads, needs)), None, None, None, None)

@@ -81,19 +81,73 @@ def _upper_tile(pid):
 
 @triton.jit
 def _symmetric_product_kernel(
+    x_ptr, addend_ptr, out_ptr, size, depth,
+    stride_xb, stride_xr, stride_xc, stride_ob, stride_or, stride_oc,
+    alpha, beta,
+    HAS_ADDEND: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """out = alpha · X Xᵀ (+ beta · addend) for X [size, depth]; out and addend [size, size], symmetric.
+
+    Grid (tiles on or above the diagonal, 1, batch): each program computes one such tile (fp32 accumulation of
+    X's dtype) and stores it and its mirror, in out's dtype. The addend (strides of out) is read in fp32.
+    """
+    tile_row, tile_col = _upper_tile(tl.program_id(0))
+    batch = tl.program_id(2).to(tl.int64)
+    x_ptr += batch * stride_xb
+    out_ptr += batch * stride_ob
+    rows = tile_row * BLOCK + tl.arange(0, BLOCK)
+    cols = tile_col * BLOCK + tl.arange(0, BLOCK)
+    k = tl.arange(0, BLOCK_K)
+    row_mask, col_mask = rows < size, cols < size
+    left_ptrs = x_ptr + rows[:, None] * stride_xr + k[None, :] * stride_xc
+    right_ptrs = x_ptr + cols[:, None] * stride_xr + k[None, :] * stride_xc  # rows of X: columns of Xᵀ
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k_start in range(0, depth, BLOCK_K):
+        k_mask = (k_start + k) < depth
+        left = tl.load(left_ptrs, mask=row_mask[:, None] & k_mask[None, :], other=0.0)
+        right = tl.load(right_ptrs, mask=col_mask[:, None] & k_mask[None, :], other=0.0)
+        acc = tl.dot(left, tl.trans(right), acc, input_precision=INPUT_PRECISION)
+        left_ptrs += BLOCK_K * stride_xc
+        right_ptrs += BLOCK_K * stride_xc
+    acc = acc * alpha
+    tile_offsets = rows[:, None] * stride_or + cols[None, :] * stride_oc
+    tile_mask = row_mask[:, None] & col_mask[None, :]
+    if HAS_ADDEND:
+        addend = tl.load(addend_ptr + batch * stride_ob + tile_offsets, mask=tile_mask, other=0.0)
+        acc += beta * addend.to(tl.float32)
+    tile = acc.to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
+    # The mirror tile below the diagonal; a diagonal tile is its own mirror and is stored once.
+    if tile_row != tile_col:
+        mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
+        tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=col_mask[:, None] & row_mask[None, :])
+
+
+@triton.jit
+def _gram_product_kernel(
     x_ptr, y_ptr, addend_ptr, out_ptr, size, depth,
     stride_xb, stride_xr, stride_xc, stride_yb, stride_yr, stride_yc, stride_ob, stride_or, stride_oc,
     alpha, beta, gamma,
-    HAS_ADDEND: tl.constexpr, HAS_IDENTITY: tl.constexpr, EXACT_SYMMETRY: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
+    HAS_ADDEND: tl.constexpr, HAS_IDENTITY: tl.constexpr, DIAGONAL: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """out = alpha · X Yᵀ (+ beta · addend) (+ gamma · I) for X, Y [size, depth] whose product X Yᵀ is symmetric (Y = X,
-    or two commuting symmetric matrices: polynomials of one Gram matrix); out and addend [size, size], symmetric.
+    """The Gram iteration's products: out = alpha · X Yᵀ (+ beta · addend) (+ gamma · I) for X, Y [size, depth] whose
+    product is symmetric (two commuting symmetric matrices: polynomials of one Gram matrix, or Y = X); out and addend
+    [size, size], stored exactly symmetric.
 
-    Grid (tiles on or above the diagonal, 1, batch): each program computes one such tile (fp32 accumulation of
-    the operands' dtype) and stores it and its mirror, in out's dtype. The addend (strides of out) is read in fp32.
+    Launched twice (`_launch_gram_product`): DIAGONAL=False, grid (t(t−1)/2, 1, batch), one program per tile strictly
+    above the diagonal, stored with its mirror exactly as in _symmetric_product_kernel; DIAGONAL=True, grid (t, 1,
+    batch), the diagonal tiles, whose lower half is made the transpose of their upper half. (With rounding, X Yᵀ of
+    commuting X, Y is not symmetric, and the Gram iteration reads these matrices through their transposes: diagonal
+    tiles stored as computed made its fp32 error 15x that of symmetric products. Doing that in every program, or
+    masking the stores, made the products 13-75% slower on the H200: docs/perf/newton_schulz.md.)
     """
-    tile_row, tile_col = _upper_tile(tl.program_id(0))
+    if DIAGONAL:
+        tile_row = tl.program_id(0)
+        tile_col = tile_row
+    else:
+        tile_row, tile_col = _upper_tile(tl.program_id(0))  # over t − 1 columns: shift right by one
+        tile_col += 1
     batch = tl.program_id(2).to(tl.int64)
     x_ptr += batch * stride_xb
     y_ptr += batch * stride_yb
@@ -120,17 +174,12 @@ def _symmetric_product_kernel(
         acc += beta * addend.to(tl.float32)
     if HAS_IDENTITY:
         acc += tl.where(rows[:, None] == cols[None, :], gamma, 0.0)
-    if EXACT_SYMMETRY and tile_row == tile_col:
-        # The Gram iteration's products: a diagonal tile's lower half is its upper half's transpose. (With rounding,
-        # X Yᵀ of commuting X, Y is not symmetric, and the Gram iteration reads these matrices through their
-        # transposes: with diagonal tiles stored as computed its fp32 error was 15x that of symmetric products.) The
-        # standard iteration does not need it and keeps v1's stores: on the H200 a triangle-masked store of the
-        # diagonal tiles made it 20-75% slower (docs/perf/newton_schulz.md).
+    if DIAGONAL:
         acc = tl.where(rows[:, None] <= cols[None, :], acc, tl.trans(acc))
-    tile = acc.to(out_ptr.dtype.element_ty)
-    tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
-    # The mirror tile below the diagonal; a diagonal tile is its own mirror and is stored once.
-    if tile_row != tile_col:
+        tl.store(out_ptr + tile_offsets, acc.to(out_ptr.dtype.element_ty), mask=tile_mask)
+    else:
+        tile = acc.to(out_ptr.dtype.element_ty)
+        tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
         mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
         tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=col_mask[:, None] & row_mask[None, :])
 
@@ -217,24 +266,43 @@ def _batch_slices(batch):
     return [slice(start, min(batch, start + MAX_GRID_BATCH)) for start in range(0, batch, MAX_GRID_BATCH)]
 
 
-def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma=None, exact=False,
-                              config=None):
-    """out[i] = alpha · x[i] y[i]ᵀ (+ beta · addend[i]) (+ gamma · I), both triangles written: x, y [B, size, depth]
-    (y defaults to x; x[i] y[i]ᵀ must be symmetric), out and addend [B, size, size] with equal strides. exact: the
-    diagonal tiles made exactly symmetric too (the Gram iteration's products)."""
+def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, config=None):
+    """out[i] = alpha · x[i] x[i]ᵀ (+ beta · addend[i]), both triangles written: x [B, size, depth], out and addend
+    [B, size, size] with equal strides."""
+    batch, size, depth = x.shape
+    block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
+    tiles = triton.cdiv(size, block)
+    for part in _batch_slices(batch):
+        x_part, out_part = x[part], out[part]
+        _symmetric_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
+            x_part, out_part if addend is None else addend[part], out_part, size, depth,
+            *x_part.stride(), *out_part.stride(), alpha, beta,
+            HAS_ADDEND=addend is not None, INPUT_PRECISION=_input_precision(x.dtype), BLOCK=block, BLOCK_K=block_k,
+            num_warps=num_warps, num_stages=num_stages,
+        )
+    return out
+
+
+def _launch_gram_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma=None, config=None):
+    """out[i] = alpha · x[i] y[i]ᵀ (+ beta · addend[i]) (+ gamma · I), exactly symmetric: x, y [B, size, depth] (y
+    defaults to x; x[i] y[i]ᵀ must be symmetric), out and addend [B, size, size] with equal strides. Two launches:
+    the tiles above the diagonal (with their mirrors), then the diagonal tiles."""
     batch, size, depth = x.shape
     y = x if y is None else y
     block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
     tiles = triton.cdiv(size, block)
     for part in _batch_slices(batch):
         x_part, y_part, out_part = x[part], y[part], out[part]
-        _symmetric_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
-            x_part, y_part, out_part if addend is None else addend[part], out_part, size, depth,
-            *x_part.stride(), *y_part.stride(), *out_part.stride(), alpha, beta, 0.0 if gamma is None else gamma,
-            HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, EXACT_SYMMETRY=exact,
-            INPUT_PRECISION=_input_precision(x.dtype),
-            BLOCK=block, BLOCK_K=block_k, num_warps=num_warps, num_stages=num_stages,
-        )
+        for diagonal, programs in ((False, tiles * (tiles - 1) // 2), (True, tiles)):
+            if programs == 0:
+                continue
+            _gram_product_kernel[(programs, 1, x_part.shape[0])](
+                x_part, y_part, out_part if addend is None else addend[part], out_part, size, depth,
+                *x_part.stride(), *y_part.stride(), *out_part.stride(), alpha, beta, 0.0 if gamma is None else gamma,
+                HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, DIAGONAL=diagonal,
+                INPUT_PRECISION=_input_precision(x.dtype), BLOCK=block, BLOCK_K=block_k, num_warps=num_warps,
+                num_stages=num_stages,
+            )
     return out
 
 
@@ -432,26 +500,26 @@ def _gram_iteration(x, schedule, result):
     x_next = None
     have_q = False
     restarts = _gram_restarts(len(schedule))
-    _launch_symmetric_product(x, R, exact=True)  # R = X Xᵀ
+    _launch_gram_product(x, R)  # R = X Xᵀ
     for step, (a, b, c) in enumerate(schedule):
         if step in restarts:  # X ← Q X, R ← X Xᵀ, Q ← I
             x_next = torch.empty_like(x) if x_next is None else x_next
             _launch_apply(Q, x, x_next, alpha=0.0)
             x, x_next = x_next, x
-            _launch_symmetric_product(x, R, exact=True)
+            _launch_gram_product(x, R)
             have_q = False
         # P = c·R R + b·R + a·I
-        _launch_symmetric_product(R, step_buffer, alpha=c, beta=b, addend=R, gamma=a, exact=True)
+        _launch_gram_product(R, step_buffer, alpha=c, beta=b, addend=R, gamma=a)
         if have_q:
-            _launch_symmetric_product(Q, spare, y=step_buffer, exact=True)  # Q ← Q P
+            _launch_gram_product(Q, spare, y=step_buffer)  # Q ← Q P
             Q, spare = spare, Q
             poly = step_buffer
         else:
             Q, step_buffer = step_buffer, Q  # Q = P; the old Q buffer holds the next step's P
             poly, have_q = Q, True
         if step < len(schedule) - 1 and step + 1 not in restarts:
-            _launch_symmetric_product(R, spare, y=poly, exact=True)  # R P
-            _launch_symmetric_product(poly, R, y=spare, exact=True)  # R ← P (R P)
+            _launch_gram_product(R, spare, y=poly)  # R P
+            _launch_gram_product(poly, R, y=spare)  # R ← P (R P)
     _launch_apply(Q, x, result, alpha=0.0)  # X_k = Q X, in G's dtype and layout
 
 

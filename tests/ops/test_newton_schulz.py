@@ -79,12 +79,15 @@ def test_gram_product_kernel_with_two_operands_and_identity(device, small_tiles)
     """P = c·R R + b·R + a·I and Q P for commuting symmetric Q, P: both triangles, the identity on the diagonal only."""
     x = torch.randn(2, 53, 70, device=device)
     R = x.double() @ x.double().mT / 70
-    poly = ops._launch_symmetric_product(R.float(), torch.full((2, 53, 53), float("nan"), device=device),
-                                         alpha=2.0, beta=-3.0, addend=R.float(), gamma=1.5)
+    poly = ops._launch_gram_product(R.float(), torch.full((2, 53, 53), float("nan"), device=device),
+                                    alpha=2.0, beta=-3.0, addend=R.float(), gamma=1.5)
     expected = 2.0 * R @ R - 3.0 * R + 1.5 * torch.eye(53, dtype=torch.float64, device=device)
     assert rel_err(poly, expected) < 1e-6
-    product = ops._launch_symmetric_product(R.float(), torch.empty_like(poly), y=poly)
+    product = ops._launch_gram_product(R.float(), torch.full_like(poly, float("nan")), y=poly)
     assert rel_err(product, R @ expected) < 1e-6
+    # exactly symmetric, diagonal tiles included (R P computed in fp32 is not: the Gram iteration relies on it)
+    assert torch.equal(poly, poly.mT) and torch.equal(product, product.mT)
+    assert not torch.equal(R.float() @ poly, (R.float() @ poly).mT)
 
 
 def test_tuning_override_forces_the_method_and_tiles(device):
