@@ -128,26 +128,21 @@ def _gram_product_kernel(
     x_ptr, y_ptr, addend_ptr, out_ptr, size, depth,
     stride_xb, stride_xr, stride_xc, stride_yb, stride_yr, stride_yc, stride_ob, stride_or, stride_oc,
     alpha, beta, gamma,
-    HAS_ADDEND: tl.constexpr, HAS_IDENTITY: tl.constexpr, DIAGONAL: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-    BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
+    HAS_ADDEND: tl.constexpr, HAS_IDENTITY: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     """The Gram iteration's products: out = alpha · X Yᵀ (+ beta · addend) (+ gamma · I) for X, Y [size, depth] whose
     product is symmetric (two commuting symmetric matrices: polynomials of one Gram matrix, or Y = X); out and addend
     [size, size], stored exactly symmetric.
 
-    Launched twice (`_launch_gram_product`): DIAGONAL=False, grid (t(t−1)/2, 1, batch), one program per tile strictly
-    above the diagonal, stored with its mirror exactly as in _symmetric_product_kernel; DIAGONAL=True, grid (t, 1,
-    batch), the diagonal tiles, whose lower half is made the transpose of their upper half. (With rounding, X Yᵀ of
-    commuting X, Y is not symmetric, and the Gram iteration reads these matrices through their transposes: diagonal
-    tiles stored as computed made its fp32 error 15x that of symmetric products. Doing that in every program, or
-    masking the stores, made the products 13-75% slower on the H200: docs/perf/newton_schulz.md.)
+    Grid (tiles on or above the diagonal, 1, batch), as _symmetric_product_kernel; a diagonal tile's lower half is
+    made the transpose of its upper half. (With rounding, X Yᵀ of commuting X, Y is not symmetric, and the Gram
+    iteration reads these matrices through their transposes: diagonal tiles stored as computed made its fp32 error
+    15x that of symmetric products.) This is the form asv measured at 3101637 (4096 × 14336: 5.00 ms); the standard
+    iteration keeps v1's kernel, which it ran 13-45% faster than this one; launching the diagonal tiles separately
+    (3200461) made the Gram iteration 16% slower (a 32-program tail launch per product): docs/perf/newton_schulz.md.
     """
-    if DIAGONAL:
-        tile_row = tl.program_id(0)
-        tile_col = tile_row
-    else:
-        tile_row, tile_col = _upper_tile(tl.program_id(0))  # over t − 1 columns: shift right by one
-        tile_col += 1
+    tile_row, tile_col = _upper_tile(tl.program_id(0))
     batch = tl.program_id(2).to(tl.int64)
     x_ptr += batch * stride_xb
     y_ptr += batch * stride_yb
@@ -174,12 +169,11 @@ def _gram_product_kernel(
         acc += beta * addend.to(tl.float32)
     if HAS_IDENTITY:
         acc += tl.where(rows[:, None] == cols[None, :], gamma, 0.0)
-    if DIAGONAL:
+    if tile_row == tile_col:
         acc = tl.where(rows[:, None] <= cols[None, :], acc, tl.trans(acc))
-        tl.store(out_ptr + tile_offsets, acc.to(out_ptr.dtype.element_ty), mask=tile_mask)
-    else:
-        tile = acc.to(out_ptr.dtype.element_ty)
-        tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
+    tile = acc.to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
+    if tile_row != tile_col:
         mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
         tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=col_mask[:, None] & row_mask[None, :])
 
@@ -285,24 +279,19 @@ def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, config=N
 
 def _launch_gram_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma=None, config=None):
     """out[i] = alpha · x[i] y[i]ᵀ (+ beta · addend[i]) (+ gamma · I), exactly symmetric: x, y [B, size, depth] (y
-    defaults to x; x[i] y[i]ᵀ must be symmetric), out and addend [B, size, size] with equal strides. Two launches:
-    the tiles above the diagonal (with their mirrors), then the diagonal tiles."""
+    defaults to x; x[i] y[i]ᵀ must be symmetric), out and addend [B, size, size] with equal strides."""
     batch, size, depth = x.shape
     y = x if y is None else y
     block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
     tiles = triton.cdiv(size, block)
     for part in _batch_slices(batch):
         x_part, y_part, out_part = x[part], y[part], out[part]
-        for diagonal, programs in ((False, tiles * (tiles - 1) // 2), (True, tiles)):
-            if programs == 0:
-                continue
-            _gram_product_kernel[(programs, 1, x_part.shape[0])](
-                x_part, y_part, out_part if addend is None else addend[part], out_part, size, depth,
-                *x_part.stride(), *y_part.stride(), *out_part.stride(), alpha, beta, 0.0 if gamma is None else gamma,
-                HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, DIAGONAL=diagonal,
-                INPUT_PRECISION=_input_precision(x.dtype), BLOCK=block, BLOCK_K=block_k, num_warps=num_warps,
-                num_stages=num_stages,
-            )
+        _gram_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
+            x_part, y_part, out_part if addend is None else addend[part], out_part, size, depth,
+            *x_part.stride(), *y_part.stride(), *out_part.stride(), alpha, beta, 0.0 if gamma is None else gamma,
+            HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, INPUT_PRECISION=_input_precision(x.dtype),
+            BLOCK=block, BLOCK_K=block_k, num_warps=num_warps, num_stages=num_stages,
+        )
     return out
 
 
