@@ -163,12 +163,18 @@ def main(argv=None):
         parser.error(f"--mode: {', '.join(bad_modes)} not one of {', '.join(suite.modes)}")
     default = (suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes)[0]
     shape_values = [_values(getattr(args, name), default[name]) for name in suite.param_names[2:]]
-    combos = [(p, m, *values) for p, m, values in itertools.product(providers, modes,
-                                                                     itertools.product(*shape_values))]
+    combos, not_served = [], []
+    for provider, mode, values in itertools.product(providers, modes, itertools.product(*shape_values)):
+        shape = dict(zip(suite.param_names[2:], values))
+        # the suite's own filter (e.g. an inference-only path has no full mode), as asv skips the combination
+        served = suite.serves(harness.split_variant(provider)[0], mode, shape)
+        (combos if served else not_served).append((provider, mode, *values))
     swept = [name for name, values in zip(suite.param_names[2:], shape_values) if len(values) > 1]
     x_name = suite.x_name if suite.x_name in swept or not swept else swept[0]
     measured = harness.measure_suites_of(suite, combos)
     print(f"{suite.kernel_name}: {len(combos)} combinations, p50 ms [p20–p80], peak MiB")
+    for provider, mode, *values in not_served:
+        print(f"  {provider} {mode} {dict(zip(suite.param_names[2:], values))}: not served by this provider (n/a)")
     width = max(28, *(len(p) for p in providers))
     for (provider, mode, *values), result in measured.items():
         shape = ", ".join(f"{n}={v}" for n, v in zip(suite.param_names[2:], values))

@@ -35,6 +35,8 @@ _tuning.register(
     bwd_block_d=(int, "backward tile width along D (power of 2)"),
     bwd_warps=(int, "backward num_warps"),
     bwd_programs_per_sm=(int, "backward programs per SM: how many chunks of L each (batch, D block) is cut into"),
+    bwd_two_pass=(bool, "silu backward in two passes: g = grad_out·silu'(pre) once per position into a buffer of "
+                        "x's shape and dtype, then the activation-free backward (an experiment: one more tensor)"),
 )
 
 
@@ -251,6 +253,44 @@ def _causal_conv1d_backward_kernel(
 
 
 @triton.jit
+def _causal_conv1d_silu_grad_kernel(
+    x_ptr, weight_ptr, bias_ptr, seq_idx_ptr, init_ptr, grad_out_ptr, g_ptr,
+    seq_len, dim, dilation, state_len, first_block,
+    stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_seq_b, stride_seq_l,
+    stride_init_b, stride_init_d, stride_init_s, stride_go_b, stride_go_d, stride_go_l,
+    stride_g_b, stride_g_d, stride_g_l,
+    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SEQ_IDX: tl.constexpr, HAS_INIT: tl.constexpr,
+    BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """The two-pass backward's first pass (tunable bwd_two_pass): g = grad_out · silu'(pre) at every position, pre
+    recomputed once per position exactly as the forward kernel computes it (same grid and masks), fp32 math, stored
+    in g's dtype. The second pass is the backward kernel without the activation, reading g for grad_out."""
+    batch = tl.program_id(2).to(tl.int64)
+    start = (first_block + tl.program_id(0)).to(tl.int64) * BLOCK_L
+    times = start + tl.arange(0, BLOCK_L)
+    channels = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    mask = (times < seq_len)[:, None] & (channels < dim)[None, :]
+    channel_mask = channels < dim
+    seq_row = seq_idx_ptr + batch * stride_seq_b
+    time_seq = times  # placeholder: only read with HAS_SEQ_IDX
+    if HAS_SEQ_IDX:
+        time_seq = _sequence_ids(seq_row, times, seq_len, stride_seq_l)
+    bias = tl.zeros([BLOCK_D], dtype=tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
+    pre = _pre_activation(x_ptr + batch * stride_x_b, init_ptr + batch * stride_init_b, seq_row, weight_ptr, bias,
+                          times, time_seq, channels, channel_mask, seq_len, dilation, state_len,
+                          stride_x_l, stride_x_d, stride_w_d, stride_w_k, stride_seq_l, stride_init_s, stride_init_d,
+                          0, WIDTH, HAS_SEQ_IDX, HAS_INIT, BLOCK_L, BLOCK_D)
+    grad_ptrs = grad_out_ptr + batch * stride_go_b + times[:, None] * stride_go_l + channels[None, :] * stride_go_d
+    grad = tl.load(grad_ptrs, mask=mask, other=0.0).to(tl.float32)
+    sig = tl.sigmoid(pre)
+    g = grad * sig * (1.0 + pre * (1.0 - sig))
+    g_ptrs = g_ptr + batch * stride_g_b + times[:, None] * stride_g_l + channels[None, :] * stride_g_d
+    tl.store(g_ptrs, g.to(g_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _causal_conv1d_update_kernel(
     x_ptr, state_ptr, weight_ptr, bias_ptr, out_ptr, dim, dilation, state_len,
     stride_x_b, stride_x_d, stride_s_b, stride_s_d, stride_s_s, stride_w_d, stride_w_k, stride_out_b, stride_out_d,
@@ -386,8 +426,35 @@ def _backward_chunks(num_tiles, batch, d_blocks, device):
     return triton.cdiv(num_tiles, tiles_per_program), tiles_per_program
 
 
+def _launch_silu_grad(x, weight, bias, seq_idx, initial_states, grad_out, dilation):
+    """g = grad_out · silu'(pre) (the two-pass backward's first pass): x's shape, dtype and layout."""
+    batch, dim, seq_len = x.shape
+    width = weight.shape[1]
+    state_len = (width - 1) * dilation
+    g = torch.empty_like(x)
+    blocks = _block_config(x, width, backward=False)
+    l_blocks = triton.cdiv(seq_len, blocks.block_l)
+    head_blocks = min(l_blocks, _head_blocks(initial_states, state_len, blocks.block_l))
+    for first_block, num_blocks, has_init in ((0, head_blocks, True), (head_blocks, l_blocks - head_blocks, False)):
+        if num_blocks == 0:
+            continue
+        _causal_conv1d_silu_grad_kernel[(num_blocks, triton.cdiv(dim, blocks.block_d), batch)](
+            x, weight, x if bias is None else bias, x if seq_idx is None else seq_idx,
+            x if initial_states is None else initial_states, grad_out, g,
+            seq_len, dim, dilation, state_len, first_block,
+            *x.stride(), *weight.stride(), *_optional_strides(seq_idx, 2), *_optional_strides(initial_states, 3),
+            *grad_out.stride(), *g.stride(),
+            WIDTH=width, HAS_BIAS=bias is not None, HAS_SEQ_IDX=seq_idx is not None, HAS_INIT=has_init,
+            BLOCK_L=blocks.block_l, BLOCK_D=blocks.block_d, num_warps=blocks.num_warps,
+        )
+    return g
+
+
 def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, needs_grad):
     """(grad_x, grad_weight, grad_bias, grad_initial_states), None where `needs_grad` (four bools) says so."""
+    if silu and x.numel() > 0 and _tuning.get(TUNING_OP, "bwd_two_pass", False):
+        grad_out = _launch_silu_grad(x, weight, bias, seq_idx, initial_states, grad_out, dilation)
+        silu = False
     needs_x, needs_weight, needs_bias, needs_init = needs_grad
     batch, dim, seq_len = x.shape
     width = weight.shape[1]

@@ -68,3 +68,14 @@ def test_an_unknown_tunable_is_refused_by_name(capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "no tunable 'block_size'" in err and "loss_block_v" in err  # names it, and lists what there is
+
+
+def test_combinations_a_provider_does_not_serve_are_skipped_as_asv_skips_them(capsys):
+    """cheri_block's megakernel is inference only: a full-mode sweep of it measures nothing and says so (asv: n/a),
+    while the training path in the same command is measured."""
+    argv = ["cheri_block", "--mode", "full", "--providers", "greyhound-megakernel,greyhound-train", "--no-csv"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "cheri_block: 1 combinations" in out
+    assert "greyhound-megakernel full" in out and "not served by this provider (n/a)" in out
+    assert out.count("greyhound-train") == 1 and "FAILED" not in out

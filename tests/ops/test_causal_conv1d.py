@@ -155,6 +155,40 @@ def test_small_tiles_many_chunks(device, monkeypatch, blocks):
                             initial_states=torch.randn(2, 11, 9, device=device))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
+@pytest.mark.parametrize("blocks", [None, ops._Blocks(4, 8, 1)])
+def test_two_pass_backward_variant(device, monkeypatch, layout, blocks):
+    """The bwd_two_pass tuning variant (g = grad_out·silu'(pre) into a buffer, then the activation-free backward):
+    every gradient against fp64 with packed sequences, initial states and dilation, and the one-pass gradients."""
+    from greyhound import _tuning
+    if blocks is not None:
+        monkeypatch.setattr(ops, "_BLOCKS_OVERRIDE", blocks)
+        monkeypatch.setattr(ops, "_sm_count", lambda device: 2)
+    x = make_x(2, 11, 50, layout, device)
+    weight, bias = make_params(11, 4, device)
+    seq_idx = torch.tensor([[0] * 20 + [1] * 30, [3] * 50], device=device)
+    options = dict(activation="silu", dilation=3, seq_idx=seq_idx, initial_states=torch.randn(2, 11, 9, device=device))
+    leaves = [t.detach().clone().requires_grad_() for t in (x, weight, bias, options["initial_states"])]
+    grad_out = torch.randn(x.shape, device=device)
+
+    def grads():
+        for leaf in leaves:
+            leaf.grad = None
+        causal_conv1d(*leaves[:3], **{**options, "initial_states": leaves[3]}).backward(grad_out)
+        return [leaf.grad.clone() for leaf in leaves]
+
+    one_pass = grads()
+    first_passes = []
+    launch = ops._launch_silu_grad
+    monkeypatch.setattr(ops, "_launch_silu_grad", lambda *args: first_passes.append(1) or launch(*args))
+    with _tuning.override("causal_conv1d", bwd_two_pass=True):
+        check_against_reference(x, weight, bias, **options)
+        two_pass = grads()
+    assert len(first_passes) == 2  # the variant ran (once per backward)
+    for a, b in zip(one_pass, two_pass):
+        assert rel_err(b, a) < 1e-6
+
+
 def test_reference_paths_agree(device):
     """The reference's F.conv1d path and its tap-by-tap seq_idx path give the same for one sequence per row."""
     x = torch.randn(2, 6, 30, dtype=torch.float64, device=device)
@@ -404,3 +438,17 @@ def test_gpu_bf16_options():
     seq_idx = torch.repeat_interleave(torch.arange(3, device="cuda"), torch.tensor([100, 400, 277], device="cuda"))
     check_against_reference(x, weight, bias, activation="silu", dilation=2, seq_idx=seq_idx.expand(2, -1),
                             initial_states=torch.randn(2, 1024, 6, device="cuda").bfloat16())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
+def test_gpu_bf16_two_pass_backward_variant(layout):
+    """The bwd_two_pass tuning variant with compiled kernels: g rounded to bf16 once, gradients within bf16's
+    tolerance of fp64."""
+    from greyhound import _tuning
+    x = make_x(2, 1024, 777, layout, "cuda", torch.bfloat16)
+    weight, bias = make_params(1024, 4, "cuda", torch.bfloat16)
+    seq_idx = torch.repeat_interleave(torch.arange(3, device="cuda"), torch.tensor([100, 400, 277], device="cuda"))
+    with _tuning.override("causal_conv1d", bwd_two_pass=True):
+        check_against_reference(x, weight, bias, activation="silu", dilation=2, seq_idx=seq_idx.expand(2, -1),
+                                initial_states=torch.randn(2, 1024, 6, device="cuda").bfloat16())
