@@ -87,13 +87,13 @@ def build_parser(kernel_name, suite):
 
 
 def rows_for_csv(suite, measured, commit, gpu_name, x_name):
-    """CSV rows (tools.CSV_COLUMNS) of one sweep: speed rows with p20/p50/p80 in ms, memory rows in MiB."""
+    """CSV rows (tools.CSV_COLUMNS) of one sweep, built by tools.export.csv_row as the export builds asv's: speed
+    rows with p20/p50/p80 in ms, memory rows in MiB. No ceilings are measured in this process, so the roofline
+    columns carry the achieved rate without its share."""
     import datetime
     import json
 
-    import numpy as np
-
-    from tools.export import readable_label, roofline
+    from tools.export import csv_row, readable_label
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows = []
@@ -102,22 +102,16 @@ def rows_for_csv(suite, measured, commit, gpu_name, x_name):
             continue
         shape = dict(zip(suite.param_names[2:], values))
         x_value = shape.pop(x_name)
-        base = {"kernel_name": suite.kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
-                "x_name": x_name, "x_label": readable_label(x_name), "x_value": str(x_value),
-                "extra_benchmark_config_str": json.dumps(shape, sort_keys=True), "gpu_name": gpu_name,
-                "git_commit": commit, "timestamp": stamp, "asv_machine": "sweep-cli",
-                "asv_environment": f"python-{platform.python_version()}"}
-        p20, p50, p80 = np.percentile(np.asarray(result["samples"]) * 1e3, [20, 50, 80])
-        # no ceilings measured in this process: the achieved rate without its share (tools.export adds shares)
+        common = dict(kernel_name=suite.kernel_name, provider=provider, mode=mode, x_name=x_name,
+                      x_label=readable_label(x_name), x_value=str(x_value),
+                      extra=json.dumps(shape, sort_keys=True), ceilings=None, gpu_name=gpu_name, commit=commit,
+                      timestamp=stamp, machine="sweep-cli", environment=f"python-{platform.python_version()}")
         work = suite.work(mode, dict(zip(suite.param_names[2:], values)))
-        achieved, unit, share = roofline(work, float(p50) / 1e3, None)
-        rows.append({**base, "metric_name": "speed", "metric_unit": "ms", "y_value_50": repr(float(p50)),
-                     "y_value_20": repr(float(p20)), "y_value_80": repr(float(p80)), "achieved": achieved,
-                     "achieved_unit": unit, "ceiling_share": share})
+        rows.append(csv_row(metric_name="speed", metric_unit="ms", samples=result["samples"], value=None, scale=1e3,
+                            work=work, **common))
         if result["peak_bytes"] is not None:
-            rows.append({**base, "metric_name": "memory", "metric_unit": "MiB", "achieved": "", "achieved_unit": "",
-                         "ceiling_share": "", "y_value_50": repr(result["peak_bytes"] / 2**20), "y_value_20": "",
-                         "y_value_80": ""})
+            rows.append(csv_row(metric_name="memory", metric_unit="MiB", samples=[], value=result["peak_bytes"],
+                                scale=1.0 / 2**20, work=None, **common))
     return rows
 
 

@@ -290,6 +290,29 @@ def ceilings_of(result, benchmarks):
     return (bandwidth, rate) if bandwidth and rate else None
 
 
+def csv_row(*, kernel_name, provider, mode, metric_name, metric_unit, x_name, x_label, x_value, extra, samples, value,
+            scale, work, ceilings, gpu_name, commit, timestamp, machine, environment):
+    """One CSV row (CSV_COLUMNS) of a measured series, for tools.export and the sweep CLI alike. `samples`: the
+    recorded values in the benchmark's unit (seconds, bytes), p20/p50/p80 being numpy's linear percentiles; without
+    samples, `value` is p50 and p20/p80 stay empty. `scale` turns them into the CSV's unit (ms, MiB). The roofline
+    columns come from `work` ((bytes, FLOPs), time rows only) and the machine's `ceilings`."""
+    if samples:
+        p20, p50, p80 = np.percentile(np.asarray(samples, dtype=np.float64), [20, 50, 80])
+        y50, y20, y80 = (_number_text(v * scale) for v in (p50, p20, p80))
+    else:
+        p50 = value
+        y50, y20, y80 = _number_text(value * scale), "", ""
+    achieved, achieved_unit, share = roofline(work, p50 if metric_unit == "ms" else None, ceilings)
+    return {
+        "kernel_name": kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
+        "metric_name": metric_name, "metric_unit": metric_unit, "x_name": x_name, "x_label": x_label,
+        "x_value": x_value, "y_value_50": y50, "y_value_20": y20, "y_value_80": y80,
+        "extra_benchmark_config_str": extra, "gpu_name": gpu_name, "git_commit": commit, "timestamp": timestamp,
+        "asv_machine": machine, "asv_environment": environment,
+        "achieved": achieved, "achieved_unit": achieved_unit, "ceiling_share": share,
+    }
+
+
 def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceilings=None):
     """The CSV rows of one benchmark in one result file (several when it is parameterised)."""
     params = result.get_result_params(name) or []
@@ -314,24 +337,14 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
         x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
         extra = json.dumps({param: json_value for param, (_, json_value) in named.items()}, sort_keys=True)
         finite_samples = [s for s in combo_samples or [] if is_finite_number(s)]
-        if finite_samples:
-            p20, p50, p80 = np.percentile(np.asarray(finite_samples, dtype=np.float64), [20, 50, 80])
-            y50, y20, y80 = (_number_text(v * spec.scale) for v in (p50, p20, p80))
-        else:
+        if not finite_samples:
             summary.no_samples += 1
-            p50 = value
-            y50, y20, y80 = _number_text(value * spec.scale), "", ""
-        achieved, achieved_unit, share = roofline(work, p50 if spec.metric_unit == "ms" else None, ceilings)
-        rows.append({
-            "kernel_name": spec.kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
-            "metric_name": spec.metric_name, "metric_unit": spec.metric_unit,
-            "x_name": spec.x_name, "x_label": spec.x_label, "x_value": x_value,
-            "y_value_50": y50, "y_value_20": y20, "y_value_80": y80,
-            "extra_benchmark_config_str": extra, "gpu_name": gpu_name,
-            "git_commit": result.commit_hash or "", "timestamp": iso_utc(result.date),
-            "asv_machine": machine, "asv_environment": result.env_name or "",
-            "achieved": achieved, "achieved_unit": achieved_unit, "ceiling_share": share,
-        })
+        rows.append(csv_row(
+            kernel_name=spec.kernel_name, provider=provider, mode=mode, metric_name=spec.metric_name,
+            metric_unit=spec.metric_unit, x_name=spec.x_name, x_label=spec.x_label, x_value=x_value, extra=extra,
+            samples=finite_samples, value=value, scale=spec.scale, work=work, ceilings=ceilings, gpu_name=gpu_name,
+            commit=result.commit_hash or "", timestamp=iso_utc(result.date), machine=machine,
+            environment=result.env_name or ""))
     return rows
 
 
