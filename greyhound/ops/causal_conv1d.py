@@ -391,24 +391,31 @@ def _head_blocks(initial_states, state_len, block_l):
     return triton.cdiv(state_len, block_l) if initial_states is not None else 0
 
 
+def _position_launches(x, width, dilation, initial_states):
+    """The launches of a kernel tiled like the forward, over (blocks of L, blocks of D, B): (grid, first_block,
+    has_init, blocks) each. Tiles that reach before t = 0 with initial states form their own launch, so the kernel
+    for every other tile carries no initial-state code."""
+    batch, dim, seq_len = x.shape
+    blocks = _block_config(x, width, backward=False)
+    l_blocks = triton.cdiv(seq_len, blocks.block_l)
+    head_blocks = min(l_blocks, _head_blocks(initial_states, (width - 1) * dilation, blocks.block_l))
+    for first_block, num_blocks, has_init in ((0, head_blocks, True), (head_blocks, l_blocks - head_blocks, False)):
+        if num_blocks:
+            yield (num_blocks, triton.cdiv(dim, blocks.block_d), batch), first_block, has_init, blocks
+
+
 def _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation):
     """act(conv(x)) in x's dtype and layout (empty_like), x (B, D, L) of any strides."""
-    batch, dim, seq_len = x.shape
+    _, dim, seq_len = x.shape
     width = weight.shape[1]
-    state_len = (width - 1) * dilation
     out = torch.empty_like(x)
     if out.numel() == 0:
         return out
-    blocks = _block_config(x, width, backward=False)
-    l_blocks = triton.cdiv(seq_len, blocks.block_l)
-    head_blocks = min(l_blocks, _head_blocks(initial_states, state_len, blocks.block_l))
-    for first_block, num_blocks, has_init in ((0, head_blocks, True), (head_blocks, l_blocks - head_blocks, False)):
-        if num_blocks == 0:
-            continue
-        _causal_conv1d_forward_kernel[(num_blocks, triton.cdiv(dim, blocks.block_d), batch)](
+    for grid, first_block, has_init, blocks in _position_launches(x, width, dilation, initial_states):
+        _causal_conv1d_forward_kernel[grid](
             x, weight, x if bias is None else bias, x if seq_idx is None else seq_idx,
             x if initial_states is None else initial_states, out,
-            seq_len, dim, dilation, state_len, first_block,
+            seq_len, dim, dilation, (width - 1) * dilation, first_block,
             *x.stride(), *weight.stride(), *_optional_strides(seq_idx, 2), *_optional_strides(initial_states, 3),
             *out.stride(),
             WIDTH=width, HAS_BIAS=bias is not None, HAS_SEQ_IDX=seq_idx is not None, HAS_INIT=has_init,
@@ -428,20 +435,14 @@ def _backward_chunks(num_tiles, batch, d_blocks, device):
 
 def _launch_silu_grad(x, weight, bias, seq_idx, initial_states, grad_out, dilation):
     """g = grad_out · silu'(pre) (the two-pass backward's first pass): x's shape, dtype and layout."""
-    batch, dim, seq_len = x.shape
+    _, dim, seq_len = x.shape
     width = weight.shape[1]
-    state_len = (width - 1) * dilation
     g = torch.empty_like(x)
-    blocks = _block_config(x, width, backward=False)
-    l_blocks = triton.cdiv(seq_len, blocks.block_l)
-    head_blocks = min(l_blocks, _head_blocks(initial_states, state_len, blocks.block_l))
-    for first_block, num_blocks, has_init in ((0, head_blocks, True), (head_blocks, l_blocks - head_blocks, False)):
-        if num_blocks == 0:
-            continue
-        _causal_conv1d_silu_grad_kernel[(num_blocks, triton.cdiv(dim, blocks.block_d), batch)](
+    for grid, first_block, has_init, blocks in _position_launches(x, width, dilation, initial_states):
+        _causal_conv1d_silu_grad_kernel[grid](
             x, weight, x if bias is None else bias, x if seq_idx is None else seq_idx,
             x if initial_states is None else initial_states, grad_out, g,
-            seq_len, dim, dilation, state_len, first_block,
+            seq_len, dim, dilation, (width - 1) * dilation, first_block,
             *x.stride(), *weight.stride(), *_optional_strides(seq_idx, 2), *_optional_strides(initial_states, 3),
             *grad_out.stride(), *g.stride(),
             WIDTH=width, HAS_BIAS=bias is not None, HAS_SEQ_IDX=seq_idx is not None, HAS_INIT=has_init,

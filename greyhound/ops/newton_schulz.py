@@ -435,8 +435,8 @@ def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype
     schedule, norm_scale = _coefficient_schedule(coefficients, steps)
     eps = _check_eps(eps)
     check_choice("method", method, METHODS)
-    gram = G.size(-2) != G.size(-1) if method == "auto" else method == "gram"
-    compute_dtype = _check_compute_dtype(compute_dtype, G, _tuning.get(TUNING_OP, "gram", gram))
+    gram = _tuning.get(TUNING_OP, "gram", G.size(-2) != G.size(-1) if method == "auto" else method == "gram")
+    compute_dtype = _check_compute_dtype(compute_dtype, G, gram)
     # A registered op (greyhound::newton_schulz): torch.compile keeps it in the graph instead of breaking there.
     # Forward only: a G that requires grad is read (detached), and the result never requires grad.
     return torch.ops.greyhound.newton_schulz(G.detach(), [v for triple in schedule for v in triple], norm_scale, eps,
@@ -454,7 +454,7 @@ def _newton_schulz_op(G: torch.Tensor, coefficients: list[float], norm_scale: fl
     x, transposed = _normalised(G, norm_scale, eps, compute_dtype)
     result = out.view(x.shape[0], *G.shape[-2:])
     result = result.mT if transposed else result
-    if _tuning.get(TUNING_OP, "gram", gram):
+    if gram:
         _gram_iteration(x, schedule, result)
     else:
         _standard_iteration(x, schedule, result)
