@@ -359,6 +359,79 @@ def test_tuning_overrides_the_launch_config():
             pass
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("options", [{}, {"label_smoothing": 0.2, "softcap": 7.5, "lse_square_scale": 3e-3}],
+                         ids=["plain", "all"])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_split_row_kernel_matches_reference(device, dtype, options, reduction):
+    # the one-pass kernel (split_block_v); on the interpreter a row is one slice (its programs run one at a time),
+    # on a GPU 517 entries in 128-wide slices: five programs meet per row, the last slice ragged
+    logits, target = make_inputs(29, 517, dtype, device, ignored=(0, 7))
+    logits[4, :300] = float("-inf")  # whole slices of -inf: they sum to 0, not nan
+    target[4] = 400
+    calls = []
+    with _tuning.override(ce.TUNING_OP, split_block_v=128), _count_launches(calls):
+        check_against_reference(logits, target, reduction=reduction, **options)
+    assert calls == ["_split_row_kernel"]
+
+
+@pytest.mark.parametrize("with_grad", [False, True])
+def test_split_row_kernel_unchecked_bad_target_gives_nan(device, with_grad):
+    logits, target = make_inputs(9, 300, torch.float32, device)
+    target[[2, 6]] = torch.tensor([300, -3], device=device)
+    leaf = logits.clone().requires_grad_(with_grad)
+    with _tuning.override(ce.TUNING_OP, split_block_v=128):
+        out = cross_entropy_with_grad(leaf, target, reduction="none", return_lse=True, check_target=False)
+        if with_grad:
+            out.loss.sum().backward()
+    bad = torch.zeros(9, dtype=torch.bool, device=device)
+    bad[[2, 6]] = True
+    assert out.loss[bad].isnan().all() and out.lse[bad].isnan().all()
+    assert not out.loss[~bad].isnan().any()
+    if with_grad:
+        assert leaf.grad[bad].isnan().all() and not leaf.grad[~bad].isnan().any()
+
+
+def test_split_row_kernel_inplace_backward(device):
+    logits, target = make_inputs(13, 700, torch.bfloat16, device, ignored=(1,))
+    ref_leaf = logits.double().requires_grad_()
+    cross_entropy_reference(ref_leaf, target, label_smoothing=0.1).backward()
+    leaf = logits.clone().requires_grad_()
+    scaled = leaf * 1.0
+    with _tuning.override(ce.TUNING_OP, split_block_v=256):
+        cross_entropy_with_grad(scaled, target, label_smoothing=0.1, inplace_backward=True).backward()
+    assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
+
+
+class _count_launches:
+    """Records which of the module's kernels are launched (by name) while active."""
+
+    def __init__(self, calls):
+        self.calls = calls
+        self.kernels = {name: getattr(ce, name) for name in ("_split_row_kernel", "_cross_entropy_kernel",
+                                                              "_gradient_kernel")}
+
+    def __enter__(self):
+        for name, kernel in self.kernels.items():
+            setattr(ce, name, _Recorder(kernel, name, self.calls))
+
+    def __exit__(self, *exc):
+        for name, kernel in self.kernels.items():
+            setattr(ce, name, kernel)
+
+
+class _Recorder:
+    def __init__(self, kernel, name, calls):
+        self.kernel, self.name, self.calls = kernel, name, calls
+
+    def __getitem__(self, grid):
+        self.calls.append(self.name)
+        return self.kernel[grid]
+
+    def warmup(self, *args, **kwargs):
+        return self.kernel.warmup(*args, **kwargs)
+
+
 def test_bad_arguments(device):
     logits, target = make_inputs(4, 10, torch.float32, device)
     cases = [
@@ -450,6 +523,19 @@ def test_gpu_tuning_variants(options):
     logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda", ignored=(7,))
     with _tuning.override(ce.TUNING_OP, **options):
         check_against_reference(logits, target, **ALL_OPTIONS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split_block_v,vocab,programs_per_sm", [(8192, 128256, 2), (16384, 128256, 1),
+                                                                 (1024, 5000, 4), (4096, 262144, 2)])
+def test_gpu_split_row_kernel(split_block_v, vocab, programs_per_sm):
+    # the one-pass kernel, its programs meeting across SMs: more rows than resident groups (each program walks
+    # many rows), a ragged last slice, every option; then the cheap options and an ignored row, in place
+    logits, target = make_inputs(1500, vocab, torch.bfloat16, "cuda", ignored=(5, 1499))
+    with _tuning.override(ce.TUNING_OP, split_block_v=split_block_v, split_programs_per_sm=programs_per_sm):
+        check_against_reference(logits, target, reduction="sum", **ALL_OPTIONS)
+        check_against_reference(logits, target)
+        torch.cuda.synchronize()
 
 
 @pytest.mark.gpu
