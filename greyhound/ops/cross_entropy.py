@@ -308,6 +308,7 @@ def _launch_config(V: int) -> _Config:
 def _resident_programs_per_sm(compiled, device_index: int) -> int:
     """How many programs of a compiled kernel one SM holds at once: registers, shared memory and threads."""
     props = torch.cuda.get_device_properties(device_index)
+    compiled._init_handles()  # loads the module: n_regs is known from then on (Triton 3.6 to 3.9)
     warps = compiled.metadata.num_warps
     registers_per_warp = -(-compiled.n_regs * 32 // 256) * 256  # allocated per warp in units of 256
     by_registers = props.regs_per_multiprocessor // (registers_per_warp * warps)

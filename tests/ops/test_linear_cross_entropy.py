@@ -359,11 +359,12 @@ def test_vocab_schedule_bad_and_ignored_targets(device):
 
 
 def test_vocab_schedule_chunks_and_bad_choice(device):
-    assert lce._auto_vocab_chunk(8192, 128256, 2) == 4096  # 64 MiB of bf16 logits for all rows
+    # 64 MiB with the fp32 vectors: (64 MiB - 8192 x 32 B) / (8192 x 2 B) = 4080 entries, in 128-entry tiles
+    assert lce._auto_vocab_chunk(8192, 128256, 2) == 3968
     assert lce._auto_vocab_chunk(32, 1000, 4) == 1000
-    assert lce._auto_vocab_chunk(10**6, 50000, 2) == 256  # never below one 256-entry tile
+    assert lce._auto_vocab_chunk(10**6, 50000, 2) == 128  # never below one 128-entry tile
     x, weight, _, target = make_inputs(4, 8, 20, torch.float32, device)
-    with pytest.raises(ValueError, match="forward_schedule must be one of 'rows', 'vocab', got 'cols'"):
+    with pytest.raises(ValueError, match="forward_schedule must be one of 'auto', 'rows', 'vocab', got 'cols'"):
         chunked_linear_cross_entropy(x, weight, target, forward_schedule="cols")
 
 
@@ -396,3 +397,11 @@ def test_tuning_overrides_chunks_and_schedule(device, monkeypatch):
     assert vocab_chunks == [128, 128, 44]
     assert rel_err(loss, chunked_linear_cross_entropy_reference(x.double(), weight.double(), target,
                                                                 bias.double())) < 1e-5
+    # forward_schedule="auto" (the default): a loss-only pass takes the vocab schedule unless chunk_size is given
+    rows_seen.clear(), vocab_chunks.clear()
+    with torch.no_grad():
+        auto = chunked_linear_cross_entropy(x, weight, target, bias)
+        assert vocab_chunks == [300] and rows_seen == []
+        rows = chunked_linear_cross_entropy(x, weight, target, bias, chunk_size=7)
+        assert vocab_chunks == [300] and rows_seen == [7, 3]
+    assert rel_err(auto, rows) < 1e-5
