@@ -159,8 +159,8 @@ def _split_row_kernel(
     logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
     grad_scale_ptr, grad_scale_stride, partial_ptr, arrivals_ptr,
     n_rows, V, ignore_index, label_smoothing, softcap, lse_square_scale,
-    SLICES: tl.constexpr, BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
-    HAS_Z_LOSS: tl.constexpr,
+    SLICES: tl.constexpr, SLOTS: tl.constexpr, BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
+    HAS_SMOOTHING: tl.constexpr, HAS_Z_LOSS: tl.constexpr,
 ):
     """Loss, lse and gradient in one pass over the logits: each row is cut into SLICES slices of BLOCK_V entries,
     program p holds slice p % SLICES of rows p // SLICES, p // SLICES + groups, ... in registers, publishes the
@@ -180,7 +180,8 @@ def _split_row_kernel(
     groups = tl.num_programs(0) // SLICES
     offsets = slice_id * BLOCK_V + tl.arange(0, BLOCK_V)
     mask = offsets < V
-    slots = tl.arange(0, SLICES)
+    slots = tl.arange(0, SLOTS)  # SLICES rounded up to a power of 2
+    live_slots = slots < SLICES
     for row in range(pid // SLICES, n_rows, groups):
         row64 = tl.cast(row, tl.int64)
         x = tl.load(logits_ptr + row64 * logits_row_stride + offsets, mask=mask, other=float("-inf"),
@@ -201,8 +202,8 @@ def _split_row_kernel(
         while arrived < SLICES:
             arrived = tl.atomic_add(arrivals_ptr + row64, 0, sem="acquire", scope="gpu")
         tl.debug_barrier()
-        maxes = tl.load(partial_row + slots, volatile=True)
-        sums = tl.load(partial_row + SLICES + slots, volatile=True)
+        maxes = tl.load(partial_row + slots, mask=live_slots, other=float("-inf"), volatile=True)
+        sums = tl.load(partial_row + SLICES + slots, mask=live_slots, other=0.0, volatile=True)
         row_max = tl.max(maxes, axis=0)
         lse = row_max + tl.log(tl.sum(sums * tl.exp2((maxes - row_max) * LOG2E), axis=0))
 
@@ -218,8 +219,8 @@ def _split_row_kernel(
                 z_target = softcap * _tanh(z_target / softcap)
             loss = lse - (1.0 - label_smoothing) * z_target
             if HAS_SMOOTHING:
-                loss -= label_smoothing * tl.sum(tl.load(partial_row + 2 * SLICES + slots, volatile=True),
-                                                 axis=0) / V
+                sums_z = tl.load(partial_row + 2 * SLICES + slots, mask=live_slots, other=0.0, volatile=True)
+                loss -= label_smoothing * tl.sum(sums_z, axis=0) / V
             if HAS_Z_LOSS:
                 loss += lse_square_scale * lse * lse
             tl.store(per_token_loss_ptr + row64, tl.where(is_valid, loss, 0.0))
@@ -330,7 +331,7 @@ def _split_rows(logits, grad, target, per_token_loss, lse, grad_scale, grad_scal
     arrivals = torch.zeros(rows, device=logits.device, dtype=torch.int32)
     args = (logits, logits.stride(0), grad, grad.stride(0), target, per_token_loss, lse, grad_scale,
             grad_scale_stride, partial, arrivals, rows, *scalars)
-    meta = dict(SLICES=slices, BLOCK_V=block_v, num_warps=warps, **constants)
+    meta = dict(SLICES=slices, SLOTS=triton.next_power_of_2(slices), BLOCK_V=block_v, num_warps=warps, **constants)
     if not logits.is_cuda:
         _split_row_kernel[(min(rows, 4),)](*args, **meta)
         return True
