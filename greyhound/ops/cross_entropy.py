@@ -28,11 +28,6 @@ _tuning.register(
     loss_warps=(int, "loss kernel: num_warps"),
     prefetch=(bool, "loss kernel: issue the next block's load before this block's math"),
     grad_block_v=(int, "gradient kernel: vocabulary block (power of 2; num_warps = block / 512, at most 8)"),
-    split_block_v=(int, "with a gradient: one kernel whose programs each hold a slice of this many entries of a "
-                        "row (power of 2) in registers and meet the row's other slices through global memory; "
-                        "0: the loss kernel, then the gradient kernel"),
-    split_warps=(int, "split-row kernel: num_warps"),
-    split_programs_per_sm=(int, "split-row kernel: resident programs per SM (capped by the compiled occupancy)"),
 )
 
 
@@ -155,89 +150,6 @@ def _gradient_kernel(
 
 
 @triton.jit
-def _split_row_kernel(
-    logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
-    grad_scale_ptr, grad_scale_stride, partial_ptr, arrivals_ptr,
-    n_rows, V, ignore_index, label_smoothing, softcap, lse_square_scale,
-    SLICES: tl.constexpr, SLOTS: tl.constexpr, BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
-    HAS_SMOOTHING: tl.constexpr, HAS_Z_LOSS: tl.constexpr,
-):
-    """Loss, lse and gradient in one pass over the logits: each row is cut into SLICES slices of BLOCK_V entries,
-    program p holds slice p % SLICES of rows p // SLICES, p // SLICES + groups, ... in registers, publishes the
-    slice's (max, sum of exp[, sum of logits]) to partial_ptr [n_rows, 3, SLICES] fp32, counts itself in
-    arrivals_ptr[row] (int32, zeroed), waits until the row's SLICES programs have arrived, combines their partials
-    into the row's lse and writes its slice's gradient from the registers: HBM sees one read of the logits and one
-    write of the gradient (the two-kernel path reads them twice).
-
-    Every program of the grid must be resident at once (the launcher sizes the grid from the compiled occupancy
-    and asks for a cooperative launch): a program waits for its row's other slices. The Triton interpreter runs
-    programs one after another, so there SLICES is 1 (nothing to wait for).
-    Same per-row results as _cross_entropy_kernel + _gradient_kernel: nan loss, lse and gradient for a target out
-    of range, 0 loss and gradient for an ignored row. grad_ptr may equal logits_ptr.
-    """
-    pid = tl.program_id(0)
-    slice_id = pid % SLICES
-    groups = tl.num_programs(0) // SLICES
-    offsets = slice_id * BLOCK_V + tl.arange(0, BLOCK_V)
-    mask = offsets < V
-    slots = tl.arange(0, SLOTS)  # SLICES rounded up to a power of 2
-    live_slots = slots < SLICES
-    for row in range(pid // SLICES, n_rows, groups):
-        row64 = tl.cast(row, tl.int64)
-        x = tl.load(logits_ptr + row64 * logits_row_stride + offsets, mask=mask, other=float("-inf"),
-                    eviction_policy="evict_first").to(tl.float32)
-        z = x
-        if HAS_SOFTCAP:
-            capped = _tanh(x / softcap)
-            z = tl.where(mask, softcap * capped, float("-inf"))
-        slice_max = tl.maximum(tl.max(z, axis=0), -3.4028234663852886e38)  # an all -inf slice sums to 0, not nan
-        slice_sum = tl.sum(tl.exp2((z - slice_max) * LOG2E), axis=0)
-        partial_row = partial_ptr + row64 * (3 * SLICES)
-        tl.store(partial_row + slice_id, slice_max)
-        tl.store(partial_row + SLICES + slice_id, slice_sum)
-        if HAS_SMOOTHING:
-            tl.store(partial_row + 2 * SLICES + slice_id, tl.sum(tl.where(mask, z, 0.0), axis=0))
-        tl.debug_barrier()  # the partials are stored before the arrival is counted (release below)
-        arrived = tl.atomic_add(arrivals_ptr + row64, 1, sem="acq_rel", scope="gpu") + 1
-        while arrived < SLICES:
-            arrived = tl.atomic_add(arrivals_ptr + row64, 0, sem="acquire", scope="gpu")
-        tl.debug_barrier()
-        maxes = tl.load(partial_row + slots, mask=live_slots, other=float("-inf"), volatile=True)
-        sums = tl.load(partial_row + SLICES + slots, mask=live_slots, other=0.0, volatile=True)
-        row_max = tl.max(maxes, axis=0)
-        lse = row_max + tl.log(tl.sum(sums * tl.exp2((maxes - row_max) * LOG2E), axis=0))
-
-        target = tl.load(target_ptr + row64).to(tl.int64)
-        is_valid = target != ignore_index
-        in_range = (target >= 0) & (target < V)
-        is_bad = is_valid & ((target < 0) | (target >= V))
-        lse = tl.where(is_bad, float("nan"), lse)
-        if slice_id == 0:
-            z_target = tl.load(logits_ptr + row64 * logits_row_stride + tl.where(in_range, target, 0),
-                               mask=is_valid & in_range, other=0.0).to(tl.float32)
-            if HAS_SOFTCAP:
-                z_target = softcap * _tanh(z_target / softcap)
-            loss = lse - (1.0 - label_smoothing) * z_target
-            if HAS_SMOOTHING:
-                sums_z = tl.load(partial_row + 2 * SLICES + slots, mask=live_slots, other=0.0, volatile=True)
-                loss -= label_smoothing * tl.sum(sums_z, axis=0) / V
-            if HAS_Z_LOSS:
-                loss += lse_square_scale * lse * lse
-            tl.store(per_token_loss_ptr + row64, tl.where(is_valid, loss, 0.0))
-            tl.store(lse_ptr + row64, lse)
-
-        row_scale = tl.where(is_valid, tl.load(grad_scale_ptr + row64 * grad_scale_stride).to(tl.float32), 0.0)
-        softmax_coef = row_scale
-        if HAS_Z_LOSS:
-            softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
-        grad = tl.exp2((z - lse) * LOG2E) * softmax_coef - row_scale * label_smoothing / V
-        grad -= tl.where(offsets == target, row_scale * (1.0 - label_smoothing), 0.0)
-        if HAS_SOFTCAP:
-            grad *= 1.0 - capped * capped
-        tl.store(grad_ptr + row64 * grad_row_stride + offsets, grad.to(grad_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
 def _scale_rows_kernel(grad_ptr, grad_row_stride, scale_ptr, scale_stride, n_rows, V,
                        PER_ROW_SCALE: tl.constexpr, BLOCK_V: tl.constexpr):
     """grad[row, :] *= scale (one scalar, or scale[row * scale_stride] with PER_ROW_SCALE) in place, over a
@@ -278,7 +190,6 @@ class _Config(NamedTuple):
     num_warps: int  # loss kernel
     prefetch: bool  # loss kernel: next block's load issued before this block's math
     gradient_block_v: int = 2048  # gradient kernel (num_warps = block / 512)
-    split_block_v: int = 0  # with a gradient: the split-row kernel's slice (0: loss kernel + gradient kernel)
 
 
 @functools.lru_cache(maxsize=None)
@@ -296,54 +207,11 @@ def _launch_config(V: int) -> _Config:
     default_block = min(triton.next_power_of_2(V), 2048)
     block_v = _tuning.get(TUNING_OP, "loss_block_v", default_block)
     gradient_block_v = _tuning.get(TUNING_OP, "grad_block_v", default_block)
-    split_block_v = _tuning.get(TUNING_OP, "split_block_v", 0)
-    for name, value in (("loss_block_v", block_v), ("grad_block_v", gradient_block_v),
-                        ("split_block_v", split_block_v)):
-        if value < 0 or value & (value - 1):
+    for name, value in (("loss_block_v", block_v), ("grad_block_v", gradient_block_v)):
+        if value & (value - 1):
             raise ValueError(f"tuning: {TUNING_OP}.{name} must be a power of 2, got {value}")
     return _Config(block_v, _tuning.get(TUNING_OP, "loss_warps", max(1, min(4, block_v // 512))),
-                   _tuning.get(TUNING_OP, "prefetch", V > block_v), gradient_block_v, split_block_v)
-
-
-@functools.lru_cache(maxsize=None)
-def _resident_programs_per_sm(compiled, device_index: int) -> int:
-    """How many programs of a compiled kernel one SM holds at once: registers, shared memory and threads."""
-    props = torch.cuda.get_device_properties(device_index)
-    compiled._init_handles()  # loads the module: n_regs is known from then on (Triton 3.6 to 3.9)
-    warps = compiled.metadata.num_warps
-    registers_per_warp = -(-compiled.n_regs * 32 // 256) * 256  # allocated per warp in units of 256
-    by_registers = props.regs_per_multiprocessor // (registers_per_warp * warps)
-    by_threads = props.max_threads_per_multi_processor // (32 * warps)
-    shared = compiled.metadata.shared
-    by_shared = props.shared_memory_per_multiprocessor // (shared + 1024) if shared else by_threads
-    return max(0, min(by_registers, by_threads, by_shared, 32))
-
-
-def _split_rows(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, scalars, **constants):
-    """Launches _split_row_kernel; returns False (nothing launched) when one wave cannot hold a row's slices.
-    On the interpreter (CPU tensors) a row is one slice: its programs run one at a time and could not wait."""
-    rows, V = logits.shape
-    config = _launch_config(V)
-    block_v = config.split_block_v if logits.is_cuda else triton.next_power_of_2(V)
-    slices = triton.cdiv(V, block_v)
-    warps = _tuning.get(TUNING_OP, "split_warps", max(1, min(16, block_v // 1024)))
-    partial = torch.empty((rows, 3, slices), device=logits.device, dtype=torch.float32)
-    arrivals = torch.zeros(rows, device=logits.device, dtype=torch.int32)
-    args = (logits, logits.stride(0), grad, grad.stride(0), target, per_token_loss, lse, grad_scale,
-            grad_scale_stride, partial, arrivals, rows, *scalars)
-    meta = dict(SLICES=slices, SLOTS=triton.next_power_of_2(slices), BLOCK_V=block_v, num_warps=warps, **constants)
-    if not logits.is_cuda:
-        _split_row_kernel[(min(rows, 4),)](*args, **meta)
-        return True
-    compiled = _split_row_kernel.warmup(*args, grid=(1,), **meta)
-    per_sm = min(_resident_programs_per_sm(compiled, logits.device.index or 0),
-                 _tuning.get(TUNING_OP, "split_programs_per_sm", 2))
-    groups = min(rows, _sm_count(logits.device) * per_sm // slices)
-    if groups == 0:
-        return False
-    # every program must be resident: a cooperative launch fails instead of deadlocking if they cannot be
-    _split_row_kernel[(groups * slices,)](*args, launch_cooperative_grid=True, **meta)
-    return True
+                   _tuning.get(TUNING_OP, "prefetch", V > block_v), gradient_block_v)
 
 
 def _grad_scale_arg(grad_scale, rows: int, like: torch.Tensor) -> tuple:
@@ -391,11 +259,6 @@ def _cross_entropy_rows(
     config = _launch_config(V)
     options = dict(HAS_SOFTCAP=softcap is not None, HAS_Z_LOSS=lse_square_scale > 0)
     scalars = (V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale))
-    if grad is not None and config.split_block_v and bad_target_flag is None:
-        grad_scale, grad_scale_stride = _grad_scale_arg(grad_scale, rows, logits)
-        if _split_rows(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, scalars,
-                       HAS_SMOOTHING=label_smoothing > 0, **options):
-            return per_token_loss, lse
     _cross_entropy_kernel[(rows,)](
         logits, logits.stride(0), target, per_token_loss, lse,
         per_token_loss if bad_target_flag is None else bad_target_flag, *scalars,
