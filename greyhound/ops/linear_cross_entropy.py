@@ -49,8 +49,9 @@ MAX_CHUNK_ROWS = 8192
 
 
 FORWARD_SCHEDULES = ("auto", "rows", "vocab")
-VOCAB_CHUNK_MULTIPLE = 128  # vocabulary chunks: whole 128-column GEMM tiles (the last one takes the remainder)
-VOCAB_ROW_BYTES = 32  # the vocab schedule's fp32 vectors per row (4 running values, lse, loss), within the budget
+# vocabulary chunks: whole 256-column GEMM tiles (the last one takes the remainder); on the H200 at BT=8192, H=4096
+# bf16, 4096-entry chunks (64 MiB of logits) took 13.17 ms, 3968 (so that the fp32 row vectors fit 64 MiB too) 13.50
+VOCAB_CHUNK_MULTIPLE = 256
 TUNING_OP = "chunked_linear_cross_entropy"
 _tuning.register(
     TUNING_OP,
@@ -69,9 +70,9 @@ def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool) -> i
 
 
 def _auto_vocab_chunk(rows: int, V: int, element_size: int) -> int:
-    """Vocabulary entries per chunk of the vocab schedule: all rows x the columns that fit FORWARD_CHUNK_BYTES
-    together with the per-row fp32 vectors, a multiple of VOCAB_CHUNK_MULTIPLE (at least one), at most V."""
-    fitting = max(0, FORWARD_CHUNK_BYTES - rows * VOCAB_ROW_BYTES) // max(1, rows * element_size)
+    """Vocabulary entries per chunk of the vocab schedule: all rows x the columns whose logits fit
+    FORWARD_CHUNK_BYTES, a multiple of VOCAB_CHUNK_MULTIPLE (at least one), at most V."""
+    fitting = FORWARD_CHUNK_BYTES // max(1, rows * element_size)
     return min(V, max(VOCAB_CHUNK_MULTIPLE, fitting // VOCAB_CHUNK_MULTIPLE * VOCAB_CHUNK_MULTIPLE))
 
 
@@ -426,11 +427,11 @@ def chunked_linear_cross_entropy(
 
     `forward_schedule` picks how a pass with no gradient (no input requires grad, or the forward of
     reduction="none") walks the logits: "rows" makes `chunk_size` rows x V at a time; "vocab" makes all BT rows x
-    `chunk_size` vocabulary entries at a time (default: what fits 64 MiB with the per-row fp32 vectors, a multiple
-    of 128 entries), so every GEMM is full-height, and merges each chunk into running log-sum-exps; passes with a
-    gradient then use "rows" with automatic chunks. "auto" (default) is "vocab" unless `chunk_size` is given (then
-    "rows", `chunk_size` counting rows). The two agree to fp32 rounding of the sums; on the H200 at BT=8192,
-    H=4096, V=128256 bf16 "vocab" took 13.2 ms against 14.9 for "rows" (docs/perf/cross_entropy.md).
+    `chunk_size` vocabulary entries at a time (default: 64 MiB of logits, a multiple of 256 entries), so every GEMM
+    is full-height, and merges each chunk into running log-sum-exps; passes with a gradient then use "rows" with
+    automatic chunks. "auto" (default) is "vocab" unless `chunk_size` is given (then "rows", `chunk_size` counting
+    rows). The two agree to fp32 rounding of the sums; on the H200 at BT=8192, H=4096, V=128256 bf16 "vocab" took
+    13.2 ms against 14.9 for "rows" (docs/perf/cross_entropy.md).
 
     Inside torch.compile the function is a registered torch.library op (no graph break with fullgraph=True).
 

@@ -452,3 +452,24 @@ def test_gpu_bf16_two_pass_backward_variant(layout):
     with _tuning.override("causal_conv1d", bwd_two_pass=True):
         check_against_reference(x, weight, bias, activation="silu", dilation=2, seq_idx=seq_idx.expand(2, -1),
                                 initial_states=torch.randn(2, 1024, 6, device="cuda").bfloat16())
+
+
+def test_eager_path_skips_the_op_dispatch(device):
+    # eager calls take _CausalConv1dFunction (the launchers directly), no-grad calls the forward launcher; both
+    # give the registered op's results, and a second-order gradient is refused rather than silently wrong
+    x = torch.randn(2, 24, 37, device=device).requires_grad_()
+    weight = torch.randn(24, 4, device=device).requires_grad_()
+    out = causal_conv1d(x, weight, activation="silu", dilation=2)
+    assert type(out.grad_fn).__name__ == "_CausalConv1dFunctionBackward"
+    via_op = torch.ops.greyhound.causal_conv1d_fwd(x, weight, None, None, None, True, 2)
+    assert type(via_op.grad_fn).__name__ != "_CausalConv1dFunctionBackward"
+    grad = torch.randn_like(out)
+    eager_grads = torch.autograd.grad(out, (x, weight), grad)
+    op_grads = torch.autograd.grad(via_op, (x, weight), grad)
+    for eager, op in zip((out, *eager_grads), (via_op, *op_grads)):
+        torch.testing.assert_close(eager, op, rtol=0, atol=0)
+    with torch.no_grad():
+        torch.testing.assert_close(causal_conv1d(x, weight, activation="silu", dilation=2), out.detach(), rtol=0, atol=0)
+    (grad_x,) = torch.autograd.grad(causal_conv1d(x, weight).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        torch.autograd.grad(grad_x.sum(), x)

@@ -359,10 +359,9 @@ def test_vocab_schedule_bad_and_ignored_targets(device):
 
 
 def test_vocab_schedule_chunks_and_bad_choice(device):
-    # 64 MiB with the fp32 vectors: (64 MiB - 8192 x 32 B) / (8192 x 2 B) = 4080 entries, in 128-entry tiles
-    assert lce._auto_vocab_chunk(8192, 128256, 2) == 3968
+    assert lce._auto_vocab_chunk(8192, 128256, 2) == 4096  # 64 MiB of bf16 logits for all rows
     assert lce._auto_vocab_chunk(32, 1000, 4) == 1000
-    assert lce._auto_vocab_chunk(10**6, 50000, 2) == 128  # never below one 128-entry tile
+    assert lce._auto_vocab_chunk(10**6, 50000, 2) == 256  # never below one 256-entry tile
     x, weight, _, target = make_inputs(4, 8, 20, torch.float32, device)
     with pytest.raises(ValueError, match="forward_schedule must be one of 'auto', 'rows', 'vocab', got 'cols'"):
         chunked_linear_cross_entropy(x, weight, target, forward_schedule="cols")
