@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from greyhound import _tuning
+from greyhound import _library, _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
@@ -37,6 +37,12 @@ _tuning.register(
     bwd_programs_per_sm=(int, "backward programs per SM: how many chunks of L each (batch, D block) is cut into"),
     bwd_two_pass=(bool, "silu backward in two passes: g = grad_out·silu'(pre) once per position into a buffer of "
                         "x's shape and dtype, then the activation-free backward (an experiment: one more tensor)"),
+    bwd_gather=(bool, "silu backward without seq_idx / initial states: g computed once per position, its shifted "
+                      "reads gathered on chip (tl.gather along L) instead of W recomputations of pre and silu'"),
+    bwd_gather_block_l=(int, "bwd_gather tile length along L (power of 2, > (W - 1)·dilation: the last "
+                             "(W - 1)·dilation rows of a tile are its halo)"),
+    bwd_gather_scratch=(bool, "bwd_gather: shift g through a per-program fp32 scratch tile in global memory "
+                              "(L1/L2-resident) instead of tl.gather"),
 )
 
 
@@ -253,6 +259,115 @@ def _causal_conv1d_backward_kernel(
 
 
 @triton.jit
+def _causal_conv1d_silu_gather_backward_kernel(
+    x_ptr, weight_ptr, bias_ptr, grad_out_ptr, grad_x_ptr, grad_weight_partial_ptr, grad_bias_partial_ptr, scratch_ptr,
+    seq_len, dim, dilation, halo, num_tiles, tiles_per_program,
+    stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_g_b, stride_g_d, stride_g_l,
+    stride_gx_b, stride_gx_d, stride_gx_l,
+    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, GRAD_X: tl.constexpr, GRAD_PARAMS: tl.constexpr,
+    SCRATCH: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """The silu backward without seq_idx or initial states, g = grad_out · silu′(pre) computed once per position.
+
+    Program (block of D, batch, chunk of tiles_per_program tiles). Tile i covers the BLOCK_L positions from
+    i · (BLOCK_L − halo), halo = (W − 1)·dilation < BLOCK_L: it owns its first BLOCK_L − halo rows; the last `halo`
+    rows only supply g to the owned rows' shifted reads. Per tile: the W shifted x tiles (loaded once, used for pre
+    and for grad_w), pre and g on every row, then grad_x[p] = Σ_s w[W − 1 − s] · g[p + s·dilation] with the shifted
+    g gathered along L on chip (tl.gather) instead of recomputed (the general kernel computes pre and silu′ W times
+    per element); with SCRATCH the shift goes through this program's fp32 [BLOCK_L, BLOCK_D] tile of scratch_ptr
+    (written, barrier, read back shifted, barrier) instead. grad_w / grad_b: owned rows summed elementwise per program
+    and written to its partial row, as _causal_conv1d_backward_kernel. All math fp32; grad_x stored in its dtype.
+    """
+    batch = tl.program_id(1).to(tl.int64)
+    chunk = tl.program_id(2)
+    channels = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)
+    channel_mask = channels < dim
+    rows = tl.arange(0, BLOCK_L)
+    own = BLOCK_L - halo
+    x_row = x_ptr + batch * stride_x_b
+    grad_out_row = grad_out_ptr + batch * stride_g_b
+    bias = tl.zeros([BLOCK_D], dtype=tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
+    tap_0 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_1 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_2 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_3 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_4 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_5 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_6 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    tap_7 = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    bias_sum = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+    broadcast = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.int32)
+    program = (tl.program_id(1) * tl.num_programs(2) + chunk) * tl.num_programs(0) + tl.program_id(0)
+    scratch = scratch_ptr + program.to(tl.int64) * (BLOCK_L * BLOCK_D) + tl.arange(0, BLOCK_D)[None, :]
+    first_tile = chunk * tiles_per_program
+    for tile in range(first_tile, tl.minimum(first_tile + tiles_per_program, num_tiles)):
+        positions = tl.cast(tile, tl.int64) * own + rows
+        pre = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32) + bias[None, :]
+        for k in tl.static_range(WIDTH):
+            sources = positions - (WIDTH - 1 - k) * dilation
+            in_x = (sources >= 0) & (sources < seq_len)
+            values = tl.load(x_row + sources[:, None] * stride_x_l + channels[None, :] * stride_x_d,
+                             mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+            tap = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
+            pre += tap.to(tl.float32)[None, :] * values
+        in_seq = positions < seq_len
+        grad = tl.load(grad_out_row + positions[:, None] * stride_g_l + channels[None, :] * stride_g_d,
+                       mask=in_seq[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+        sig = tl.sigmoid(pre)
+        grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L: grad_out is masked to 0 there
+        owned = (rows < own) & in_seq
+        if GRAD_PARAMS:
+            owned_grad = tl.where(owned[:, None], grad, 0.0)
+            for k in tl.static_range(WIDTH):  # the same loads as above: merged by the compiler
+                sources = positions - (WIDTH - 1 - k) * dilation
+                in_x = (sources >= 0) & (sources < seq_len)
+                values = tl.load(x_row + sources[:, None] * stride_x_l + channels[None, :] * stride_x_d,
+                                 mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+                product = owned_grad * values
+                tap_0, tap_1 = _add_if(tap_0, product, k == 0), _add_if(tap_1, product, k == 1)
+                tap_2, tap_3 = _add_if(tap_2, product, k == 2), _add_if(tap_3, product, k == 3)
+                tap_4, tap_5 = _add_if(tap_4, product, k == 4), _add_if(tap_5, product, k == 5)
+                tap_6, tap_7 = _add_if(tap_6, product, k == 6), _add_if(tap_7, product, k == 7)
+            bias_sum += owned_grad
+        if GRAD_X:
+            grad_in = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+            if SCRATCH:
+                tl.debug_barrier()  # the previous tile's reads are done
+                tl.store(scratch + rows[:, None] * BLOCK_D, grad)
+                tl.debug_barrier()
+            for shift in tl.static_range(WIDTH):  # an owned row p reads g[p + shift·dilation] through tap W − 1 − shift
+                shifted = grad
+                if shift > 0:
+                    index = tl.minimum(rows + shift * dilation, BLOCK_L - 1)  # clamped rows are not owned
+                    if SCRATCH:
+                        shifted = tl.load(scratch + index[:, None] * BLOCK_D)
+                    else:
+                        shifted = tl.gather(grad, index[:, None] + broadcast, axis=0)
+                tap = tl.load(weight_ptr + channels * stride_w_d + (WIDTH - 1 - shift) * stride_w_k,
+                              mask=channel_mask, other=0.0)
+                grad_in += tap.to(tl.float32)[None, :] * shifted
+            grad_x_ptrs = (grad_x_ptr + batch * stride_gx_b + positions[:, None] * stride_gx_l
+                           + channels[None, :] * stride_gx_d)
+            tl.store(grad_x_ptrs, grad_in.to(grad_x_ptr.dtype.element_ty),
+                     mask=owned[:, None] & channel_mask[None, :])
+    if GRAD_PARAMS:  # rows of contiguous (rows, D, W) and (rows, D): row batch · chunks + chunk
+        row = batch * tl.num_programs(2) + chunk
+        partial_ptrs = grad_weight_partial_ptr + (row * dim + channels) * WIDTH
+        _store_tap_sum(partial_ptrs, tap_0, channel_mask, 0, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_1, channel_mask, 1, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_2, channel_mask, 2, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_3, channel_mask, 3, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_4, channel_mask, 4, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_5, channel_mask, 5, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_6, channel_mask, 6, WIDTH)
+        _store_tap_sum(partial_ptrs, tap_7, channel_mask, 7, WIDTH)
+        if HAS_BIAS:
+            tl.store(grad_bias_partial_ptr + row * dim + channels, tl.sum(bias_sum, axis=0), mask=channel_mask)
+
+
+@triton.jit
 def _causal_conv1d_silu_grad_kernel(
     x_ptr, weight_ptr, bias_ptr, seq_idx_ptr, init_ptr, grad_out_ptr, g_ptr,
     seq_len, dim, dilation, state_len, first_block,
@@ -451,8 +566,55 @@ def _launch_silu_grad(x, weight, bias, seq_idx, initial_states, grad_out, dilati
     return g
 
 
+def _gather_backward_block_l(x, width, dilation):
+    """The bwd_gather tile length, or 0 when that kernel does not apply (a halo of half the largest tile or more)."""
+    halo = (width - 1) * dilation
+    block_l = _tuning.get(TUNING_OP, "bwd_gather_block_l",
+                          max(16 if _channel_last(x) else 256, triton.next_power_of_2(2 * halo + 1)))
+    if block_l & (block_l - 1):
+        raise ValueError(f"tuning: causal_conv1d.bwd_gather_block_l must be a power of 2, got {block_l}")
+    return block_l if halo < block_l <= 1024 else 0
+
+
+def _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, block_l):
+    """_causal_conv1d_silu_gather_backward_kernel's (grad_x, grad_weight, grad_bias, None)."""
+    needs_x, needs_weight, needs_bias, _ = needs_grad
+    batch, dim, seq_len = x.shape
+    width = weight.shape[1]
+    halo = (width - 1) * dilation
+    blocks = _block_config(x, width, backward=True)
+    block_d = max(1, min(triton.next_power_of_2(dim), blocks.block_l * blocks.block_d // block_l))
+    num_tiles = triton.cdiv(seq_len, block_l - halo)
+    d_blocks = triton.cdiv(dim, block_d)
+    chunks, tiles_per_program = _backward_chunks(num_tiles, batch, d_blocks, x.device)
+    grad_x = torch.empty_like(x) if needs_x else None
+    needs_params = needs_weight or (needs_bias and bias is not None)
+    fp32 = dict(dtype=torch.float32, device=x.device)
+    grad_weight_partial = torch.empty(batch * chunks, dim, width, **fp32) if needs_params else None
+    grad_bias_partial = torch.empty(batch * chunks, dim, **fp32) if needs_params and bias is not None else None
+    use_scratch = needs_x and _tuning.get(TUNING_OP, "bwd_gather_scratch", False)
+    scratch = (torch.empty(d_blocks * batch * chunks * block_l * block_d, **fp32) if use_scratch else None)
+    _causal_conv1d_silu_gather_backward_kernel[(d_blocks, batch, chunks)](
+        x, weight, x if bias is None else bias, grad_out, x if grad_x is None else grad_x,
+        x if grad_weight_partial is None else grad_weight_partial,
+        x if grad_bias_partial is None else grad_bias_partial, x if scratch is None else scratch,
+        seq_len, dim, dilation, halo, num_tiles, tiles_per_program,
+        *x.stride(), *weight.stride(), *grad_out.stride(), *_optional_strides(grad_x, 3),
+        WIDTH=width, HAS_BIAS=bias is not None, GRAD_X=needs_x, GRAD_PARAMS=needs_params, SCRATCH=use_scratch,
+        BLOCK_L=block_l, BLOCK_D=block_d, num_warps=blocks.num_warps,
+    )
+    grad_weight = grad_weight_partial.sum(0).to(weight.dtype) if needs_weight else None
+    grad_bias = grad_bias_partial.sum(0).to(bias.dtype) if needs_bias else None
+    return grad_x, grad_weight, grad_bias, None
+
+
 def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, needs_grad):
     """(grad_x, grad_weight, grad_bias, grad_initial_states), None where `needs_grad` (four bools) says so."""
+    if (silu and seq_idx is None and initial_states is None and x.numel() > 0
+            and _tuning.get(TUNING_OP, "bwd_gather", False)):
+        block_l = _gather_backward_block_l(x, weight.shape[1], dilation)
+        if block_l:
+            return _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, block_l)
     if silu and x.numel() > 0 and _tuning.get(TUNING_OP, "bwd_two_pass", False):
         grad_out = _launch_silu_grad(x, weight, bias, seq_idx, initial_states, grad_out, dilation)
         silu = False
@@ -620,8 +782,6 @@ def _causal_conv1d_setup_context(ctx, inputs, output):
 
 
 def _causal_conv1d_backward(ctx, grad_out, eager=False):
-    """The gradients of the registered op (through the registered backward op) or, with `eager`, of
-    _CausalConv1dFunction (the launcher called directly)."""
     x, weight, bias, seq_idx, initial_states = ctx.saved_tensors
     needs_x, needs_weight, needs_bias, _, needs_init = ctx.needs_input_grad[:5]
     needs = [needs_x, needs_weight, needs_bias and bias is not None, needs_init and initial_states is not None]
@@ -631,8 +791,8 @@ def _causal_conv1d_backward(ctx, grad_out, eager=False):
         # The kernel's tiles vectorise along x's stride-1 dimension; a grad_out laid out the other way (AOTAutograd
         # hands compiled graphs contiguous tangents) would be read one element per memory sector: one copy is cheaper.
         grad_out = torch.empty_like(x).copy_(grad_out)
-    backward = _launch_backward if eager else torch.ops.greyhound.causal_conv1d_bwd
-    grads = backward(x, weight, bias, seq_idx, initial_states, grad_out, ctx.silu, ctx.dilation, needs)
+    grads = _library.run(_causal_conv1d_bwd, eager, x, weight, bias, seq_idx, initial_states, grad_out, ctx.silu,
+                         ctx.dilation, needs)
     grad_x, grad_weight, grad_bias, grad_init = (g if need else None for g, need in zip(grads, needs))
     return grad_x, grad_weight, grad_bias, None, grad_init, None, None
 
@@ -640,21 +800,7 @@ def _causal_conv1d_backward(ctx, grad_out, eager=False):
 _causal_conv1d_fwd.register_autograd(_causal_conv1d_backward, setup_context=_causal_conv1d_setup_context)
 
 
-class _CausalConv1dFunction(torch.autograd.Function):
-    """The eager path: the registered ops' launchers and autograd without the torch.library dispatch, which cost
-    ~0.5 ms of host time per forward + backward on the H200's host (cProfile at B=8, D=4096, L=512: 1.29 ms of
-    host time a call, GPU work ~0.06 ms; docs/perf/causal_conv1d.md). torch.compile takes the registered op."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, seq_idx, initial_states, silu, dilation):
-        out = _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation)
-        _causal_conv1d_setup_context(ctx, (x, weight, bias, seq_idx, initial_states, silu, dilation), out)
-        return out
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_out):
-        return _causal_conv1d_backward(ctx, grad_out, eager=True)
+_causal_conv1d_eager = _library.twin(_causal_conv1d_fwd, _causal_conv1d_setup_context, _causal_conv1d_backward)
 
 
 def causal_conv1d(x, weight, bias=None, *, activation=None, dilation=1, seq_idx=None, initial_states=None,
@@ -683,14 +829,8 @@ def causal_conv1d(x, weight, bias=None, *, activation=None, dilation=1, seq_idx=
         _check_initial_states(initial_states, x, state_len)
     if not isinstance(return_final_states, bool):
         raise TypeError(f"return_final_states must be a bool, got {type(return_final_states).__name__}")
-    silu = activation == "silu"
-    if torch.compiler.is_compiling():
-        out = torch.ops.greyhound.causal_conv1d_fwd(x, weight, bias, seq_idx, initial_states, silu, dilation)
-    elif torch.is_grad_enabled() and any(t is not None and t.requires_grad
-                                         for t in (x, weight, bias, initial_states)):
-        out = _CausalConv1dFunction.apply(x, weight, bias, seq_idx, initial_states, silu, dilation)
-    else:
-        out = _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation)
+    out = _library.call(_causal_conv1d_fwd, _causal_conv1d_eager, x, weight, bias, seq_idx, initial_states,
+                        activation == "silu", dilation)
     if not return_final_states:
         return out
     return out, _final_states(x, seq_idx, initial_states, state_len)

@@ -455,14 +455,14 @@ def test_gpu_bf16_two_pass_backward_variant(layout):
 
 
 def test_eager_path_skips_the_op_dispatch(device):
-    # eager calls take _CausalConv1dFunction (the launchers directly), no-grad calls the forward launcher; both
+    # eager calls take the eager twin (greyhound._library: the launchers without the torch.library dispatch); both
     # give the registered op's results, and a second-order gradient is refused rather than silently wrong
     x = torch.randn(2, 24, 37, device=device).requires_grad_()
     weight = torch.randn(24, 4, device=device).requires_grad_()
     out = causal_conv1d(x, weight, activation="silu", dilation=2)
-    assert type(out.grad_fn).__name__ == "_CausalConv1dFunctionBackward"
+    assert type(out.grad_fn).__name__ == "causal_conv1d_fwd_eagerBackward"
     via_op = torch.ops.greyhound.causal_conv1d_fwd(x, weight, None, None, None, True, 2)
-    assert type(via_op.grad_fn).__name__ != "_CausalConv1dFunctionBackward"
+    assert type(via_op.grad_fn).__name__ != "causal_conv1d_fwd_eagerBackward"
     grad = torch.randn_like(out)
     eager_grads = torch.autograd.grad(out, (x, weight), grad)
     op_grads = torch.autograd.grad(via_op, (x, weight), grad)
@@ -473,3 +473,54 @@ def test_eager_path_skips_the_op_dispatch(device):
     (grad_x,) = torch.autograd.grad(causal_conv1d(x, weight).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
         torch.autograd.grad(grad_x.sum(), x)
+
+
+@pytest.mark.parametrize("scratch", [False, True], ids=["gather", "scratch"])
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last", "sliced"])
+@pytest.mark.parametrize("width,dilation,block_l", [(4, 1, None), (2, 1, 4), (3, 2, 8), (8, 1, 16), (4, 5, None)])
+def test_gather_backward_variant(device, monkeypatch, layout, width, dilation, block_l, scratch):
+    """The bwd_gather tuning variant (g once per position, shifted reads gathered along L): every gradient against
+    fp64 and against the general kernel, tiles whose halo rows cross tile and sequence ends, many chunks."""
+    from greyhound import _tuning
+    monkeypatch.setattr(ops, "_sm_count", lambda device: 2)
+    x = make_x(2, 13, 61, layout, device)
+    weight, bias = make_params(13, width, device)
+    grad_out = torch.randn(x.shape, device=device)
+
+    def grads():
+        leaves = [t.detach().clone().requires_grad_() for t in (x, weight, bias)]
+        causal_conv1d(*leaves, activation="silu", dilation=dilation).backward(grad_out)
+        return [leaf.grad for leaf in leaves]
+
+    general = grads()
+    launches = []
+    launch = ops._launch_gather_backward
+    monkeypatch.setattr(ops, "_launch_gather_backward", lambda *args: launches.append(args[-1]) or launch(*args))
+    tuning = dict(bwd_gather=True, bwd_gather_scratch=scratch)
+    if block_l is not None:
+        tuning["bwd_gather_block_l"] = block_l
+    with _tuning.override("causal_conv1d", **tuning):
+        check_against_reference(x, weight, bias, activation="silu", dilation=dilation)
+        gathered = grads()
+        # only x needs a gradient; then only weight
+        x_only = x.detach().clone().requires_grad_()
+        causal_conv1d(x_only, weight, bias, activation="silu", dilation=dilation).backward(grad_out)
+        weight_only = weight.detach().clone().requires_grad_()
+        causal_conv1d(x, weight_only, bias, activation="silu", dilation=dilation).backward(grad_out)
+        # not taken without the activation: the general kernel runs
+        causal_conv1d(x.detach().clone().requires_grad_(), weight, bias, dilation=dilation).sum().backward()
+    assert len(launches) == 4 and all(b == (block_l or launches[0]) for b in launches)
+    for a, b in zip(general, gathered):
+        assert rel_err(b, a) < 1e-6
+    assert rel_err(x_only.grad, general[0]) < 1e-6
+    assert rel_err(weight_only.grad, general[1]) < 1e-6
+
+
+def test_gather_backward_falls_back_for_a_wide_halo(device):
+    from greyhound import _tuning
+    x = make_x(1, 4, 40, "channel_last", device)
+    with _tuning.override("causal_conv1d", bwd_gather=True, bwd_gather_block_l=8):
+        assert ops._gather_backward_block_l(x, 4, 3) == 0  # halo 9 >= 8 rows: the general kernel
+        assert ops._gather_backward_block_l(x, 4, 2) == 8
+    with _tuning.override("causal_conv1d", bwd_gather_block_l=12), pytest.raises(ValueError, match="power of 2"):
+        ops._gather_backward_block_l(x, 4, 1)
