@@ -524,3 +524,28 @@ def test_gather_backward_falls_back_for_a_wide_halo(device):
         assert ops._gather_backward_block_l(x, 4, 2) == 8
     with _tuning.override("causal_conv1d", bwd_gather_block_l=12), pytest.raises(ValueError, match="power of 2"):
         ops._gather_backward_block_l(x, 4, 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["contiguous", "channel_last"])
+@pytest.mark.parametrize("tuning", [dict(bwd_gather=True), dict(bwd_gather=True, bwd_gather_scratch=True),
+                                    dict(bwd_gather=True, bwd_gather_scratch=True, bwd_gather_block_l=32)])
+def test_gpu_bf16_gather_backward_variant(layout, tuning):
+    """The bwd_gather variants with compiled kernels (tl.gather / the scratch tile's barriers on real warps):
+    gradients within bf16's tolerance of fp64 and within fp32 rounding of the general kernel."""
+    from greyhound import _tuning
+    x = make_x(2, 1024, 777, layout, "cuda", torch.bfloat16)
+    weight, bias = make_params(1024, 4, "cuda", torch.bfloat16)
+    grad_out = torch.randn(x.shape, device="cuda", dtype=torch.bfloat16)
+
+    def grads(dilation):
+        leaves = [t.detach().clone().requires_grad_() for t in (x, weight, bias)]
+        causal_conv1d(*leaves, activation="silu", dilation=dilation).backward(grad_out)
+        return [leaf.grad.float() for leaf in leaves]
+
+    for dilation in (1, 3):
+        general = grads(dilation)
+        with _tuning.override("causal_conv1d", **tuning):
+            check_against_reference(x, weight, bias, activation="silu", dilation=dilation)
+            for a, b in zip(general, grads(dilation)):
+                assert rel_err(b, a) < 1e-2
