@@ -38,7 +38,8 @@ _tuning.register(
     bwd_two_pass=(bool, "silu backward in two passes: g = grad_out·silu'(pre) once per position into a buffer of "
                         "x's shape and dtype, then the activation-free backward (an experiment: one more tensor)"),
     bwd_gather=(bool, "silu backward without seq_idx / initial states: g computed once per position, its shifted "
-                      "reads gathered on chip (tl.gather along L) instead of W recomputations of pre and silu'"),
+                      "reads gathered on chip (tl.gather along L) instead of W recomputations of pre and silu' "
+                      "(default: on unless x is channel-last)"),
     bwd_gather_block_l=(int, "bwd_gather tile length along L (power of 2, > (W - 1)·dilation: the last "
                              "(W - 1)·dilation rows of a tile are its halo)"),
     bwd_gather_scratch=(bool, "bwd_gather: shift g through a per-program fp32 scratch tile in global memory "
@@ -610,8 +611,10 @@ def _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, blo
 
 def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, needs_grad):
     """(grad_x, grad_weight, grad_bias, grad_initial_states), None where `needs_grad` (four bools) says so."""
+    # the gather kernel for x with L as its stride-1 dimension (H200, D=4096 W=4 bf16 backward: 0.504 vs 0.698 ms at
+    # L=2048, 1.452 vs 1.959 at L=8192); the general kernel for channel-last x (0.479 vs 0.546 at best)
     if (silu and seq_idx is None and initial_states is None and x.numel() > 0
-            and _tuning.get(TUNING_OP, "bwd_gather", False)):
+            and _tuning.get(TUNING_OP, "bwd_gather", not _channel_last(x))):
         block_l = _gather_backward_block_l(x, weight.shape[1], dilation)
         if block_l:
             return _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, block_l)

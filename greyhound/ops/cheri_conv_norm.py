@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
-from greyhound import _tuning
+from greyhound import _library, _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
 
 FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
@@ -480,14 +480,17 @@ def _conv_norm_setup_context(ctx, inputs, output):
     ctx.set_materialize_grads(False)  # no zero-filled gradients for the statistics
 
 
-def _conv_norm_backward_formula(ctx, dz, _grad_mean, _grad_rstd):
+def _conv_norm_backward_formula(ctx, dz, _grad_mean, _grad_rstd, eager=False):
     if dz is None:
         return (None,) * 8
-    grads = torch.ops.greyhound.conv_norm_bwd(dz, *ctx.saved_tensors, ctx.dilation)
+    grads = _library.run(_conv_norm_bwd, eager, dz, *ctx.saved_tensors, ctx.dilation)
     return (*(g if needed else None for g, needed in zip(grads, ctx.needs_input_grad[:5])), None, None, None)
 
 
 _conv_norm_fwd.register_autograd(_conv_norm_backward_formula, setup_context=_conv_norm_setup_context)
+
+
+_conv_norm_fwd_eager = _library.twin(_conv_norm_fwd, _conv_norm_setup_context, _conv_norm_backward_formula)
 
 
 def _conv_norm_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps):
@@ -507,7 +510,7 @@ def conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, *, dilation=1, 
         return _conv_norm_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     tensors = (x, conv_weight, conv_bias, norm_weight, norm_bias)
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    z, _, _ = torch.ops.greyhound.conv_norm_fwd(*tensors, dilation, float(eps), needs_grad)
+    z, _, _ = _library.call(_conv_norm_fwd, _conv_norm_fwd_eager, *tensors, dilation, float(eps), needs_grad)
     return z
 
 
@@ -739,8 +742,8 @@ def _split_bf16(fc1_weight, fc2_weight, write_lo):
     """(fc1_hi, fc1_lo, fc2_hi, fc2_lo) in bf16; the lo parts are None unless write_lo. Inside torch.compile the
     Triton split is the registered op greyhound::split_bf16 (eager calls it directly: no dispatch overhead)."""
     if torch.compiler.is_compiling() and _uses_triton(fc1_weight):
-        fc1_hi, fc1_lo, fc2_hi, fc2_lo = torch.ops.greyhound.split_bf16(fc1_weight.detach(), fc2_weight.detach(),
-                                                                        write_lo)
+        fc1_hi, fc1_lo, fc2_hi, fc2_lo = _library.call(_split_bf16_op, None, fc1_weight.detach(), fc2_weight.detach(),
+                                                       write_lo)
         return (fc1_hi, fc1_lo, fc2_hi, fc2_lo) if write_lo else (fc1_hi, None, fc2_hi, None)
     return _split_bf16_impl(fc1_weight, fc2_weight, write_lo)
 
@@ -1037,10 +1040,10 @@ def _run_inference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, 
     """run_fused without training: directly in eager (a registered op's dispatch costs ~15 us, a visible part of a
     small-N call), through greyhound::cheri_block_megakernel while torch.compile traces."""
     if torch.compiler.is_compiling():
-        return torch.ops.greyhound.cheri_block_megakernel(
-            x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights.fc1_hi,
-            mlp_weights.fc1_lo, mlp_weights.fc2_hi, mlp_weights.fc2_lo, _DOT_MODE_CODES[mlp_weights.mode],
-            dilation, float(eps), _config_codes(config))
+        return _library.call(
+            _cheri_block_megakernel_op, None, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias,
+            mlp_weights.fc1_hi, mlp_weights.fc1_lo, mlp_weights.fc2_hi, mlp_weights.fc2_lo,
+            _DOT_MODE_CODES[mlp_weights.mode], dilation, float(eps), _config_codes(config))
     return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation,
                      eps, config=config)
 
@@ -1174,15 +1177,18 @@ def _cheri_block_setup_context(ctx, inputs, output):
     ctx.set_materialize_grads(False)
 
 
-def _cheri_block_backward(ctx, grad_out, _grad_hidden, _grad_mean, _grad_rstd):
+def _cheri_block_backward(ctx, grad_out, _grad_hidden, _grad_mean, _grad_rstd, eager=False):
     if grad_out is None:
         return (None,) * 13
     needs = list(ctx.needs_input_grad[:9])
-    grads = torch.ops.greyhound.cheri_block_bwd(grad_out, *ctx.saved_tensors, ctx.dilation, ctx.eps, needs)
+    grads = _library.run(_cheri_block_bwd, eager, grad_out, *ctx.saved_tensors, ctx.dilation, ctx.eps, needs)
     return (*(g if need else None for g, need in zip(grads, needs)), None, None, None, None)
 
 
 _cheri_block_fwd.register_autograd(_cheri_block_backward, setup_context=_cheri_block_setup_context)
+
+
+_cheri_block_eager = _library.twin(_cheri_block_fwd, _cheri_block_setup_context, _cheri_block_backward)
 
 
 def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
@@ -1197,8 +1203,8 @@ def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_w
     if fc1_weight.shape[0] % 16 == 0 and _uses_triton(x) and x.numel() > 0:
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
-            out, _, _, _ = torch.ops.greyhound.cheri_block_fwd(*tensors, dilation, float(eps),
-                                                               FP32_DOT_MODES.index(fp32_dot), _config_codes(config))
+            out, _, _, _ = _library.call(_cheri_block_fwd, _cheri_block_eager, *tensors, dilation, float(eps),
+                                         FP32_DOT_MODES.index(fp32_dot), _config_codes(config))
             return out
         weights = prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=True)
         return _run_inference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, weights,

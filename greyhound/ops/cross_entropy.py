@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from greyhound import _tuning
+from greyhound import _library, _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_reference"]
@@ -419,16 +419,19 @@ def _cross_entropy_setup_context(ctx, inputs, output):
     ctx.set_materialize_grads(False)
 
 
-def _cross_entropy_backward(ctx, grad_loss, _grad_per_token_loss, _grad_lse, _grad_grad):
+def _cross_entropy_backward(ctx, grad_loss, _grad_per_token_loss, _grad_lse, _grad_grad, eager=False):
     _hand_out_once(ctx, "cross_entropy_with_grad")
     (grad,) = ctx.saved_tensors
     if grad_loss is not None:  # a no-op on the device for loss.backward()'s grad_output of 1
-        torch.ops.greyhound.cross_entropy_scale_grad_(grad, grad_loss)
+        _library.run(_cross_entropy_scale_grad_, eager, grad, grad_loss)
     # a fresh reference to the buffer, so that autograd can make it the .grad without a copy
     return grad.detach(), None, None, None, None, None, None, None, None
 
 
 _cross_entropy_fwd.register_autograd(_cross_entropy_backward, setup_context=_cross_entropy_setup_context)
+
+
+_cross_entropy_eager = _library.twin(_cross_entropy_fwd, _cross_entropy_setup_context, _cross_entropy_backward)
 
 
 class _InplaceCrossEntropyFunction(torch.autograd.Function):
@@ -569,9 +572,9 @@ def cross_entropy_with_grad(
         loss, per_token_loss, lse = _InplaceCrossEntropyFunction.apply(
             logits, target, reduction, ignore_index, float(label_smoothing), softcap, float(lse_square_scale))
     else:
-        loss, per_token_loss, lse, _ = torch.ops.greyhound.cross_entropy_fwd(
-            logits, target, _reduction_code(reduction), ignore_index, float(label_smoothing), float(softcap or 0.0),
-            float(lse_square_scale), needs_grad, bool(check_target))
+        loss, per_token_loss, lse, _ = _library.call(
+            _cross_entropy_fwd, _cross_entropy_eager, logits, target, _reduction_code(reduction), ignore_index,
+            float(label_smoothing), float(softcap or 0.0), float(lse_square_scale), needs_grad, bool(check_target))
     if reduction == "none":
         per_token_loss = loss.detach()
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)

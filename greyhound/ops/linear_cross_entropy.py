@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from greyhound import _tuning
+from greyhound import _library, _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
@@ -32,6 +32,7 @@ from greyhound.ops.cross_entropy import (
     _check_options,
     _check_targets,
     _cross_entropy_rows,
+    _cross_entropy_scale_grad_,
     _hand_out_once,
     _outputs,
     _reduce,
@@ -369,26 +370,30 @@ def _linear_cross_entropy_setup_context(ctx, inputs, output):
     ctx.set_materialize_grads(False)
 
 
-def _linear_cross_entropy_backward(ctx, grad_loss, *_grads_of_non_differentiable_outputs):
+def _linear_cross_entropy_backward(ctx, grad_loss, *_grads_of_non_differentiable_outputs, eager=False):
     _hand_out_once(ctx, "chunked_linear_cross_entropy")
     needs = [need and asked for need, asked in zip(ctx.needs, ctx.needs_input_grad[:3])]
     if grad_loss is None or not any(needs):
         return (None,) * 13
     if ctx.per_token:
         x, weight, bias, target = ctx.saved_tensors
-        grads = torch.ops.greyhound.linear_cross_entropy_bwd(x, weight, bias, target, grad_loss, ctx.chunk_size,
-                                                             *ctx.options, needs)
+        grads = _library.run(_linear_cross_entropy_bwd, eager, x, weight, bias, target, grad_loss, ctx.chunk_size,
+                             *ctx.options, needs)
     else:
         grads = ctx.saved_tensors
         for grad, need in zip(grads, needs):
             if need:  # a no-op on the device for loss.backward()'s grad_output of 1: no host sync
-                torch.ops.greyhound.cross_entropy_scale_grad_(grad, grad_loss)
+                _library.run(_cross_entropy_scale_grad_, eager, grad, grad_loss)
     # fresh references to the buffers, so that autograd can make them the .grad without a copy
     return (*(grad.detach() if need else None for grad, need in zip(grads, needs)),) + (None,) * 10
 
 
 _linear_cross_entropy_fwd.register_autograd(_linear_cross_entropy_backward,
                                             setup_context=_linear_cross_entropy_setup_context)
+
+
+_linear_cross_entropy_eager = _library.twin(_linear_cross_entropy_fwd, _linear_cross_entropy_setup_context,
+                                            _linear_cross_entropy_backward)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -466,9 +471,9 @@ def chunked_linear_cross_entropy(
     inputs = (x, weight, bias)
     grad_enabled = torch.is_grad_enabled()
     needs_grad = [grad_enabled and t is not None and t.requires_grad for t in inputs]
-    loss, per_token_loss, lse, *_ = torch.ops.greyhound.linear_cross_entropy_fwd(
-        x, weight, bias, target, REDUCTIONS.index(reduction), chunk_size or 0, ignore_index, float(label_smoothing),
-        float(softcap or 0.0), float(lse_square_scale),
+    loss, per_token_loss, lse, *_ = _library.call(
+        _linear_cross_entropy_fwd, _linear_cross_entropy_eager, x, weight, bias, target, REDUCTIONS.index(reduction),
+        chunk_size or 0, ignore_index, float(label_smoothing), float(softcap or 0.0), float(lse_square_scale),
         forward_schedule == "vocab" or (forward_schedule == "auto" and chunk_size is None), needs_grad,
         bool(check_target))
     if reduction == "none":

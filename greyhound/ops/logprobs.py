@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from greyhound import _tuning
+from greyhound import _library, _tuning
 from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 
@@ -338,17 +338,20 @@ def _logprobs_setup_context(ctx, inputs, output):
     ctx.set_materialize_grads(False)
 
 
-def _logprobs_backward(ctx, grad_logprob, _grad_row_max, _grad_log2_sum, grad_entropy):
+def _logprobs_backward(ctx, grad_logprob, _grad_row_max, _grad_log2_sum, grad_entropy, eager=False):
     logits, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
     if grad_logprob is None and grad_entropy is None:
         return None, None, None, None, None
     grad_entropy = _flat_grad(grad_entropy) if entropy is not None else None
-    grad_logits = torch.ops.greyhound.logprobs_bwd(logits, target_flat, row_max, log2_sum, entropy,
-                                                   _flat_grad(grad_logprob), grad_entropy, ctx.temperature)
+    grad_logits = _library.run(_logprobs_bwd, eager, logits, target_flat, row_max, log2_sum, entropy,
+                               _flat_grad(grad_logprob), grad_entropy, ctx.temperature)
     return grad_logits, None, None, None, None
 
 
 _logprobs_fwd.register_autograd(_logprobs_backward, setup_context=_logprobs_setup_context)
+
+
+_logprobs_eager = _library.twin(_logprobs_fwd, _logprobs_setup_context, _logprobs_backward)
 
 
 def logprobs(logits, target, *, temperature=1.0, return_entropy=False, check_target=True):
@@ -369,8 +372,8 @@ def logprobs(logits, target, *, temperature=1.0, return_entropy=False, check_tar
     check_triton_device("logits", logits)
     _check_target(target, logits.shape[:-1], like=logits)
     temperature = _check_temperature(temperature)
-    logprob, _, _, entropy = torch.ops.greyhound.logprobs_fwd(logits, target.reshape(-1).contiguous(), temperature,
-                                                              bool(return_entropy), bool(check_target))
+    logprob, _, _, entropy = _library.call(_logprobs_fwd, _logprobs_eager, logits, target.reshape(-1).contiguous(),
+                                           temperature, bool(return_entropy), bool(check_target))
     return _shaped_outputs(logprob, entropy if return_entropy else None, target.shape)
 
 
@@ -488,20 +491,23 @@ def _linear_logprobs_setup_context(ctx, inputs, output):
     ctx.set_materialize_grads(False)
 
 
-def _linear_logprobs_backward(ctx, grad_logprob, _grad_row_max, _grad_log2_sum, grad_entropy):
+def _linear_logprobs_backward(ctx, grad_logprob, _grad_row_max, _grad_log2_sum, grad_entropy, eager=False):
     hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy = ctx.saved_tensors
     needs = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2] and bias is not None]
     if (grad_logprob is None and grad_entropy is None) or not any(needs):
         return None, None, None, None, None, None, None, None
     grad_entropy = _flat_grad(grad_entropy) if entropy is not None else None
-    grads = torch.ops.greyhound.linear_logprobs_bwd(hidden_2d, weight, bias, target_flat, row_max, log2_sum, entropy,
-                                                    _flat_grad(grad_logprob), grad_entropy, ctx.temperature,
-                                                    ctx.chunk_rows, needs)
+    grads = _library.run(_linear_logprobs_bwd, eager, hidden_2d, weight, bias, target_flat, row_max, log2_sum,
+                         entropy, _flat_grad(grad_logprob), grad_entropy, ctx.temperature, ctx.chunk_rows, needs)
     grad_hidden, grad_weight, grad_bias = (g if need else None for g, need in zip(grads, needs))
     return grad_hidden, grad_weight, grad_bias, None, None, None, None, None
 
 
 _linear_logprobs_fwd.register_autograd(_linear_logprobs_backward, setup_context=_linear_logprobs_setup_context)
+
+
+_linear_logprobs_eager = _library.twin(_linear_logprobs_fwd, _linear_logprobs_setup_context,
+                                       _linear_logprobs_backward)
 
 
 def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, return_entropy=False, chunk_size=None,
@@ -535,9 +541,10 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
                                  _auto_chunk_rows(n_rows, weight.shape[0], hidden.element_size()))
     elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
-    logprob, _, _, entropy = torch.ops.greyhound.linear_logprobs_fwd(
-        hidden.reshape(-1, hidden.shape[-1]), weight, bias, target.reshape(-1).contiguous(), temperature,
-        bool(return_entropy), max(1, min(chunk_size, n_rows)), bool(check_target))
+    logprob, _, _, entropy = _library.call(
+        _linear_logprobs_fwd, _linear_logprobs_eager, hidden.reshape(-1, hidden.shape[-1]), weight, bias,
+        target.reshape(-1).contiguous(), temperature, bool(return_entropy), max(1, min(chunk_size, n_rows)),
+        bool(check_target))
     return _shaped_outputs(logprob, entropy if return_entropy else None, target.shape)
 
 

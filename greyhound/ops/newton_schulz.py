@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from greyhound import _tuning
+from greyhound import _library, _tuning
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 DEFAULT_STEPS = 5
@@ -439,8 +439,8 @@ def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype
     compute_dtype = _check_compute_dtype(compute_dtype, G, gram)
     # A registered op (greyhound::newton_schulz): torch.compile keeps it in the graph instead of breaking there.
     # Forward only: a G that requires grad is read (detached), and the result never requires grad.
-    return torch.ops.greyhound.newton_schulz(G.detach(), [v for triple in schedule for v in triple], norm_scale, eps,
-                                             compute_dtype, gram)
+    return _library.call(_newton_schulz_op, None, G.detach(), [v for triple in schedule for v in triple], norm_scale,
+                         eps, compute_dtype, gram)
 
 
 @torch.library.custom_op("greyhound::newton_schulz", mutates_args=())

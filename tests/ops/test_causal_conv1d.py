@@ -492,7 +492,8 @@ def test_gather_backward_variant(device, monkeypatch, layout, width, dilation, b
         causal_conv1d(*leaves, activation="silu", dilation=dilation).backward(grad_out)
         return [leaf.grad for leaf in leaves]
 
-    general = grads()
+    with _tuning.override("causal_conv1d", bwd_gather=False):
+        general = grads()
     launches = []
     launch = ops._launch_gather_backward
     monkeypatch.setattr(ops, "_launch_gather_backward", lambda *args: launches.append(args[-1]) or launch(*args))
@@ -516,8 +517,15 @@ def test_gather_backward_variant(device, monkeypatch, layout, width, dilation, b
     assert rel_err(weight_only.grad, general[1]) < 1e-6
 
 
-def test_gather_backward_falls_back_for_a_wide_halo(device):
+def test_gather_backward_falls_back_for_a_wide_halo(device, monkeypatch):
     from greyhound import _tuning
+    # by default: the gather kernel for contiguous x with silu and neither seq_idx nor initial states
+    taken = []
+    monkeypatch.setattr(ops, "_launch_gather_backward", lambda *args: taken.append(args[0].is_contiguous()))
+    for layout in ("contiguous", "channel_last"):
+        ops._launch_backward(make_x(1, 4, 40, layout, device), torch.randn(4, 4, device=device), None, None, None,
+                             torch.randn(1, 4, 40, device=device), True, 1, (True, True, False, False))
+    assert taken == [True]
     x = make_x(1, 4, 40, "channel_last", device)
     with _tuning.override("causal_conv1d", bwd_gather=True, bwd_gather_block_l=8):
         assert ops._gather_backward_block_l(x, 4, 3) == 0  # halo 9 >= 8 rows: the general kernel
@@ -544,7 +552,8 @@ def test_gpu_bf16_gather_backward_variant(layout, tuning):
         return [leaf.grad.float() for leaf in leaves]
 
     for dilation in (1, 3):
-        general = grads(dilation)
+        with _tuning.override("causal_conv1d", bwd_gather=False):
+            general = grads(dilation)
         with _tuning.override("causal_conv1d", **tuning):
             check_against_reference(x, weight, bias, activation="silu", dilation=dilation)
             for a, b in zip(general, grads(dilation)):
