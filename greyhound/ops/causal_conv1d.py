@@ -44,6 +44,11 @@ _tuning.register(
                              "(W - 1)·dilation rows of a tile are its halo)"),
     bwd_gather_scratch=(bool, "bwd_gather: shift g through a per-program fp32 scratch tile in global memory "
                               "(L1/L2-resident) instead of tl.gather"),
+    walk=(bool, "channel-last x without seq_idx / initial states: forward and silu backward walk L one row of "
+                "channels at a time, the taps' inputs (and g) kept in a register window: each x row read once"),
+    walk_steps=(int, "walk: positions of one residue class a program walks (its chunk of L)"),
+    walk_block_d=(int, "walk: channels a program holds (power of 2)"),
+    walk_warps=(int, "walk: num_warps"),
 )
 
 
@@ -369,6 +374,171 @@ def _causal_conv1d_silu_gather_backward_kernel(
 
 
 @triton.jit
+def _pick(a, b, TAKE_A: tl.constexpr):
+    """a if TAKE_A (a constexpr) else b."""
+    if TAKE_A:
+        chosen = a
+    else:
+        chosen = b
+    return chosen
+
+
+@triton.jit
+def _at(v0, v1, v2, v3, v4, v5, v6, v7, J: tl.constexpr):
+    """v_J of a register window (J a constexpr < 8)."""
+    return _pick(v0, _pick(v1, _pick(v2, _pick(v3, _pick(v4, _pick(v5, _pick(v6, v7, J == 6), J == 5), J == 4),
+                                                  J == 3), J == 2), J == 1), J == 0)
+
+
+@triton.jit
+def _window_down(v0, v1, v2, v3, v4, v5, v6, v7, new, N: tl.constexpr):
+    """A register window of N values moved one step: entry j takes v_{j+1}, entry N − 1 takes `new` (entries past
+    N − 1 are unused): for v_j = x[t − j·dilation] when t moves down by dilation."""
+    return (_pick(v1, new, N > 1), _pick(v2, _pick(new, v1, N == 2), N > 2),
+            _pick(v3, _pick(new, v2, N == 3), N > 3), _pick(v4, _pick(new, v3, N == 4), N > 4),
+            _pick(v5, _pick(new, v4, N == 5), N > 5), _pick(v6, _pick(new, v5, N == 6), N > 6),
+            _pick(v7, _pick(new, v6, N == 7), N > 7), _pick(new, v7, N == 8))
+
+
+@triton.jit
+def _causal_conv1d_walk_forward_kernel(
+    x_ptr, weight_ptr, bias_ptr, out_ptr, seq_len, dim, dilation, steps,
+    stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_out_b, stride_out_d, stride_out_l,
+    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """Program (block of D, batch, chunk · dilation + residue r): out at t = chunk · steps · dilation + r + i·dilation,
+    i < steps, walking up one row of BLOCK_D channels at a time; the W − 1 earlier inputs of the taps stay in a
+    register window (x_j = x[t − j·dilation]), so each input row is read once (W − 1 warm-up reads a chunk).
+    No seq_idx, no initial states (the launcher sends those to the tiled kernel). fp32 math, out in its dtype."""
+    batch = tl.program_id(1).to(tl.int64)
+    chunk = tl.program_id(2) // dilation
+    residue = tl.program_id(2) % dilation
+    channels = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)
+    channel_mask = channels < dim
+    x_row = x_ptr + batch * stride_x_b + channels * stride_x_d
+    out_row = out_ptr + batch * stride_out_b + channels * stride_out_d
+    acc0 = tl.zeros([BLOCK_D], dtype=tl.float32)
+    if HAS_BIAS:
+        acc0 += tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
+    w_row = weight_ptr + channels * stride_w_d
+    x_0 = tl.zeros([BLOCK_D], dtype=tl.float32)
+    x_1 = x_0
+    x_2 = x_0
+    x_3 = x_0
+    x_4 = x_0
+    x_5 = x_0
+    x_6 = x_0
+    x_7 = x_0
+    # positions as [BLOCK_D] vectors of one value (the interpreter cannot mix 0-d and vector masks)
+    first = (chunk * steps * dilation + residue).to(tl.int64) + tl.zeros([BLOCK_D], dtype=tl.int64)
+    t = first - (WIDTH - 1) * dilation
+    ahead = tl.load(x_row + t * stride_x_l, mask=channel_mask & (t >= 0) & (t < seq_len), other=0.0)
+    for i in range(0, steps + WIDTH - 1):  # the first W − 1 steps only fill the window
+        t = first + (i - (WIDTH - 1)) * dilation
+        new = ahead.to(tl.float32)
+        # the next step's row is loaded before this step's math: two rows in flight per program
+        after = t + dilation
+        ahead = tl.load(x_row + after * stride_x_l, mask=channel_mask & (after >= 0) & (after < seq_len), other=0.0)
+        # up one step: x_j <- x_{j-1}, x_0 <- x[t]
+        x_7, x_6, x_5, x_4, x_3, x_2, x_1, x_0 = x_6, x_5, x_4, x_3, x_2, x_1, x_0, new
+        pre = acc0
+        for k in tl.static_range(WIDTH):
+            tap = tl.load(w_row + k * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
+            pre += tap * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k)
+        out = pre
+        if SILU:
+            out = pre * tl.sigmoid(pre)
+        tl.store(out_row + t * stride_out_l, out.to(out_ptr.dtype.element_ty),
+                 mask=channel_mask & (t >= first) & (t < seq_len))
+
+
+@triton.jit
+def _causal_conv1d_walk_backward_kernel(
+    x_ptr, weight_ptr, bias_ptr, grad_out_ptr, grad_x_ptr, grad_weight_partial_ptr, grad_bias_partial_ptr,
+    seq_len, dim, dilation, steps,
+    stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_g_b, stride_g_d, stride_g_l,
+    stride_gx_b, stride_gx_d, stride_gx_l,
+    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, GRAD_X: tl.constexpr,
+    GRAD_PARAMS: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """Program (block of D, batch, chunk · dilation + residue r): the backward at t = chunk · steps · dilation + r
+    + i·dilation, i < steps, walking *down* one row of channels at a time. Register windows: x_j = x[t − j·dilation]
+    (j < W) and g_s = g[t + s·dilation] (s < W), g = grad_out · silu′(pre): each position's pre and g computed once,
+    each x and grad_out row read once. The walk starts 2W − 2 steps above the chunk: W − 1 to fill the x window, W − 1
+    for the g of the positions the chunk's last rows read. grad_x[t] = Σ_s w[W − 1 − s] · g_s;
+    grad_w[k] += g_0 · x_{W − 1 − k} and grad_b += g_0 elementwise, written to this program's partial row
+    (batch · programs along axis 2 + axis-2 index). No seq_idx, no initial states. fp32 math."""
+    batch = tl.program_id(1).to(tl.int64)
+    chunk = tl.program_id(2) // dilation
+    residue = tl.program_id(2) % dilation
+    channels = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)
+    channel_mask = channels < dim
+    x_row = x_ptr + batch * stride_x_b + channels * stride_x_d
+    grad_out_row = grad_out_ptr + batch * stride_g_b + channels * stride_g_d
+    grad_x_row = grad_x_ptr + batch * stride_gx_b + channels * stride_gx_d
+    w_row = weight_ptr + channels * stride_w_d
+    acc0 = tl.zeros([BLOCK_D], dtype=tl.float32)
+    if HAS_BIAS:
+        acc0 += tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
+    zero = tl.zeros([BLOCK_D], dtype=tl.float32)
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = zero, zero, zero, zero, zero, zero, zero, zero
+    g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7 = zero, zero, zero, zero, zero, zero, zero, zero
+    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = zero, zero, zero, zero, zero, zero, zero, zero
+    bias_sum = zero
+    # positions as [BLOCK_D] vectors of one value (the interpreter cannot mix 0-d and vector masks)
+    chunk_first = (chunk * steps * dilation + residue).to(tl.int64) + tl.zeros([BLOCK_D], dtype=tl.int64)
+    top = chunk_first + (steps - 1 + 2 * WIDTH - 2) * dilation
+    source = top - (WIDTH - 1) * dilation
+    x_ahead = tl.load(x_row + source * stride_x_l, mask=channel_mask & (source >= 0) & (source < seq_len), other=0.0)
+    grad_ahead = tl.load(grad_out_row + top * stride_g_l, mask=channel_mask & (top < seq_len), other=0.0)
+    for i in range(0, steps + 2 * WIDTH - 2):
+        t = top - i * dilation
+        new_x = x_ahead.to(tl.float32)
+        grad = grad_ahead.to(tl.float32)
+        # the next step's rows are loaded before this step's math: two steps in flight per program
+        below, source = t - dilation, t - WIDTH * dilation
+        x_ahead = tl.load(x_row + source * stride_x_l, mask=channel_mask & (source >= 0) & (source < seq_len),
+                          other=0.0)
+        grad_ahead = tl.load(grad_out_row + below * stride_g_l, mask=channel_mask & (below >= 0) & (below < seq_len),
+                             other=0.0)
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _window_down(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, new_x, WIDTH)
+        if SILU:
+            pre = acc0
+            for k in tl.static_range(WIDTH):
+                tap = tl.load(w_row + k * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
+                pre += tap * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k)
+            sig = tl.sigmoid(pre)
+            grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L (grad_out masked) and in the warm-up's junk
+        # down one step: g_s <- g_{s-1}, g_0 <- g[t]
+        g_7, g_6, g_5, g_4, g_3, g_2, g_1, g_0 = g_6, g_5, g_4, g_3, g_2, g_1, g_0, grad
+        owned = (t < chunk_first + steps * dilation) & (t < seq_len)  # not the warm-up above the chunk
+        if GRAD_X:
+            grad_in = zero
+            for s in tl.static_range(WIDTH):
+                tap = tl.load(w_row + (WIDTH - 1 - s) * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
+                grad_in += tap * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s)
+            tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty), mask=channel_mask & owned)
+        if GRAD_PARAMS:
+            owned_grad = tl.where(owned, g_0, 0.0)
+            tap_0 = _add_if(tap_0, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1), True)
+            tap_1 = _add_if(tap_1, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 2), True)
+            tap_2 = _add_if(tap_2, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 3), WIDTH > 2)
+            tap_3 = _add_if(tap_3, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 4), WIDTH > 3)
+            tap_4 = _add_if(tap_4, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 5), WIDTH > 4)
+            tap_5 = _add_if(tap_5, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 6), WIDTH > 5)
+            tap_6 = _add_if(tap_6, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 7), WIDTH > 6)
+            tap_7 = _add_if(tap_7, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 8), WIDTH > 7)
+            bias_sum += owned_grad
+    if GRAD_PARAMS:  # rows of contiguous (rows, D, W) and (rows, D)
+        row = batch * tl.num_programs(2) + tl.program_id(2)
+        partial = grad_weight_partial_ptr + (row * dim + channels) * WIDTH
+        for k in tl.static_range(WIDTH):
+            tl.store(partial + k, _at(tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, k), mask=channel_mask)
+        if HAS_BIAS:
+            tl.store(grad_bias_partial_ptr + row * dim + channels, bias_sum, mask=channel_mask)
+
+
+@triton.jit
 def _causal_conv1d_silu_grad_kernel(
     x_ptr, weight_ptr, bias_ptr, seq_idx_ptr, init_ptr, grad_out_ptr, g_ptr,
     seq_len, dim, dilation, state_len, first_block,
@@ -520,10 +690,69 @@ def _position_launches(x, width, dilation, initial_states):
             yield (num_blocks, triton.cdiv(dim, blocks.block_d), batch), first_block, has_init, blocks
 
 
+def _walk_config(x, seq_idx, initial_states):
+    """(steps, block_d, num_warps) of the walk kernels, or None where they do not apply: only with the `walk`
+    tuning (not measured yet), for channel-last x without seq_idx or initial states."""
+    if not (_tuning.get(TUNING_OP, "walk", False) and seq_idx is None and initial_states is None
+            and _channel_last(x) and x.numel() > 0):
+        return None
+    block_d = _tuning.get(TUNING_OP, "walk_block_d", min(triton.next_power_of_2(x.shape[1]), 256))
+    if block_d & (block_d - 1):
+        raise ValueError(f"tuning: causal_conv1d.walk_block_d must be a power of 2, got {block_d}")
+    return (_tuning.get(TUNING_OP, "walk_steps", 64), block_d,
+            _tuning.get(TUNING_OP, "walk_warps", max(1, block_d // 256)))
+
+
+def _walk_grid(x, dilation, steps, block_d):
+    batch, dim, seq_len = x.shape
+    return triton.cdiv(dim, block_d), batch, triton.cdiv(seq_len, steps * dilation) * dilation
+
+
+def _launch_walk_forward(x, weight, bias, silu, dilation, config):
+    steps, block_d, warps = config
+    _, dim, seq_len = x.shape
+    out = torch.empty_like(x)
+    _causal_conv1d_walk_forward_kernel[_walk_grid(x, dilation, steps, block_d)](
+        x, weight, x if bias is None else bias, out, seq_len, dim, dilation, steps,
+        *x.stride(), *weight.stride(), *out.stride(),
+        WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=silu, BLOCK_D=block_d, num_warps=warps,
+    )
+    return out
+
+
+def _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad, config):
+    steps, block_d, warps = config
+    needs_x, needs_weight, needs_bias, _ = needs_grad
+    _, dim, seq_len = x.shape
+    width = weight.shape[1]
+    grid = _walk_grid(x, dilation, steps, block_d)
+    grad_x = torch.empty_like(x) if needs_x else None
+    needs_params = needs_weight or (needs_bias and bias is not None)
+    rows = grid[1] * grid[2]
+    fp32 = dict(dtype=torch.float32, device=x.device)
+    grad_weight_partial = torch.empty(rows, dim, width, **fp32) if needs_params else None
+    grad_bias_partial = torch.empty(rows, dim, **fp32) if needs_params and bias is not None else None
+    _causal_conv1d_walk_backward_kernel[grid](
+        x, weight, x if bias is None else bias, grad_out, x if grad_x is None else grad_x,
+        x if grad_weight_partial is None else grad_weight_partial,
+        x if grad_bias_partial is None else grad_bias_partial,
+        seq_len, dim, dilation, steps,
+        *x.stride(), *weight.stride(), *grad_out.stride(), *_optional_strides(grad_x, 3),
+        WIDTH=width, HAS_BIAS=bias is not None, SILU=silu, GRAD_X=needs_x, GRAD_PARAMS=needs_params,
+        BLOCK_D=block_d, num_warps=warps,
+    )
+    grad_weight = grad_weight_partial.sum(0).to(weight.dtype) if needs_weight else None
+    grad_bias = grad_bias_partial.sum(0).to(bias.dtype) if needs_bias else None
+    return grad_x, grad_weight, grad_bias, None
+
+
 def _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation):
     """act(conv(x)) in x's dtype and layout (empty_like), x (B, D, L) of any strides."""
     _, dim, seq_len = x.shape
     width = weight.shape[1]
+    walk = _walk_config(x, seq_idx, initial_states)
+    if walk is not None:
+        return _launch_walk_forward(x, weight, bias, silu, dilation, walk)
     out = torch.empty_like(x)
     if out.numel() == 0:
         return out
@@ -613,6 +842,9 @@ def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, d
     """(grad_x, grad_weight, grad_bias, grad_initial_states), None where `needs_grad` (four bools) says so."""
     # the gather kernel for x with L as its stride-1 dimension (H200, D=4096 W=4 bf16 backward: 0.504 vs 0.698 ms at
     # L=2048, 1.452 vs 1.959 at L=8192); the general kernel for channel-last x (0.479 vs 0.546 at best)
+    walk = _walk_config(x, seq_idx, initial_states)
+    if walk is not None:
+        return _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad, walk)
     if (silu and seq_idx is None and initial_states is None and x.numel() > 0
             and _tuning.get(TUNING_OP, "bwd_gather", not _channel_last(x))):
         block_l = _gather_backward_block_l(x, weight.shape[1], dilation)

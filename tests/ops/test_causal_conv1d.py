@@ -558,3 +558,68 @@ def test_gpu_bf16_gather_backward_variant(layout, tuning):
             check_against_reference(x, weight, bias, activation="silu", dilation=dilation)
             for a, b in zip(general, grads(dilation)):
                 assert rel_err(b, a) < 1e-2
+
+
+@pytest.mark.parametrize("batch,width,dilation,steps,block_d,activation", [
+    (1, 4, 1, 64, None, "silu"), (2, 3, 2, 5, 4, "silu"), (1, 8, 1, 4, 16, None), (1, 5, 3, 1, 16, "silu")])
+def test_walk_variant(device, batch, width, dilation, steps, block_d, activation):
+    """The walk tuning variant (channel-last x walked one row at a time, register windows of x and g): output and
+    every gradient against fp64 and the tiled kernels; chunks shorter than the halo, residue classes of a dilation,
+    a ragged last chunk, several channel blocks; other layouts keep the tiled kernels. (Small: the interpreter runs
+    the walk one row at a time.)"""
+    from greyhound import _tuning
+    x = make_x(batch, 13, 29, "channel_last", device)
+    weight, bias = make_params(13, width, device)
+    grad_out = torch.randn(x.shape, device=device)
+
+    def run(*tensors):
+        leaves = [t.detach().clone().requires_grad_() for t in tensors]
+        function = causal_conv1d if leaves[0].dtype != torch.float64 else causal_conv1d_reference
+        out = function(*leaves, activation=activation, dilation=dilation)
+        out.backward(grad_out.to(out.dtype))
+        return [out.detach()] + [leaf.grad for leaf in leaves]
+
+    tiled = run(x, weight, bias)
+    reference = run(x.double(), weight.double(), bias.double())
+    tuning = dict(walk=True, walk_steps=steps)
+    if block_d is not None:
+        tuning["walk_block_d"] = block_d
+    with _tuning.override("causal_conv1d", **tuning):
+        assert ops._walk_config(x, None, None) is not None
+        assert ops._walk_config(x.contiguous(), None, None) is None
+        assert ops._walk_config(x, torch.zeros(batch, 29, dtype=torch.long, device=device), None) is None
+        walked = run(x, weight, bias)
+        x_only = x.detach().clone().requires_grad_()  # only x's gradient: the kernel without the partial sums
+        causal_conv1d(x_only, weight, None, activation=activation, dilation=dilation).backward(grad_out)
+    for name, a, b, ref in zip(("out", "x", "weight", "bias"), tiled, walked, reference):
+        assert rel_err(b, ref) < VALUE_TOLERANCE[torch.float32], name
+        assert rel_err(b, a) < 1e-6, name
+    x_ref = x.detach().double().requires_grad_()
+    causal_conv1d_reference(x_ref, weight.double(), None, activation=activation, dilation=dilation).backward(
+        grad_out.double())
+    assert rel_err(x_only.grad, x_ref.grad) < GRAD_TOLERANCE[torch.float32]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tuning", [dict(walk=True), dict(walk=True, walk_warps=2, walk_steps=32),
+                                    dict(walk=True, walk_block_d=128, walk_steps=128)])
+def test_gpu_bf16_walk_variant(tuning):
+    """The walk variant with compiled kernels: outputs and gradients within bf16's tolerance of fp64 and within
+    fp32 rounding of the tiled kernels, dilation 1 and 3, a ragged last chunk."""
+    from greyhound import _tuning
+    x = make_x(2, 1024, 777, "channel_last", "cuda", torch.bfloat16)
+    weight, bias = make_params(1024, 4, "cuda", torch.bfloat16)
+    grad_out = torch.randn(x.shape, device="cuda", dtype=torch.bfloat16)
+
+    def run(dilation):
+        leaves = [t.detach().clone().requires_grad_() for t in (x, weight, bias)]
+        out = causal_conv1d(*leaves, activation="silu", dilation=dilation)
+        out.backward(grad_out)
+        return [out.float()] + [leaf.grad.float() for leaf in leaves]
+
+    for dilation in (1, 3):
+        tiled = run(dilation)
+        with _tuning.override("causal_conv1d", **tuning):
+            check_against_reference(x, weight, bias, activation="silu", dilation=dilation)
+            for a, b in zip(tiled, run(dilation)):
+                assert rel_err(b, a) < 1e-2
