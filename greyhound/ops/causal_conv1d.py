@@ -846,7 +846,8 @@ def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, d
     if walk is not None:
         return _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad, walk)
     if (silu and seq_idx is None and initial_states is None and x.numel() > 0
-            and _tuning.get(TUNING_OP, "bwd_gather", not _channel_last(x))):
+            and _tuning.get(TUNING_OP, "bwd_gather",
+                            not _channel_last(x) and not _tuning.get(TUNING_OP, "bwd_two_pass", False))):
         block_l = _gather_backward_block_l(x, weight.shape[1], dilation)
         if block_l:
             return _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, block_l)

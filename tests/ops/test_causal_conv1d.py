@@ -526,6 +526,10 @@ def test_gather_backward_falls_back_for_a_wide_halo(device, monkeypatch):
         ops._launch_backward(make_x(1, 4, 40, layout, device), torch.randn(4, 4, device=device), None, None, None,
                              torch.randn(1, 4, 40, device=device), True, 1, (True, True, False, False))
     assert taken == [True]
+    with _tuning.override("causal_conv1d", bwd_two_pass=True):  # a forced two-pass run is not taken over
+        ops._launch_backward(make_x(1, 4, 40, "contiguous", device), torch.randn(4, 4, device=device), None, None,
+                             None, torch.randn(1, 4, 40, device=device), True, 1, (True, True, False, False))
+    assert taken == [True]
     x = make_x(1, 4, 40, "channel_last", device)
     with _tuning.override("causal_conv1d", bwd_gather=True, bwd_gather_block_l=8):
         assert ops._gather_backward_block_l(x, 4, 3) == 0  # halo 9 >= 8 rows: the general kernel
