@@ -116,6 +116,33 @@ def _store_tap_sum(partial_ptrs, tap_sum, channel_mask, K: tl.constexpr, WIDTH: 
 
 
 @triton.jit
+def _add_to_tap(tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, value, K: tl.constexpr):
+    """The backward's eight per-tap sums with `value` added to sum K (a constexpr)."""
+    return (_add_if(tap_0, value, K == 0), _add_if(tap_1, value, K == 1), _add_if(tap_2, value, K == 2),
+            _add_if(tap_3, value, K == 3), _add_if(tap_4, value, K == 4), _add_if(tap_5, value, K == 5),
+            _add_if(tap_6, value, K == 6), _add_if(tap_7, value, K == 7))
+
+
+@triton.jit
+def _store_partial_row(grad_weight_partial_ptr, grad_bias_partial_ptr, row, dim, channels, channel_mask,
+                       tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
+                       WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """A tiled backward program's [BLOCK_L, BLOCK_D] sums, reduced over rows, into its partial row: contiguous
+    (rows, D, W) for grad_w and (rows, D) for grad_b."""
+    partial_ptrs = grad_weight_partial_ptr + (row * dim + channels) * WIDTH
+    _store_tap_sum(partial_ptrs, tap_0, channel_mask, 0, WIDTH)
+    _store_tap_sum(partial_ptrs, tap_1, channel_mask, 1, WIDTH)
+    _store_tap_sum(partial_ptrs, tap_2, channel_mask, 2, WIDTH)
+    _store_tap_sum(partial_ptrs, tap_3, channel_mask, 3, WIDTH)
+    _store_tap_sum(partial_ptrs, tap_4, channel_mask, 4, WIDTH)
+    _store_tap_sum(partial_ptrs, tap_5, channel_mask, 5, WIDTH)
+    _store_tap_sum(partial_ptrs, tap_6, channel_mask, 6, WIDTH)
+    _store_tap_sum(partial_ptrs, tap_7, channel_mask, 7, WIDTH)
+    if HAS_BIAS:
+        tl.store(grad_bias_partial_ptr + row * dim + channels, tl.sum(bias_sum, axis=0), mask=channel_mask)
+
+
+@triton.jit
 def _causal_conv1d_forward_kernel(
     x_ptr, weight_ptr, bias_ptr, seq_idx_ptr, init_ptr, out_ptr,
     seq_len, dim, dilation, state_len, first_block,
@@ -232,10 +259,8 @@ def _causal_conv1d_backward_kernel(
             grad_in += weight_k.to(tl.float32)[None, :] * grad
             if GRAD_PARAMS:
                 product = grad * inputs
-                tap_0, tap_1 = _add_if(tap_0, product, k == 0), _add_if(tap_1, product, k == 1)
-                tap_2, tap_3 = _add_if(tap_2, product, k == 2), _add_if(tap_3, product, k == 3)
-                tap_4, tap_5 = _add_if(tap_4, product, k == 4), _add_if(tap_5, product, k == 5)
-                tap_6, tap_7 = _add_if(tap_6, product, k == 6), _add_if(tap_7, product, k == 7)
+                tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
+                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, product, k)
                 bias_sum = _add_if(bias_sum, grad, shift == 0)
         if GRAD_X:
             in_x = (sources >= 0) & (sources < seq_len)
@@ -249,19 +274,10 @@ def _causal_conv1d_backward_kernel(
                               + (sources + state_len)[:, None])
             tl.store(grad_init_ptrs, grad_in.to(grad_init_ptr.dtype.element_ty),
                      mask=in_init[:, None] & channel_mask[None, :])
-    if GRAD_PARAMS:  # rows of contiguous (rows, D, W) and (rows, D)
-        row = partial_row_begin + batch * tl.num_programs(2) + chunk
-        partial_ptrs = grad_weight_partial_ptr + (row * dim + channels) * WIDTH
-        _store_tap_sum(partial_ptrs, tap_0, channel_mask, 0, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_1, channel_mask, 1, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_2, channel_mask, 2, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_3, channel_mask, 3, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_4, channel_mask, 4, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_5, channel_mask, 5, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_6, channel_mask, 6, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_7, channel_mask, 7, WIDTH)
-        if HAS_BIAS:
-            tl.store(grad_bias_partial_ptr + row * dim + channels, tl.sum(bias_sum, axis=0), mask=channel_mask)
+    if GRAD_PARAMS:
+        _store_partial_row(grad_weight_partial_ptr, grad_bias_partial_ptr,
+                           partial_row_begin + batch * tl.num_programs(2) + chunk, dim, channels, channel_mask,
+                           tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum, WIDTH, HAS_BIAS)
 
 
 @triton.jit
@@ -332,10 +348,8 @@ def _causal_conv1d_silu_gather_backward_kernel(
                 values = tl.load(x_row + sources[:, None] * stride_x_l + channels[None, :] * stride_x_d,
                                  mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
                 product = owned_grad * values
-                tap_0, tap_1 = _add_if(tap_0, product, k == 0), _add_if(tap_1, product, k == 1)
-                tap_2, tap_3 = _add_if(tap_2, product, k == 2), _add_if(tap_3, product, k == 3)
-                tap_4, tap_5 = _add_if(tap_4, product, k == 4), _add_if(tap_5, product, k == 5)
-                tap_6, tap_7 = _add_if(tap_6, product, k == 6), _add_if(tap_7, product, k == 7)
+                tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
+                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, product, k)
             bias_sum += owned_grad
         if GRAD_X:
             grad_in = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
@@ -358,19 +372,10 @@ def _causal_conv1d_silu_gather_backward_kernel(
                            + channels[None, :] * stride_gx_d)
             tl.store(grad_x_ptrs, grad_in.to(grad_x_ptr.dtype.element_ty),
                      mask=owned[:, None] & channel_mask[None, :])
-    if GRAD_PARAMS:  # rows of contiguous (rows, D, W) and (rows, D): row batch · chunks + chunk
-        row = batch * tl.num_programs(2) + chunk
-        partial_ptrs = grad_weight_partial_ptr + (row * dim + channels) * WIDTH
-        _store_tap_sum(partial_ptrs, tap_0, channel_mask, 0, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_1, channel_mask, 1, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_2, channel_mask, 2, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_3, channel_mask, 3, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_4, channel_mask, 4, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_5, channel_mask, 5, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_6, channel_mask, 6, WIDTH)
-        _store_tap_sum(partial_ptrs, tap_7, channel_mask, 7, WIDTH)
-        if HAS_BIAS:
-            tl.store(grad_bias_partial_ptr + row * dim + channels, tl.sum(bias_sum, axis=0), mask=channel_mask)
+    if GRAD_PARAMS:  # row batch · chunks + chunk
+        _store_partial_row(grad_weight_partial_ptr, grad_bias_partial_ptr, batch * tl.num_programs(2) + chunk, dim,
+                           channels, channel_mask, tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
+                           WIDTH, HAS_BIAS)
 
 
 @triton.jit
@@ -520,14 +525,10 @@ def _causal_conv1d_walk_backward_kernel(
             tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty), mask=channel_mask & owned)
         if GRAD_PARAMS:
             owned_grad = tl.where(owned, g_0, 0.0)
-            tap_0 = _add_if(tap_0, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1), True)
-            tap_1 = _add_if(tap_1, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 2), True)
-            tap_2 = _add_if(tap_2, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 3), WIDTH > 2)
-            tap_3 = _add_if(tap_3, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 4), WIDTH > 3)
-            tap_4 = _add_if(tap_4, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 5), WIDTH > 4)
-            tap_5 = _add_if(tap_5, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 6), WIDTH > 5)
-            tap_6 = _add_if(tap_6, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 7), WIDTH > 6)
-            tap_7 = _add_if(tap_7, owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 8), WIDTH > 7)
+            for k in tl.static_range(WIDTH):
+                tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
+                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
+                    owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), k)
             bias_sum += owned_grad
     if GRAD_PARAMS:  # rows of contiguous (rows, D, W) and (rows, D)
         row = batch * tl.num_programs(2) + tl.program_id(2)
@@ -720,30 +721,43 @@ def _launch_walk_forward(x, weight, bias, silu, dilation, config):
     return out
 
 
+def _partial_sums(rows, x, weight, bias, needs_grad):
+    """(grad_w partial, grad_b partial): the fp32 rows (rows, D, W) and (rows, D) a backward kernel writes, one per
+    program; None where no parameter gradient (or no bias) is needed."""
+    _, needs_weight, needs_bias, _ = needs_grad
+    if not (needs_weight or (needs_bias and bias is not None)):
+        return None, None
+    fp32 = dict(dtype=torch.float32, device=x.device)
+    dim, width = weight.shape
+    return (torch.empty(rows, dim, width, **fp32),
+            torch.empty(rows, dim, **fp32) if bias is not None else None)
+
+
+def _parameter_grads(grad_weight_partial, grad_bias_partial, weight, bias, needs_grad):
+    """(grad_weight, grad_bias) in the parameters' dtypes: the partial rows summed in a fixed order."""
+    _, needs_weight, needs_bias, _ = needs_grad
+    return (grad_weight_partial.sum(0).to(weight.dtype) if needs_weight else None,
+            grad_bias_partial.sum(0).to(bias.dtype) if needs_bias else None)
+
+
 def _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad, config):
     steps, block_d, warps = config
-    needs_x, needs_weight, needs_bias, _ = needs_grad
+    needs_x = needs_grad[0]
     _, dim, seq_len = x.shape
     width = weight.shape[1]
     grid = _walk_grid(x, dilation, steps, block_d)
     grad_x = torch.empty_like(x) if needs_x else None
-    needs_params = needs_weight or (needs_bias and bias is not None)
-    rows = grid[1] * grid[2]
-    fp32 = dict(dtype=torch.float32, device=x.device)
-    grad_weight_partial = torch.empty(rows, dim, width, **fp32) if needs_params else None
-    grad_bias_partial = torch.empty(rows, dim, **fp32) if needs_params and bias is not None else None
+    grad_weight_partial, grad_bias_partial = _partial_sums(grid[1] * grid[2], x, weight, bias, needs_grad)
     _causal_conv1d_walk_backward_kernel[grid](
         x, weight, x if bias is None else bias, grad_out, x if grad_x is None else grad_x,
         x if grad_weight_partial is None else grad_weight_partial,
         x if grad_bias_partial is None else grad_bias_partial,
         seq_len, dim, dilation, steps,
         *x.stride(), *weight.stride(), *grad_out.stride(), *_optional_strides(grad_x, 3),
-        WIDTH=width, HAS_BIAS=bias is not None, SILU=silu, GRAD_X=needs_x, GRAD_PARAMS=needs_params,
-        BLOCK_D=block_d, num_warps=warps,
+        WIDTH=width, HAS_BIAS=bias is not None, SILU=silu, GRAD_X=needs_x,
+        GRAD_PARAMS=grad_weight_partial is not None, BLOCK_D=block_d, num_warps=warps,
     )
-    grad_weight = grad_weight_partial.sum(0).to(weight.dtype) if needs_weight else None
-    grad_bias = grad_bias_partial.sum(0).to(bias.dtype) if needs_bias else None
-    return grad_x, grad_weight, grad_bias, None
+    return (grad_x, *_parameter_grads(grad_weight_partial, grad_bias_partial, weight, bias, needs_grad), None)
 
 
 def _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation):
@@ -808,7 +822,7 @@ def _gather_backward_block_l(x, width, dilation):
 
 def _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, block_l):
     """_causal_conv1d_silu_gather_backward_kernel's (grad_x, grad_weight, grad_bias, None)."""
-    needs_x, needs_weight, needs_bias, _ = needs_grad
+    needs_x = needs_grad[0]
     batch, dim, seq_len = x.shape
     width = weight.shape[1]
     halo = (width - 1) * dilation
@@ -818,24 +832,20 @@ def _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, blo
     d_blocks = triton.cdiv(dim, block_d)
     chunks, tiles_per_program = _backward_chunks(num_tiles, batch, d_blocks, x.device)
     grad_x = torch.empty_like(x) if needs_x else None
-    needs_params = needs_weight or (needs_bias and bias is not None)
-    fp32 = dict(dtype=torch.float32, device=x.device)
-    grad_weight_partial = torch.empty(batch * chunks, dim, width, **fp32) if needs_params else None
-    grad_bias_partial = torch.empty(batch * chunks, dim, **fp32) if needs_params and bias is not None else None
+    grad_weight_partial, grad_bias_partial = _partial_sums(batch * chunks, x, weight, bias, needs_grad)
     use_scratch = needs_x and _tuning.get(TUNING_OP, "bwd_gather_scratch", False)
-    scratch = (torch.empty(d_blocks * batch * chunks * block_l * block_d, **fp32) if use_scratch else None)
+    scratch = (torch.empty(d_blocks * batch * chunks * block_l * block_d, dtype=torch.float32, device=x.device)
+               if use_scratch else None)
     _causal_conv1d_silu_gather_backward_kernel[(d_blocks, batch, chunks)](
         x, weight, x if bias is None else bias, grad_out, x if grad_x is None else grad_x,
         x if grad_weight_partial is None else grad_weight_partial,
         x if grad_bias_partial is None else grad_bias_partial, x if scratch is None else scratch,
         seq_len, dim, dilation, halo, num_tiles, tiles_per_program,
         *x.stride(), *weight.stride(), *grad_out.stride(), *_optional_strides(grad_x, 3),
-        WIDTH=width, HAS_BIAS=bias is not None, GRAD_X=needs_x, GRAD_PARAMS=needs_params, SCRATCH=use_scratch,
-        BLOCK_L=block_l, BLOCK_D=block_d, num_warps=blocks.num_warps,
+        WIDTH=width, HAS_BIAS=bias is not None, GRAD_X=needs_x, GRAD_PARAMS=grad_weight_partial is not None,
+        SCRATCH=use_scratch, BLOCK_L=block_l, BLOCK_D=block_d, num_warps=blocks.num_warps,
     )
-    grad_weight = grad_weight_partial.sum(0).to(weight.dtype) if needs_weight else None
-    grad_bias = grad_bias_partial.sum(0).to(bias.dtype) if needs_bias else None
-    return grad_x, grad_weight, grad_bias, None
+    return (grad_x, *_parameter_grads(grad_weight_partial, grad_bias_partial, weight, bias, needs_grad), None)
 
 
 def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, needs_grad):
@@ -877,10 +887,8 @@ def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, d
         if tile_end > tile_begin:
             chunks = _backward_chunks(tile_end - tile_begin, batch, d_blocks, x.device)
             launches.append((tile_begin, tile_end, has_init, *chunks))
-    rows = batch * sum(launch[3] for launch in launches)
-    fp32 = dict(dtype=torch.float32, device=x.device)
-    grad_weight_partial = torch.empty(rows, dim, width, **fp32) if needs_params else None
-    grad_bias_partial = torch.empty(rows, dim, **fp32) if needs_params and bias is not None else None
+    grad_weight_partial, grad_bias_partial = _partial_sums(batch * sum(launch[3] for launch in launches), x, weight,
+                                                           bias, needs_grad)
     partial_row_begin = 0
     for tile_begin, tile_end, has_init, chunks, tiles_per_program in launches:
         _causal_conv1d_backward_kernel[(d_blocks, batch, chunks)](
@@ -898,9 +906,7 @@ def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, d
             BLOCK_L=blocks.block_l, BLOCK_D=blocks.block_d, num_warps=blocks.num_warps,
         )
         partial_row_begin += batch * chunks
-    grad_weight = grad_weight_partial.sum(0).to(weight.dtype) if needs_weight else None
-    grad_bias = grad_bias_partial.sum(0).to(bias.dtype) if needs_bias else None
-    return grad_x, grad_weight, grad_bias, grad_init
+    return (grad_x, *_parameter_grads(grad_weight_partial, grad_bias_partial, weight, bias, needs_grad), grad_init)
 
 
 def _final_states(x, seq_idx, initial_states, state_len):

@@ -742,8 +742,7 @@ def _split_bf16(fc1_weight, fc2_weight, write_lo):
     """(fc1_hi, fc1_lo, fc2_hi, fc2_lo) in bf16; the lo parts are None unless write_lo. Inside torch.compile the
     Triton split is the registered op greyhound::split_bf16 (eager calls it directly: no dispatch overhead)."""
     if torch.compiler.is_compiling() and _uses_triton(fc1_weight):
-        fc1_hi, fc1_lo, fc2_hi, fc2_lo = _library.call(_split_bf16_op, None, fc1_weight.detach(), fc2_weight.detach(),
-                                                       write_lo)
+        fc1_hi, fc1_lo, fc2_hi, fc2_lo = _split_bf16_op(fc1_weight.detach(), fc2_weight.detach(), write_lo)
         return (fc1_hi, fc1_lo, fc2_hi, fc2_lo) if write_lo else (fc1_hi, None, fc2_hi, None)
     return _split_bf16_impl(fc1_weight, fc2_weight, write_lo)
 
@@ -1040,10 +1039,10 @@ def _run_inference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, 
     """run_fused without training: directly in eager (a registered op's dispatch costs ~15 us, a visible part of a
     small-N call), through greyhound::cheri_block_megakernel while torch.compile traces."""
     if torch.compiler.is_compiling():
-        return _library.call(
-            _cheri_block_megakernel_op, None, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias,
-            mlp_weights.fc1_hi, mlp_weights.fc1_lo, mlp_weights.fc2_hi, mlp_weights.fc2_lo,
-            _DOT_MODE_CODES[mlp_weights.mode], dilation, float(eps), _config_codes(config))
+        return _cheri_block_megakernel_op(
+            x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights.fc1_hi,
+            mlp_weights.fc1_lo, mlp_weights.fc2_hi, mlp_weights.fc2_lo, _DOT_MODE_CODES[mlp_weights.mode], dilation,
+            float(eps), _config_codes(config))
     return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation,
                      eps, config=config)
 
