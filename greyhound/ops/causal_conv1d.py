@@ -406,6 +406,19 @@ def _window_down(v0, v1, v2, v3, v4, v5, v6, v7, new, N: tl.constexpr):
 
 
 @triton.jit
+def _zero_window(BLOCK_D: tl.constexpr):
+    """Eight zero [BLOCK_D] fp32 tensors, each its own value. A register window must start from distinct values:
+    Triton finds a loop's carried names by comparing each name's value before and after a dry run of the body, so
+    slots that start as one tensor look unchanged by the shift v_1 <- v_0 and are silently dropped from the loop
+    (they stay zero: the walk kernels' first GPU run lost every tap but two). tests/ops/test_causal_conv1d.py checks
+    the compiled loop's carried values."""
+    return (tl.zeros([BLOCK_D], dtype=tl.float32), tl.zeros([BLOCK_D], dtype=tl.float32),
+            tl.zeros([BLOCK_D], dtype=tl.float32), tl.zeros([BLOCK_D], dtype=tl.float32),
+            tl.zeros([BLOCK_D], dtype=tl.float32), tl.zeros([BLOCK_D], dtype=tl.float32),
+            tl.zeros([BLOCK_D], dtype=tl.float32), tl.zeros([BLOCK_D], dtype=tl.float32))
+
+
+@triton.jit
 def _causal_conv1d_walk_forward_kernel(
     x_ptr, weight_ptr, bias_ptr, out_ptr, seq_len, dim, dilation, steps,
     stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_out_b, stride_out_d, stride_out_l,
@@ -426,14 +439,7 @@ def _causal_conv1d_walk_forward_kernel(
     if HAS_BIAS:
         acc0 += tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
     w_row = weight_ptr + channels * stride_w_d
-    x_0 = tl.zeros([BLOCK_D], dtype=tl.float32)
-    x_1 = x_0
-    x_2 = x_0
-    x_3 = x_0
-    x_4 = x_0
-    x_5 = x_0
-    x_6 = x_0
-    x_7 = x_0
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _zero_window(BLOCK_D)
     # positions as [BLOCK_D] vectors of one value (the interpreter cannot mix 0-d and vector masks)
     first = (chunk * steps * dilation + residue).to(tl.int64) + tl.zeros([BLOCK_D], dtype=tl.int64)
     t = first - (WIDTH - 1) * dilation
@@ -486,8 +492,8 @@ def _causal_conv1d_walk_backward_kernel(
     if HAS_BIAS:
         acc0 += tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
     zero = tl.zeros([BLOCK_D], dtype=tl.float32)
-    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = zero, zero, zero, zero, zero, zero, zero, zero
-    g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7 = zero, zero, zero, zero, zero, zero, zero, zero
+    x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _zero_window(BLOCK_D)
+    g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7 = _zero_window(BLOCK_D)
     tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = zero, zero, zero, zero, zero, zero, zero, zero
     bias_sum = zero
     # positions as [BLOCK_D] vectors of one value (the interpreter cannot mix 0-d and vector masks)

@@ -564,6 +564,49 @@ def test_gpu_bf16_gather_backward_variant(layout, tuning):
                 assert rel_err(b, a) < 1e-2
 
 
+_CARRIES_SCRIPT = """
+import json, re, sys, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from greyhound.ops import causal_conv1d as ops
+
+def carried(kernel, **constexprs):
+    kinds = {n: "constexpr" if n in constexprs else "*fp32" if n.endswith("_ptr") else "i32" for n in kernel.arg_names}
+    compiled = triton.compile(ASTSource(kernel, kinds, constexprs=constexprs), target=GPUTarget("cuda", 90, 32),
+                              options=dict(num_warps=1))
+    loops = re.findall(r"scf.for .* iter_args\\((.*?)\\) ->", compiled.asm["ttir"])
+    return [len(loop.split(",")) for loop in loops]
+
+print(json.dumps({width: (carried(ops._causal_conv1d_walk_forward_kernel, WIDTH=width, HAS_BIAS=True, SILU=True,
+                                  BLOCK_D=16),
+                          carried(ops._causal_conv1d_walk_backward_kernel, WIDTH=width, HAS_BIAS=True, SILU=True,
+                                  GRAD_X=True, GRAD_PARAMS=True, BLOCK_D=16))
+                  for width in map(int, sys.argv[1:])}))
+"""
+
+
+def test_walk_kernels_carry_their_windows():
+    """The walk kernels' register windows survive compilation (the interpreter cannot show this: it runs the Python
+    as written). Compiled for sm_90 on this machine, without the interpreter, each walk loop must carry: forward, the
+    W − 1 window values it reads back plus the prefetched row; backward, W − 1 of x, W − 1 of g, W tap sums, the
+    bias sum and two prefetched rows. Slots that start as one tensor are dropped from the loop by Triton (they
+    stay zero): the first GPU run of these kernels lost every tap but two that way."""
+    import json
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    widths = (2, 4, 8)
+    done = subprocess.run([sys.executable, "-c", _CARRIES_SCRIPT, *map(str, widths)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    carries = json.loads(done.stdout.strip().splitlines()[-1])
+    for width in widths:
+        forward, backward = carries[str(width)]
+        assert forward == [width], (width, forward)
+        assert backward == [3 * width + 1], (width, backward)
+
+
 @pytest.mark.parametrize("batch,width,dilation,steps,block_d,activation", [
     (1, 4, 1, 64, None, "silu"), (2, 3, 2, 5, 8, "silu"), (1, 8, 1, 4, 16, None), (1, 5, 3, 2, 16, "silu")])
 def test_walk_variant(device, batch, width, dilation, steps, block_d, activation):
