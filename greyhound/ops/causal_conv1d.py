@@ -49,6 +49,7 @@ _tuning.register(
     walk_steps=(int, "walk: positions of one residue class a program walks (its chunk of L)"),
     walk_block_d=(int, "walk: channels a program holds (power of 2)"),
     walk_warps=(int, "walk: num_warps"),
+    walk_group=(int, "walk: rows loaded together, a group ahead of their use (1 to 8)"),
 )
 
 
@@ -419,15 +420,45 @@ def _zero_window(BLOCK_D: tl.constexpr):
 
 
 @triton.jit
+def _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, U: tl.constexpr, GROUP: tl.constexpr,
+              BLOCK_D: tl.constexpr):
+    """Row u = U of a group: the row at position base + U·step of one program's channels, masked to low ≤ position
+    < high (0 elsewhere), in the row's dtype; a zero of its own past GROUP (an unused slot)."""
+    if U < GROUP:
+        position = base + U * step
+        row = tl.load(row_ptr + position * stride_l, mask=channel_mask & (position >= low) & (position < high),
+                      other=0.0)
+    else:
+        row = tl.zeros([BLOCK_D], dtype=row_ptr.dtype.element_ty)
+    return row
+
+
+@triton.jit
+def _load_rows(row_ptr, base, step, stride_l, low, high, channel_mask, GROUP: tl.constexpr, BLOCK_D: tl.constexpr):
+    """The GROUP (≤ 8) rows at positions base + u·step, u < GROUP, as an 8-slot tuple (_load_row). All GROUP loads
+    are issued together, a group ahead of their use: they are what keeps a walk's memory pipe full."""
+    return (_load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 0, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 1, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 2, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 3, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 4, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 5, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 6, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 7, GROUP, BLOCK_D))
+
+
+@triton.jit
 def _causal_conv1d_walk_forward_kernel(
     x_ptr, weight_ptr, bias_ptr, out_ptr, seq_len, dim, dilation, steps,
     stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_out_b, stride_out_d, stride_out_l,
-    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, BLOCK_D: tl.constexpr,
+    WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, GROUP: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
     """Program (block of D, batch, chunk · dilation + residue r): out at t = chunk · steps · dilation + r + i·dilation,
     i < steps, walking up one row of BLOCK_D channels at a time; the W − 1 earlier inputs of the taps stay in a
-    register window (x_j = x[t − j·dilation]), so each input row is read once (W − 1 warm-up reads a chunk).
-    No seq_idx, no initial states (the launcher sends those to the tiled kernel). fp32 math, out in its dtype."""
+    register window (x_j = x[t − j·dilation]), so each input row is read once (W − 1 warm-up reads a chunk). Rows
+    come in groups of GROUP, each group's loads issued while the previous group is computed (the group loop is
+    unrolled: the window's shifts are register renames). No seq_idx, no initial states (the launcher sends those to
+    the tiled kernel). fp32 math, out in its dtype."""
     batch = tl.program_id(1).to(tl.int64)
     chunk = tl.program_id(2) // dilation
     residue = tl.program_id(2) % dilation
@@ -442,25 +473,30 @@ def _causal_conv1d_walk_forward_kernel(
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _zero_window(BLOCK_D)
     # positions as [BLOCK_D] vectors of one value (the interpreter cannot mix 0-d and vector masks)
     first = (chunk * steps * dilation + residue).to(tl.int64) + tl.zeros([BLOCK_D], dtype=tl.int64)
-    t = first - (WIDTH - 1) * dilation
-    ahead = tl.load(x_row + t * stride_x_l, mask=channel_mask & (t >= 0) & (t < seq_len), other=0.0)
-    for i in range(0, steps + WIDTH - 1):  # the first W − 1 steps only fill the window
-        t = first + (i - (WIDTH - 1)) * dilation
-        new = ahead.to(tl.float32)
-        # the next step's row is loaded before this step's math: two rows in flight per program
-        after = t + dilation
-        ahead = tl.load(x_row + after * stride_x_l, mask=channel_mask & (after >= 0) & (after < seq_len), other=0.0)
-        # up one step: x_j <- x_{j-1}, x_0 <- x[t]
-        x_7, x_6, x_5, x_4, x_3, x_2, x_1, x_0 = x_6, x_5, x_4, x_3, x_2, x_1, x_0, new
-        pre = acc0
-        for k in tl.static_range(WIDTH):
-            tap = tl.load(w_row + k * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
-            pre += tap * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k)
-        out = pre
-        if SILU:
-            out = pre * tl.sigmoid(pre)
-        tl.store(out_row + t * stride_out_l, out.to(out_ptr.dtype.element_ty),
-                 mask=channel_mask & (t >= first) & (t < seq_len))
+    end = tl.minimum(first + steps * dilation, seq_len)  # past the chunk's last output: nothing to read or write
+    base = first - (WIDTH - 1) * dilation  # the first W − 1 rows only fill the window
+    r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = _load_rows(x_row, base, dilation, stride_x_l, 0, end, channel_mask,
+                                                        GROUP, BLOCK_D)
+    for _ in range(0, tl.cdiv(steps + WIDTH - 1, GROUP)):
+        following = base + GROUP * dilation
+        q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7 = _load_rows(x_row, following, dilation, stride_x_l, 0, end,
+                                                            channel_mask, GROUP, BLOCK_D)
+        for u in tl.static_range(GROUP):
+            t = base + u * dilation
+            # up one step: x_j <- x_{j-1}, x_0 <- x[t]
+            x_7, x_6, x_5, x_4, x_3, x_2, x_1, x_0 = (x_6, x_5, x_4, x_3, x_2, x_1, x_0,
+                                                      _at(r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, u).to(tl.float32))
+            pre = acc0
+            for k in tl.static_range(WIDTH):
+                tap = tl.load(w_row + k * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
+                pre += tap * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k)
+            out = pre
+            if SILU:
+                out = pre * tl.sigmoid(pre)
+            tl.store(out_row + t * stride_out_l, out.to(out_ptr.dtype.element_ty),
+                     mask=channel_mask & (t >= first) & (t < end))
+        r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7
+        base = following
 
 
 @triton.jit
@@ -470,7 +506,7 @@ def _causal_conv1d_walk_backward_kernel(
     stride_x_b, stride_x_d, stride_x_l, stride_w_d, stride_w_k, stride_g_b, stride_g_d, stride_g_l,
     stride_gx_b, stride_gx_d, stride_gx_l,
     WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr, GRAD_X: tl.constexpr,
-    GRAD_PARAMS: tl.constexpr, BLOCK_D: tl.constexpr,
+    GRAD_PARAMS: tl.constexpr, GROUP: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
     """Program (block of D, batch, chunk · dilation + residue r): the backward at t = chunk · steps · dilation + r
     + i·dilation, i < steps, walking *down* one row of channels at a time. Register windows: x_j = x[t − j·dilation]
@@ -478,7 +514,8 @@ def _causal_conv1d_walk_backward_kernel(
     each x and grad_out row read once. The walk starts 2W − 2 steps above the chunk: W − 1 to fill the x window, W − 1
     for the g of the positions the chunk's last rows read. grad_x[t] = Σ_s w[W − 1 − s] · g_s;
     grad_w[k] += g_0 · x_{W − 1 − k} and grad_b += g_0 elementwise, written to this program's partial row
-    (batch · programs along axis 2 + axis-2 index). No seq_idx, no initial states. fp32 math."""
+    (batch · programs along axis 2 + axis-2 index). Rows of x and grad_out come in groups of GROUP, each group's
+    loads issued while the previous group is computed. No seq_idx, no initial states. fp32 math."""
     batch = tl.program_id(1).to(tl.int64)
     chunk = tl.program_id(2) // dilation
     residue = tl.program_id(2) % dilation
@@ -498,44 +535,56 @@ def _causal_conv1d_walk_backward_kernel(
     bias_sum = zero
     # positions as [BLOCK_D] vectors of one value (the interpreter cannot mix 0-d and vector masks)
     chunk_first = (chunk * steps * dilation + residue).to(tl.int64) + tl.zeros([BLOCK_D], dtype=tl.int64)
+    chunk_end = tl.minimum(chunk_first + steps * dilation, seq_len)
     top = chunk_first + (steps - 1 + 2 * WIDTH - 2) * dilation
-    source = top - (WIDTH - 1) * dilation
-    x_ahead = tl.load(x_row + source * stride_x_l, mask=channel_mask & (source >= 0) & (source < seq_len), other=0.0)
-    grad_ahead = tl.load(grad_out_row + top * stride_g_l, mask=channel_mask & (top < seq_len), other=0.0)
-    for i in range(0, steps + 2 * WIDTH - 2):
-        t = top - i * dilation
-        new_x = x_ahead.to(tl.float32)
-        grad = grad_ahead.to(tl.float32)
-        # the next step's rows are loaded before this step's math: two steps in flight per program
-        below, source = t - dilation, t - WIDTH * dilation
-        x_ahead = tl.load(x_row + source * stride_x_l, mask=channel_mask & (source >= 0) & (source < seq_len),
-                          other=0.0)
-        grad_ahead = tl.load(grad_out_row + below * stride_g_l, mask=channel_mask & (below >= 0) & (below < seq_len),
-                             other=0.0)
-        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _window_down(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, new_x, WIDTH)
-        if SILU:
-            pre = acc0
-            for k in tl.static_range(WIDTH):
-                tap = tl.load(w_row + k * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
-                pre += tap * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k)
-            sig = tl.sigmoid(pre)
-            grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L (grad_out masked) and in the warm-up's junk
-        # down one step: g_s <- g_{s-1}, g_0 <- g[t]
-        g_7, g_6, g_5, g_4, g_3, g_2, g_1, g_0 = g_6, g_5, g_4, g_3, g_2, g_1, g_0, grad
-        owned = (t < chunk_first + steps * dilation) & (t < seq_len)  # not the warm-up above the chunk
-        if GRAD_X:
-            grad_in = zero
-            for s in tl.static_range(WIDTH):
-                tap = tl.load(w_row + (WIDTH - 1 - s) * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
-                grad_in += tap * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s)
-            tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty), mask=channel_mask & owned)
-        if GRAD_PARAMS:
-            owned_grad = tl.where(owned, g_0, 0.0)
-            for k in tl.static_range(WIDTH):
-                tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
-                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
-                    owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), k)
-            bias_sum += owned_grad
+    # the group at t = base − u·dilation reads grad_out[t] (t ≥ chunk_first: below, no g is needed) and
+    # x[t − (W − 1)·dilation] (from the chunk's first source row up)
+    lowest_x = tl.maximum(chunk_first - (WIDTH - 1) * dilation, 0)
+    x_base = top - (WIDTH - 1) * dilation
+    base = top
+    r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = _load_rows(x_row, x_base, -dilation, stride_x_l, lowest_x, seq_len,
+                                                        channel_mask, GROUP, BLOCK_D)
+    h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7 = _load_rows(grad_out_row, base, -dilation, stride_g_l, chunk_first,
+                                                        seq_len, channel_mask, GROUP, BLOCK_D)
+    for _ in range(0, tl.cdiv(steps + 2 * WIDTH - 2, GROUP)):
+        following, x_following = base - GROUP * dilation, x_base - GROUP * dilation
+        q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7 = _load_rows(x_row, x_following, -dilation, stride_x_l, lowest_x,
+                                                            seq_len, channel_mask, GROUP, BLOCK_D)
+        p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7 = _load_rows(grad_out_row, following, -dilation, stride_g_l,
+                                                            chunk_first, seq_len, channel_mask, GROUP, BLOCK_D)
+        for u in tl.static_range(GROUP):
+            t = base - u * dilation
+            x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _window_down(
+                x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, _at(r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, u).to(tl.float32),
+                WIDTH)
+            grad = _at(h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, u).to(tl.float32)
+            if SILU:
+                pre = acc0
+                for k in tl.static_range(WIDTH):
+                    tap = tl.load(w_row + k * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
+                    pre += tap * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k)
+                sig = tl.sigmoid(pre)
+                grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L and below the chunk (grad_out masked)
+            # down one step: g_s <- g_{s-1}, g_0 <- g[t]
+            g_7, g_6, g_5, g_4, g_3, g_2, g_1, g_0 = g_6, g_5, g_4, g_3, g_2, g_1, g_0, grad
+            owned = (t >= chunk_first) & (t < chunk_end)  # not the warm-up above the chunk, nor the group's tail
+            if GRAD_X:
+                grad_in = zero
+                for s in tl.static_range(WIDTH):
+                    tap = tl.load(w_row + (WIDTH - 1 - s) * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
+                    grad_in += tap * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s)
+                tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty),
+                         mask=channel_mask & owned)
+            if GRAD_PARAMS:
+                owned_grad = tl.where(owned, g_0, 0.0)
+                for k in tl.static_range(WIDTH):
+                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
+                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
+                        owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), k)
+                bias_sum += owned_grad
+        r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7
+        h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7 = p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7
+        base, x_base = following, x_following
     if GRAD_PARAMS:  # rows of contiguous (rows, D, W) and (rows, D)
         row = batch * tl.num_programs(2) + tl.program_id(2)
         partial = grad_weight_partial_ptr + (row * dim + channels) * WIDTH
@@ -698,16 +747,19 @@ def _position_launches(x, width, dilation, initial_states):
 
 
 def _walk_config(x, seq_idx, initial_states):
-    """(steps, block_d, num_warps) of the walk kernels, or None where they do not apply: only with the `walk`
-    tuning (not measured yet), for channel-last x without seq_idx or initial states."""
+    """(steps, block_d, num_warps, group) of the walk kernels, or None where they do not apply: only with the
+    `walk` tuning, for channel-last x without seq_idx or initial states."""
     if not (_tuning.get(TUNING_OP, "walk", False) and seq_idx is None and initial_states is None
             and _channel_last(x) and x.numel() > 0):
         return None
-    block_d = _tuning.get(TUNING_OP, "walk_block_d", min(triton.next_power_of_2(x.shape[1]), 256))
+    block_d = _tuning.get(TUNING_OP, "walk_block_d", min(triton.next_power_of_2(x.shape[1]), 128))
     if block_d & (block_d - 1):
         raise ValueError(f"tuning: causal_conv1d.walk_block_d must be a power of 2, got {block_d}")
+    group = _tuning.get(TUNING_OP, "walk_group", 8)
+    if not 1 <= group <= 8:
+        raise ValueError(f"tuning: causal_conv1d.walk_group must be from 1 to 8, got {group}")
     return (_tuning.get(TUNING_OP, "walk_steps", 64), block_d,
-            _tuning.get(TUNING_OP, "walk_warps", max(1, block_d // 256)))
+            _tuning.get(TUNING_OP, "walk_warps", max(1, block_d // 256)), group)
 
 
 def _walk_grid(x, dilation, steps, block_d):
@@ -716,13 +768,14 @@ def _walk_grid(x, dilation, steps, block_d):
 
 
 def _launch_walk_forward(x, weight, bias, silu, dilation, config):
-    steps, block_d, warps = config
+    steps, block_d, warps, group = config
     _, dim, seq_len = x.shape
     out = torch.empty_like(x)
     _causal_conv1d_walk_forward_kernel[_walk_grid(x, dilation, steps, block_d)](
         x, weight, x if bias is None else bias, out, seq_len, dim, dilation, steps,
         *x.stride(), *weight.stride(), *out.stride(),
-        WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=silu, BLOCK_D=block_d, num_warps=warps,
+        WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=silu, GROUP=group, BLOCK_D=block_d,
+        num_warps=warps,
     )
     return out
 
@@ -747,7 +800,7 @@ def _parameter_grads(grad_weight_partial, grad_bias_partial, weight, bias, needs
 
 
 def _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad, config):
-    steps, block_d, warps = config
+    steps, block_d, warps, group = config
     needs_x = needs_grad[0]
     _, dim, seq_len = x.shape
     width = weight.shape[1]
@@ -761,7 +814,7 @@ def _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad,
         seq_len, dim, dilation, steps,
         *x.stride(), *weight.stride(), *grad_out.stride(), *_optional_strides(grad_x, 3),
         WIDTH=width, HAS_BIAS=bias is not None, SILU=silu, GRAD_X=needs_x,
-        GRAD_PARAMS=grad_weight_partial is not None, BLOCK_D=block_d, num_warps=warps,
+        GRAD_PARAMS=grad_weight_partial is not None, GROUP=group, BLOCK_D=block_d, num_warps=warps,
     )
     return (grad_x, *_parameter_grads(grad_weight_partial, grad_bias_partial, weight, bias, needs_grad), None)
 

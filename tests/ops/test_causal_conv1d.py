@@ -577,39 +577,39 @@ def carried(kernel, **constexprs):
     loops = re.findall(r"scf.for .* iter_args\\((.*?)\\) ->", compiled.asm["ttir"])
     return [len(loop.split(",")) for loop in loops]
 
-print(json.dumps({width: (carried(ops._causal_conv1d_walk_forward_kernel, WIDTH=width, HAS_BIAS=True, SILU=True,
-                                  BLOCK_D=16),
-                          carried(ops._causal_conv1d_walk_backward_kernel, WIDTH=width, HAS_BIAS=True, SILU=True,
-                                  GRAD_X=True, GRAD_PARAMS=True, BLOCK_D=16))
-                  for width in map(int, sys.argv[1:])}))
+cases = [tuple(map(int, case.split(","))) for case in sys.argv[1:]]
+print(json.dumps([(carried(ops._causal_conv1d_walk_forward_kernel, WIDTH=width, HAS_BIAS=True, SILU=True,
+                           GROUP=group, BLOCK_D=16),
+                   carried(ops._causal_conv1d_walk_backward_kernel, WIDTH=width, HAS_BIAS=True, SILU=True,
+                           GRAD_X=True, GRAD_PARAMS=True, GROUP=group, BLOCK_D=16)) for width, group in cases]))
 """
 
 
 def test_walk_kernels_carry_their_windows():
     """The walk kernels' register windows survive compilation (the interpreter cannot show this: it runs the Python
     as written). Compiled for sm_90 on this machine, without the interpreter, each walk loop must carry: forward, the
-    W − 1 window values it reads back plus the prefetched row; backward, W − 1 of x, W − 1 of g, W tap sums, the
-    bias sum and two prefetched rows. Slots that start as one tensor are dropped from the loop by Triton (they
+    W − 1 window values it reads back, the group's position and its G prefetched rows; backward, W − 1 of x, W − 1
+    of g, W tap sums, the bias sum, two positions and 2G prefetched rows (x and grad_out). Slots that start as one tensor are dropped from the loop by Triton (they
     stay zero): the first GPU run of these kernels lost every tap but two that way."""
     import json
     import os
     import subprocess
     import sys
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    widths = (2, 4, 8)
-    done = subprocess.run([sys.executable, "-c", _CARRIES_SCRIPT, *map(str, widths)], env=env, capture_output=True,
-                          text=True, timeout=600)
+    cases = [(2, 1), (4, 8), (8, 3)]  # (W, group)
+    done = subprocess.run([sys.executable, "-c", _CARRIES_SCRIPT, *(f"{w},{g}" for w, g in cases)], env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     carries = json.loads(done.stdout.strip().splitlines()[-1])
-    for width in widths:
-        forward, backward = carries[str(width)]
-        assert forward == [width], (width, forward)
-        assert backward == [3 * width + 1], (width, backward)
+    for (width, group), (forward, backward) in zip(cases, carries):
+        assert forward == [width + group], (width, group, forward)
+        assert backward == [3 * width + 1 + 2 * group], (width, group, backward)
 
 
-@pytest.mark.parametrize("batch,width,dilation,steps,block_d,activation", [
-    (1, 4, 1, 64, None, "silu"), (2, 3, 2, 5, 8, "silu"), (1, 8, 1, 4, 16, None), (1, 5, 3, 2, 16, "silu")])
-def test_walk_variant(device, batch, width, dilation, steps, block_d, activation):
+@pytest.mark.parametrize("batch,width,dilation,steps,block_d,group,activation", [
+    (1, 4, 1, 64, None, 8, "silu"), (2, 3, 2, 5, 8, 2, "silu"), (1, 8, 1, 4, 16, 3, None), (1, 5, 3, 2, 16, 1, "silu"),
+    (1, 2, 1, 7, 8, 5, "silu")])
+def test_walk_variant(device, batch, width, dilation, steps, block_d, group, activation):
     """The walk tuning variant (channel-last x walked one row at a time, register windows of x and g): output and
     every gradient against fp64 and the tiled kernels; chunks shorter than the halo, residue classes of a dilation,
     a ragged last chunk, several channel blocks; other layouts keep the tiled kernels. (Small: the interpreter runs
@@ -628,7 +628,7 @@ def test_walk_variant(device, batch, width, dilation, steps, block_d, activation
 
     tiled = run(x, weight, bias)
     reference = run(x.double(), weight.double(), bias.double())
-    tuning = dict(walk=True, walk_steps=steps)
+    tuning = dict(walk=True, walk_steps=steps, walk_group=group)
     if block_d is not None:
         tuning["walk_block_d"] = block_d
     with _tuning.override("causal_conv1d", **tuning):
