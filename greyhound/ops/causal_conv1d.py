@@ -420,31 +420,60 @@ def _zero_window(BLOCK_D: tl.constexpr):
 
 
 @triton.jit
-def _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, U: tl.constexpr, GROUP: tl.constexpr,
+def _row_mask(channels, dim, position, low, high):
+    """channels < dim at a row position (a scalar) with low ≤ position < high, else nothing: the row test folded
+    into the channel bound (one vector compare; the interpreter cannot combine 0-d and vector masks)."""
+    return channels < tl.where((position >= low) & (position < high), dim, 0)
+
+
+@triton.jit
+def _load_row(row_ptr, base, step, stride_l, low, high, channels, dim, U: tl.constexpr, GROUP: tl.constexpr,
               BLOCK_D: tl.constexpr):
     """Row u = U of a group: the row at position base + U·step of one program's channels, masked to low ≤ position
     < high (0 elsewhere), in the row's dtype; a zero of its own past GROUP (an unused slot)."""
     if U < GROUP:
         position = base + U * step
-        row = tl.load(row_ptr + position * stride_l, mask=channel_mask & (position >= low) & (position < high),
-                      other=0.0)
+        row = tl.load(row_ptr + position * stride_l, mask=_row_mask(channels, dim, position, low, high), other=0.0)
     else:
         row = tl.zeros([BLOCK_D], dtype=row_ptr.dtype.element_ty)
     return row
 
 
 @triton.jit
-def _load_rows(row_ptr, base, step, stride_l, low, high, channel_mask, GROUP: tl.constexpr, BLOCK_D: tl.constexpr):
+def _load_rows(row_ptr, base, step, stride_l, low, high, channels, dim, GROUP: tl.constexpr, BLOCK_D: tl.constexpr):
     """The GROUP (≤ 8) rows at positions base + u·step, u < GROUP, as an 8-slot tuple (_load_row). All GROUP loads
     are issued together, a group ahead of their use: they are what keeps a walk's memory pipe full."""
-    return (_load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 0, GROUP, BLOCK_D),
-            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 1, GROUP, BLOCK_D),
-            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 2, GROUP, BLOCK_D),
-            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 3, GROUP, BLOCK_D),
-            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 4, GROUP, BLOCK_D),
-            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 5, GROUP, BLOCK_D),
-            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 6, GROUP, BLOCK_D),
-            _load_row(row_ptr, base, step, stride_l, low, high, channel_mask, 7, GROUP, BLOCK_D))
+    return (_load_row(row_ptr, base, step, stride_l, low, high, channels, dim, 0, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channels, dim, 1, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channels, dim, 2, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channels, dim, 3, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channels, dim, 4, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channels, dim, 5, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channels, dim, 6, GROUP, BLOCK_D),
+            _load_row(row_ptr, base, step, stride_l, low, high, channels, dim, 7, GROUP, BLOCK_D))
+
+
+@triton.jit
+def _load_tap(w_row, stride_w_k, channel_mask, K: tl.constexpr, WIDTH: tl.constexpr, BLOCK_D: tl.constexpr):
+    if K < WIDTH:
+        tap = tl.load(w_row + K * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
+    else:
+        tap = tl.zeros([BLOCK_D], dtype=tl.float32)
+    return tap
+
+
+@triton.jit
+def _load_taps(w_row, stride_w_k, channel_mask, WIDTH: tl.constexpr, BLOCK_D: tl.constexpr):
+    """The W taps of a program's channels in fp32, as an 8-slot tuple, loaded once before a walk (a load inside it
+    would be repeated every step: the walk's stores may alias the weight for all the compiler knows)."""
+    return (_load_tap(w_row, stride_w_k, channel_mask, 0, WIDTH, BLOCK_D),
+            _load_tap(w_row, stride_w_k, channel_mask, 1, WIDTH, BLOCK_D),
+            _load_tap(w_row, stride_w_k, channel_mask, 2, WIDTH, BLOCK_D),
+            _load_tap(w_row, stride_w_k, channel_mask, 3, WIDTH, BLOCK_D),
+            _load_tap(w_row, stride_w_k, channel_mask, 4, WIDTH, BLOCK_D),
+            _load_tap(w_row, stride_w_k, channel_mask, 5, WIDTH, BLOCK_D),
+            _load_tap(w_row, stride_w_k, channel_mask, 6, WIDTH, BLOCK_D),
+            _load_tap(w_row, stride_w_k, channel_mask, 7, WIDTH, BLOCK_D))
 
 
 @triton.jit
@@ -469,18 +498,18 @@ def _causal_conv1d_walk_forward_kernel(
     acc0 = tl.zeros([BLOCK_D], dtype=tl.float32)
     if HAS_BIAS:
         acc0 += tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
-    w_row = weight_ptr + channels * stride_w_d
+    w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7 = _load_taps(weight_ptr + channels * stride_w_d, stride_w_k, channel_mask,
+                                                        WIDTH, BLOCK_D)
     x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _zero_window(BLOCK_D)
-    # positions as [BLOCK_D] vectors of one value (the interpreter cannot mix 0-d and vector masks)
-    first = (chunk * steps * dilation + residue).to(tl.int64) + tl.zeros([BLOCK_D], dtype=tl.int64)
+    first = (chunk * steps * dilation + residue).to(tl.int64)
     end = tl.minimum(first + steps * dilation, seq_len)  # past the chunk's last output: nothing to read or write
     base = first - (WIDTH - 1) * dilation  # the first W − 1 rows only fill the window
-    r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = _load_rows(x_row, base, dilation, stride_x_l, 0, end, channel_mask,
+    r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = _load_rows(x_row, base, dilation, stride_x_l, 0, end, channels, dim,
                                                         GROUP, BLOCK_D)
     for _ in range(0, tl.cdiv(steps + WIDTH - 1, GROUP)):
         following = base + GROUP * dilation
         q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7 = _load_rows(x_row, following, dilation, stride_x_l, 0, end,
-                                                            channel_mask, GROUP, BLOCK_D)
+                                                            channels, dim, GROUP, BLOCK_D)
         for u in tl.static_range(GROUP):
             t = base + u * dilation
             # up one step: x_j <- x_{j-1}, x_0 <- x[t]
@@ -488,13 +517,13 @@ def _causal_conv1d_walk_forward_kernel(
                                                       _at(r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, u).to(tl.float32))
             pre = acc0
             for k in tl.static_range(WIDTH):
-                tap = tl.load(w_row + k * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
-                pre += tap * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k)
+                pre += _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, k) * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7,
+                                                                            WIDTH - 1 - k)
             out = pre
             if SILU:
                 out = pre * tl.sigmoid(pre)
             tl.store(out_row + t * stride_out_l, out.to(out_ptr.dtype.element_ty),
-                     mask=channel_mask & (t >= first) & (t < end))
+                     mask=_row_mask(channels, dim, t, first, end))
         r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7
         base = following
 
@@ -524,7 +553,8 @@ def _causal_conv1d_walk_backward_kernel(
     x_row = x_ptr + batch * stride_x_b + channels * stride_x_d
     grad_out_row = grad_out_ptr + batch * stride_g_b + channels * stride_g_d
     grad_x_row = grad_x_ptr + batch * stride_gx_b + channels * stride_gx_d
-    w_row = weight_ptr + channels * stride_w_d
+    w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7 = _load_taps(weight_ptr + channels * stride_w_d, stride_w_k, channel_mask,
+                                                        WIDTH, BLOCK_D)
     acc0 = tl.zeros([BLOCK_D], dtype=tl.float32)
     if HAS_BIAS:
         acc0 += tl.load(bias_ptr + channels, mask=channel_mask, other=0.0).to(tl.float32)
@@ -533,8 +563,7 @@ def _causal_conv1d_walk_backward_kernel(
     g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7 = _zero_window(BLOCK_D)
     tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = zero, zero, zero, zero, zero, zero, zero, zero
     bias_sum = zero
-    # positions as [BLOCK_D] vectors of one value (the interpreter cannot mix 0-d and vector masks)
-    chunk_first = (chunk * steps * dilation + residue).to(tl.int64) + tl.zeros([BLOCK_D], dtype=tl.int64)
+    chunk_first = (chunk * steps * dilation + residue).to(tl.int64)
     chunk_end = tl.minimum(chunk_first + steps * dilation, seq_len)
     top = chunk_first + (steps - 1 + 2 * WIDTH - 2) * dilation
     # the group at t = base − u·dilation reads grad_out[t] (t ≥ chunk_first: below, no g is needed) and
@@ -543,15 +572,15 @@ def _causal_conv1d_walk_backward_kernel(
     x_base = top - (WIDTH - 1) * dilation
     base = top
     r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = _load_rows(x_row, x_base, -dilation, stride_x_l, lowest_x, seq_len,
-                                                        channel_mask, GROUP, BLOCK_D)
+                                                        channels, dim, GROUP, BLOCK_D)
     h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7 = _load_rows(grad_out_row, base, -dilation, stride_g_l, chunk_first,
-                                                        seq_len, channel_mask, GROUP, BLOCK_D)
+                                                        seq_len, channels, dim, GROUP, BLOCK_D)
     for _ in range(0, tl.cdiv(steps + 2 * WIDTH - 2, GROUP)):
         following, x_following = base - GROUP * dilation, x_base - GROUP * dilation
         q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7 = _load_rows(x_row, x_following, -dilation, stride_x_l, lowest_x,
-                                                            seq_len, channel_mask, GROUP, BLOCK_D)
+                                                            seq_len, channels, dim, GROUP, BLOCK_D)
         p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7 = _load_rows(grad_out_row, following, -dilation, stride_g_l,
-                                                            chunk_first, seq_len, channel_mask, GROUP, BLOCK_D)
+                                                            chunk_first, seq_len, channels, dim, GROUP, BLOCK_D)
         for u in tl.static_range(GROUP):
             t = base - u * dilation
             x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _window_down(
@@ -561,8 +590,8 @@ def _causal_conv1d_walk_backward_kernel(
             if SILU:
                 pre = acc0
                 for k in tl.static_range(WIDTH):
-                    tap = tl.load(w_row + k * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
-                    pre += tap * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k)
+                    pre += _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, k) * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6,
+                                                                                x_7, WIDTH - 1 - k)
                 sig = tl.sigmoid(pre)
                 grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L and below the chunk (grad_out masked)
             # down one step: g_s <- g_{s-1}, g_0 <- g[t]
@@ -571,10 +600,10 @@ def _causal_conv1d_walk_backward_kernel(
             if GRAD_X:
                 grad_in = zero
                 for s in tl.static_range(WIDTH):
-                    tap = tl.load(w_row + (WIDTH - 1 - s) * stride_w_k, mask=channel_mask, other=0.0).to(tl.float32)
-                    grad_in += tap * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s)
+                    grad_in += (_at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
+                                * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s))
                 tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty),
-                         mask=channel_mask & owned)
+                         mask=_row_mask(channels, dim, t, chunk_first, chunk_end))
             if GRAD_PARAMS:
                 owned_grad = tl.where(owned, g_0, 0.0)
                 for k in tl.static_range(WIDTH):
