@@ -44,12 +44,16 @@ _tuning.register(
                              "(W - 1)·dilation rows of a tile are its halo)"),
     bwd_gather_scratch=(bool, "bwd_gather: shift g through a per-program fp32 scratch tile in global memory "
                               "(L1/L2-resident) instead of tl.gather"),
-    walk=(bool, "channel-last x without seq_idx / initial states: forward and silu backward walk L one row of "
-                "channels at a time, the taps' inputs (and g) kept in a register window: each x row read once"),
+    walk=(bool, "channel-last x without seq_idx / initial states: forward and backward walk L one row of channels "
+                "at a time, the taps' inputs (and g) kept in a register window: each x row read once (default: on, "
+                "unless a tiled-kernel tunable of that direction is forced)"),
     walk_steps=(int, "walk: positions of one residue class a program walks (its chunk of L)"),
-    walk_block_d=(int, "walk: channels a program holds (power of 2)"),
-    walk_warps=(int, "walk: num_warps"),
-    walk_group=(int, "walk: rows loaded together, a group ahead of their use (1 to 8)"),
+    walk_block_d=(int, "forward walk: channels a program holds (power of 2)"),
+    walk_warps=(int, "forward walk: num_warps"),
+    walk_group=(int, "forward walk: rows loaded together, a group ahead of their use (1 to 8)"),
+    walk_bwd_block_d=(int, "backward walk: channels a program holds (power of 2)"),
+    walk_bwd_warps=(int, "backward walk: num_warps"),
+    walk_bwd_group=(int, "backward walk: rows of x and of grad_out loaded together, a group ahead (1 to 8)"),
 )
 
 
@@ -775,20 +779,32 @@ def _position_launches(x, width, dilation, initial_states):
             yield (num_blocks, triton.cdiv(dim, blocks.block_d), batch), first_block, has_init, blocks
 
 
-def _walk_config(x, seq_idx, initial_states):
-    """(steps, block_d, num_warps, group) of the walk kernels, or None where they do not apply: only with the
-    `walk` tuning, for channel-last x without seq_idx or initial states."""
-    if not (_tuning.get(TUNING_OP, "walk", False) and seq_idx is None and initial_states is None
+# tunables that ask for the tiled kernels of one direction: forcing any of them turns that direction's walk off
+_TILED_TUNABLES = {False: ("block_l", "block_d", "warps"),
+                   True: ("bwd_block_l", "bwd_block_d", "bwd_warps", "bwd_programs_per_sm", "bwd_two_pass",
+                          "bwd_gather", "bwd_gather_block_l", "bwd_gather_scratch")}
+
+
+def _walk_config(x, seq_idx, initial_states, backward=False):
+    """(steps, block_d, num_warps, group) of the forward (or backward) walk kernel, or None where it does not apply:
+    the default for channel-last x without seq_idx or initial states, unless `walk` is forced off or a tiled-kernel
+    tunable of that direction is forced. H200, B=8 D=4096 L=2048 W=4 bf16 (docs/perf/causal_conv1d.md): forward
+    0.082 ms at 256 channels, 2 warps, groups of 4 rows (tiled 0.109); backward at 64 channels, 1 warp, groups of 4
+    (session 10's calls 3 to 5)."""
+    tiled = any(_tuning.get(TUNING_OP, name) is not None for name in _TILED_TUNABLES[backward])
+    if not (_tuning.get(TUNING_OP, "walk", not tiled) and seq_idx is None and initial_states is None
             and _channel_last(x) and x.numel() > 0):
         return None
-    block_d = _tuning.get(TUNING_OP, "walk_block_d", min(triton.next_power_of_2(x.shape[1]), 128))
+    prefix = "walk_bwd_" if backward else "walk_"
+    block_d = _tuning.get(TUNING_OP, prefix + "block_d", min(triton.next_power_of_2(x.shape[1]),
+                                                             64 if backward else 256))
     if block_d & (block_d - 1):
-        raise ValueError(f"tuning: causal_conv1d.walk_block_d must be a power of 2, got {block_d}")
-    group = _tuning.get(TUNING_OP, "walk_group", 8)
+        raise ValueError(f"tuning: causal_conv1d.{prefix}block_d must be a power of 2, got {block_d}")
+    group = _tuning.get(TUNING_OP, prefix + "group", 4)
     if not 1 <= group <= 8:
-        raise ValueError(f"tuning: causal_conv1d.walk_group must be from 1 to 8, got {group}")
-    return (_tuning.get(TUNING_OP, "walk_steps", 64), block_d,
-            _tuning.get(TUNING_OP, "walk_warps", max(1, block_d // 256)), group)
+        raise ValueError(f"tuning: causal_conv1d.{prefix}group must be from 1 to 8, got {group}")
+    warps = _tuning.get(TUNING_OP, prefix + "warps", 1 if backward else max(1, block_d // 128))
+    return _tuning.get(TUNING_OP, "walk_steps", 64), block_d, warps, group
 
 
 def _walk_grid(x, dilation, steps, block_d):
@@ -940,7 +956,7 @@ def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, d
     """(grad_x, grad_weight, grad_bias, grad_initial_states), None where `needs_grad` (four bools) says so."""
     # the gather kernel for x with L as its stride-1 dimension (H200, D=4096 W=4 bf16 backward: 0.504 vs 0.698 ms at
     # L=2048, 1.452 vs 1.959 at L=8192); the general kernel for channel-last x (0.479 vs 0.546 at best)
-    walk = _walk_config(x, seq_idx, initial_states)
+    walk = _walk_config(x, seq_idx, initial_states, backward=True)
     if walk is not None:
         return _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad, walk)
     if (silu and seq_idx is None and initial_states is None and x.numel() > 0

@@ -610,10 +610,11 @@ def test_walk_kernels_carry_their_windows():
     (1, 4, 1, 64, None, 8, "silu"), (2, 3, 2, 5, 8, 2, "silu"), (1, 8, 1, 4, 16, 3, None), (1, 5, 3, 2, 16, 1, "silu"),
     (1, 2, 1, 7, 8, 5, "silu")])
 def test_walk_variant(device, batch, width, dilation, steps, block_d, group, activation):
-    """The walk tuning variant (channel-last x walked one row at a time, register windows of x and g): output and
-    every gradient against fp64 and the tiled kernels; chunks shorter than the halo, residue classes of a dilation,
-    a ragged last chunk, several channel blocks; other layouts keep the tiled kernels. (Small: the interpreter runs
-    the walk one row at a time.)"""
+    """The walk kernels (channel-last x walked one row at a time, register windows of x and g; the default for
+    channel-last x): output and every gradient against fp64 and the tiled kernels (walk forced off); chunks shorter
+    than the halo, residue classes of a dilation, a ragged last chunk, several channel blocks, groups of rows that
+    do not divide the walk; other layouts keep the tiled kernels. (Small: the interpreter runs the walk one row at a
+    time.)"""
     from greyhound import _tuning
     x = make_x(batch, 13, 29, "channel_last", device)
     weight, bias = make_params(13, width, device)
@@ -626,15 +627,18 @@ def test_walk_variant(device, batch, width, dilation, steps, block_d, group, act
         out.backward(grad_out.to(out.dtype))
         return [out.detach()] + [leaf.grad for leaf in leaves]
 
-    tiled = run(x, weight, bias)
+    with _tuning.override("causal_conv1d", walk=False):
+        assert ops._walk_config(x, None, None) is None and ops._walk_config(x, None, None, backward=True) is None
+        tiled = run(x, weight, bias)
     reference = run(x.double(), weight.double(), bias.double())
-    tuning = dict(walk=True, walk_steps=steps, walk_group=group)
+    tuning = dict(walk_steps=steps, walk_group=group, walk_bwd_group=9 - group)
     if block_d is not None:
-        tuning["walk_block_d"] = block_d
+        tuning.update(walk_block_d=block_d, walk_bwd_block_d=block_d)
     with _tuning.override("causal_conv1d", **tuning):
-        assert ops._walk_config(x, None, None) is not None
-        assert ops._walk_config(x.contiguous(), None, None) is None
-        assert ops._walk_config(x, torch.zeros(batch, 29, dtype=torch.long, device=device), None) is None
+        for backward in (False, True):
+            assert ops._walk_config(x, None, None, backward) is not None
+            assert ops._walk_config(x.contiguous(), None, None, backward) is None
+            assert ops._walk_config(x, torch.zeros(batch, 29, dtype=torch.long, device=device), None, backward) is None
         walked = run(x, weight, bias)
         x_only = x.detach().clone().requires_grad_()  # only x's gradient: the kernel without the partial sums
         causal_conv1d(x_only, weight, None, activation=activation, dilation=dilation).backward(grad_out)
@@ -647,12 +651,36 @@ def test_walk_variant(device, batch, width, dilation, steps, block_d, group, act
     assert rel_err(x_only.grad, x_ref.grad) < GRAD_TOLERANCE[torch.float32]
 
 
+def test_walk_is_the_channel_last_default_unless_a_tiled_kernel_is_asked_for():
+    """Channel-last x without seq_idx / initial states takes the walk kernels by default; forcing `walk` off or any
+    tiled-kernel tunable of one direction gives that direction the tiled kernel and leaves the other walking; bad
+    walk tunables are refused."""
+    from greyhound import _tuning
+    x = make_x(2, 13, 29, "channel_last", "cpu")
+    assert ops._walk_config(x, None, None) == (64, 16, 1, 4)
+    assert ops._walk_config(x, None, None, backward=True) == (64, 16, 1, 4)
+    assert ops._walk_config(make_x(2, 1000, 29, "channel_last", "cpu"), None, None) == (64, 256, 2, 4)
+    assert ops._walk_config(make_x(2, 1000, 29, "channel_last", "cpu"), None, None, backward=True) == (64, 64, 1, 4)
+    for forced, walks_forward, walks_backward in [
+            (dict(walk=False), False, False), (dict(block_l=16), False, True), (dict(warps=2), False, True),
+            (dict(bwd_block_d=32), True, False), (dict(bwd_gather=True), True, False),
+            (dict(bwd_two_pass=True), True, False), (dict(walk=True, block_d=32), True, True)]:
+        with _tuning.override("causal_conv1d", **forced):
+            assert (ops._walk_config(x, None, None) is not None) == walks_forward, forced
+            assert (ops._walk_config(x, None, None, backward=True) is not None) == walks_backward, forced
+    for bad, match in [(dict(walk_block_d=48), "walk_block_d must be a power of 2"),
+                       (dict(walk_bwd_group=9), "walk_bwd_group must be from 1 to 8"),
+                       (dict(walk_group=12), "walk_group must be from 1 to 8")]:
+        with _tuning.override("causal_conv1d", **bad), pytest.raises(ValueError, match=match):
+            ops._walk_config(x, None, None, backward="bwd" in match)
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("tuning", [dict(walk=True), dict(walk=True, walk_warps=2, walk_steps=32),
-                                    dict(walk=True, walk_block_d=128, walk_steps=128)])
+@pytest.mark.parametrize("tuning", [dict(), dict(walk_warps=1, walk_steps=32, walk_bwd_group=8),
+                                    dict(walk_block_d=128, walk_steps=128, walk_bwd_block_d=128, walk_bwd_warps=2)])
 def test_gpu_bf16_walk_variant(tuning):
-    """The walk variant with compiled kernels: outputs and gradients within bf16's tolerance of fp64 and within
-    fp32 rounding of the tiled kernels, dilation 1 and 3, a ragged last chunk."""
+    """The walk kernels compiled: outputs and gradients within bf16's tolerance of fp64 and within fp32 rounding of
+    the tiled kernels, dilation 1 and 3, a ragged last chunk."""
     from greyhound import _tuning
     x = make_x(2, 1024, 777, "channel_last", "cuda", torch.bfloat16)
     weight, bias = make_params(1024, 4, "cuda", torch.bfloat16)
@@ -665,7 +693,8 @@ def test_gpu_bf16_walk_variant(tuning):
         return [out.float()] + [leaf.grad.float() for leaf in leaves]
 
     for dilation in (1, 3):
-        tiled = run(dilation)
+        with _tuning.override("causal_conv1d", walk=False):
+            tiled = run(dilation)
         with _tuning.override("causal_conv1d", **tuning):
             check_against_reference(x, weight, bias, activation="silu", dilation=dilation)
             for a, b in zip(tiled, run(dilation)):
