@@ -47,10 +47,11 @@ _tuning.register(
     walk=(bool, "channel-last x without seq_idx / initial states: forward and backward walk L one row of channels "
                 "at a time, the taps' inputs (and g) kept in a register window: each x row read once (default: on, "
                 "unless a tiled-kernel tunable of that direction is forced)"),
-    walk_steps=(int, "walk: positions of one residue class a program walks (its chunk of L)"),
+    walk_steps=(int, "forward walk: positions of one residue class a program walks (its chunk of L)"),
     walk_block_d=(int, "forward walk: channels a program holds (power of 2)"),
     walk_warps=(int, "forward walk: num_warps"),
     walk_group=(int, "forward walk: rows loaded together, a group ahead of their use (1 to 8)"),
+    walk_bwd_steps=(int, "backward walk: positions of one residue class a program walks (its chunk of L)"),
     walk_bwd_block_d=(int, "backward walk: channels a program holds (power of 2)"),
     walk_bwd_warps=(int, "backward walk: num_warps"),
     walk_bwd_group=(int, "backward walk: rows of x and of grad_out loaded together, a group ahead (1 to 8)"),
@@ -789,8 +790,8 @@ def _walk_config(x, seq_idx, initial_states, backward=False):
     """(steps, block_d, num_warps, group) of the forward (or backward) walk kernel, or None where it does not apply:
     the default for channel-last x without seq_idx or initial states, unless `walk` is forced off or a tiled-kernel
     tunable of that direction is forced. H200, B=8 D=4096 L=2048 W=4 bf16 (docs/perf/causal_conv1d.md): forward
-    0.082 ms at 256 channels, 2 warps, groups of 4 rows (tiled 0.109); backward at 64 channels, 1 warp, groups of 4
-    (session 10's calls 3 to 5)."""
+    0.082 ms at 256 channels, 2 warps, groups of 4 rows, 64 positions a program (tiled 0.109); backward at 64
+    channels, 1 warp, groups of 4, 128 positions (L=8192: 0.672 ms, tiled 1.685; session 10's calls 3 to 5)."""
     tiled = any(_tuning.get(TUNING_OP, name) is not None for name in _TILED_TUNABLES[backward])
     if not (_tuning.get(TUNING_OP, "walk", not tiled) and seq_idx is None and initial_states is None
             and _channel_last(x) and x.numel() > 0):
@@ -804,7 +805,7 @@ def _walk_config(x, seq_idx, initial_states, backward=False):
     if not 1 <= group <= 8:
         raise ValueError(f"tuning: causal_conv1d.{prefix}group must be from 1 to 8, got {group}")
     warps = _tuning.get(TUNING_OP, prefix + "warps", 1 if backward else max(1, block_d // 128))
-    return _tuning.get(TUNING_OP, "walk_steps", 64), block_d, warps, group
+    return _tuning.get(TUNING_OP, prefix + "steps", 128 if backward else 64), block_d, warps, group
 
 
 def _walk_grid(x, dilation, steps, block_d):
@@ -955,7 +956,7 @@ def _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, blo
 def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, needs_grad):
     """(grad_x, grad_weight, grad_bias, grad_initial_states), None where `needs_grad` (four bools) says so."""
     # the gather kernel for x with L as its stride-1 dimension (H200, D=4096 W=4 bf16 backward: 0.504 vs 0.698 ms at
-    # L=2048, 1.452 vs 1.959 at L=8192); the general kernel for channel-last x (0.479 vs 0.546 at best)
+    # L=2048, 1.452 vs 1.959 at L=8192); for channel-last x the walk (above), else the general kernel
     walk = _walk_config(x, seq_idx, initial_states, backward=True)
     if walk is not None:
         return _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad, walk)

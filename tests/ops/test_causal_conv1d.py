@@ -631,7 +631,7 @@ def test_walk_variant(device, batch, width, dilation, steps, block_d, group, act
         assert ops._walk_config(x, None, None) is None and ops._walk_config(x, None, None, backward=True) is None
         tiled = run(x, weight, bias)
     reference = run(x.double(), weight.double(), bias.double())
-    tuning = dict(walk_steps=steps, walk_group=group, walk_bwd_group=9 - group)
+    tuning = dict(walk_steps=steps, walk_group=group, walk_bwd_steps=steps, walk_bwd_group=9 - group)
     if block_d is not None:
         tuning.update(walk_block_d=block_d, walk_bwd_block_d=block_d)
     with _tuning.override("causal_conv1d", **tuning):
@@ -658,9 +658,9 @@ def test_walk_is_the_channel_last_default_unless_a_tiled_kernel_is_asked_for():
     from greyhound import _tuning
     x = make_x(2, 13, 29, "channel_last", "cpu")
     assert ops._walk_config(x, None, None) == (64, 16, 1, 4)
-    assert ops._walk_config(x, None, None, backward=True) == (64, 16, 1, 4)
+    assert ops._walk_config(x, None, None, backward=True) == (128, 16, 1, 4)
     assert ops._walk_config(make_x(2, 1000, 29, "channel_last", "cpu"), None, None) == (64, 256, 2, 4)
-    assert ops._walk_config(make_x(2, 1000, 29, "channel_last", "cpu"), None, None, backward=True) == (64, 64, 1, 4)
+    assert ops._walk_config(make_x(2, 1000, 29, "channel_last", "cpu"), None, None, backward=True) == (128, 64, 1, 4)
     for forced, walks_forward, walks_backward in [
             (dict(walk=False), False, False), (dict(block_l=16), False, True), (dict(warps=2), False, True),
             (dict(bwd_block_d=32), True, False), (dict(bwd_gather=True), True, False),
@@ -676,7 +676,7 @@ def test_walk_is_the_channel_last_default_unless_a_tiled_kernel_is_asked_for():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("tuning", [dict(), dict(walk_warps=1, walk_steps=32, walk_bwd_group=8),
+@pytest.mark.parametrize("tuning", [dict(), dict(walk_warps=1, walk_steps=32, walk_bwd_group=8, walk_bwd_steps=32),
                                     dict(walk_block_d=128, walk_steps=128, walk_bwd_block_d=128, walk_bwd_warps=2)])
 def test_gpu_bf16_walk_variant(tuning):
     """The walk kernels compiled: outputs and gradients within bf16's tolerance of fp64 and within fp32 rounding of
