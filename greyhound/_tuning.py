@@ -28,6 +28,14 @@ def get(op, name, default=None):
     return _ACTIVE.get(op, {}).get(name, default)
 
 
+def forced(op):
+    """{name: value} of `op`'s tunables forced now ({} outside overrides): for launchers reading several at once."""
+    return _ACTIVE.get(op, _NONE)
+
+
+_NONE = {}
+
+
 def parse(op, values):
     """{name: text or value} -> {name: typed value}; ValueError naming the op, the key and what it accepts."""
     declared = tunables(op)

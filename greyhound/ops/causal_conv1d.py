@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
+from greyhound._launch import cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
@@ -730,14 +731,14 @@ def _blocks(x: torch.Tensor, width: int, backward: bool) -> _Blocks:
     L=2048, W=4: channel-last 16 × 128 with 8 warps 0.488 ms against 8 × 128 with 4 warps 0.661; contiguous
     256 × 4 0.558 against 128 × 8 0.664)."""
     _, dim, seq_len = x.shape
-    narrow = max(1, triton.next_power_of_2(width) // 4)
+    narrow = max(1, next_power_of_2(width) // 4)
     if _channel_last(x):
         tile = (2048 if backward else 4096) // narrow
-        block_d = min(triton.next_power_of_2(dim), 128)
-        return _Blocks(min(triton.next_power_of_2(seq_len), tile // block_d), block_d, 8 if backward else 4)
+        block_d = min(next_power_of_2(dim), 128)
+        return _Blocks(min(next_power_of_2(seq_len), tile // block_d), block_d, 8 if backward else 4)
     tile = (1024 if backward else 4096) // narrow
-    block_l = min(triton.next_power_of_2(seq_len), tile // 4 if backward else tile // 8, 256)
-    return _Blocks(block_l, min(triton.next_power_of_2(dim), tile // block_l), 4)
+    block_l = min(next_power_of_2(seq_len), tile // 4 if backward else tile // 8, 256)
+    return _Blocks(block_l, min(next_power_of_2(dim), tile // block_l), 4)
 
 
 # forced for every launch when set: how tests walk many tiles and chunks at small sizes
@@ -764,7 +765,7 @@ def _optional_strides(t, ndim):
 def _head_blocks(initial_states, state_len, block_l):
     """Tiles of L starting before state_len read initial states (their taps, or the backward's recompute, reach
     below t = 0): they get their own launch, so the other tiles' kernel carries no initial-state code."""
-    return triton.cdiv(state_len, block_l) if initial_states is not None else 0
+    return cdiv(state_len, block_l) if initial_states is not None else 0
 
 
 def _position_launches(x, width, dilation, initial_states):
@@ -773,11 +774,11 @@ def _position_launches(x, width, dilation, initial_states):
     for every other tile carries no initial-state code."""
     batch, dim, seq_len = x.shape
     blocks = _block_config(x, width, backward=False)
-    l_blocks = triton.cdiv(seq_len, blocks.block_l)
+    l_blocks = cdiv(seq_len, blocks.block_l)
     head_blocks = min(l_blocks, _head_blocks(initial_states, (width - 1) * dilation, blocks.block_l))
     for first_block, num_blocks, has_init in ((0, head_blocks, True), (head_blocks, l_blocks - head_blocks, False)):
         if num_blocks:
-            yield (num_blocks, triton.cdiv(dim, blocks.block_d), batch), first_block, has_init, blocks
+            yield (num_blocks, cdiv(dim, blocks.block_d), batch), first_block, has_init, blocks
 
 
 # tunables that ask for the tiled kernels of one direction: forcing any of them turns that direction's walk off
@@ -792,25 +793,28 @@ def _walk_config(x, seq_idx, initial_states, backward=False):
     tunable of that direction is forced. H200, B=8 D=4096 L=2048 W=4 bf16 (docs/perf/causal_conv1d.md): forward
     0.082 ms at 256 channels, 2 warps, groups of 4 rows, 64 positions a program (tiled 0.109); backward at 64
     channels, 1 warp, groups of 4, 128 positions (L=8192: 0.672 ms, tiled 1.685; session 10's calls 3 to 5)."""
-    tiled = any(_tuning.get(TUNING_OP, name) is not None for name in _TILED_TUNABLES[backward])
-    if not (_tuning.get(TUNING_OP, "walk", not tiled) and seq_idx is None and initial_states is None
-            and _channel_last(x) and x.numel() > 0):
+    if seq_idx is not None or initial_states is not None or not _channel_last(x) or x.numel() == 0:
+        return None
+    block_d = min(next_power_of_2(x.shape[1]), 64 if backward else 256)
+    forced = _tuning.forced(TUNING_OP)
+    if not forced:  # the common case, on every eager call: no override dictionary walked
+        return (128, block_d, 1, 4) if backward else (64, block_d, max(1, block_d // 128), 4)
+    if not forced.get("walk", not any(name in forced for name in _TILED_TUNABLES[backward])):
         return None
     prefix = "walk_bwd_" if backward else "walk_"
-    block_d = _tuning.get(TUNING_OP, prefix + "block_d", min(triton.next_power_of_2(x.shape[1]),
-                                                             64 if backward else 256))
+    block_d = forced.get(prefix + "block_d", block_d)
     if block_d & (block_d - 1):
         raise ValueError(f"tuning: causal_conv1d.{prefix}block_d must be a power of 2, got {block_d}")
-    group = _tuning.get(TUNING_OP, prefix + "group", 4)
+    group = forced.get(prefix + "group", 4)
     if not 1 <= group <= 8:
         raise ValueError(f"tuning: causal_conv1d.{prefix}group must be from 1 to 8, got {group}")
-    warps = _tuning.get(TUNING_OP, prefix + "warps", 1 if backward else max(1, block_d // 128))
-    return _tuning.get(TUNING_OP, prefix + "steps", 128 if backward else 64), block_d, warps, group
+    warps = forced.get(prefix + "warps", 1 if backward else max(1, block_d // 128))
+    return forced.get(prefix + "steps", 128 if backward else 64), block_d, warps, group
 
 
 def _walk_grid(x, dilation, steps, block_d):
     batch, dim, seq_len = x.shape
-    return triton.cdiv(dim, block_d), batch, triton.cdiv(seq_len, steps * dilation) * dilation
+    return cdiv(dim, block_d), batch, cdiv(seq_len, steps * dilation) * dilation
 
 
 def _launch_walk_forward(x, weight, bias, silu, dilation, config):
@@ -892,9 +896,9 @@ def _backward_chunks(num_tiles, batch, d_blocks, device):
     """(chunks, tiles_per_program) for num_tiles tiles of L: about 4 programs per SM in all, each walking a chunk of
     tiles, so the fp32 partial rows of grad_w / grad_b stay few (batch × chunks)."""
     per_sm = _tuning.get(TUNING_OP, "bwd_programs_per_sm", 4)
-    chunks = max(1, min(num_tiles, triton.cdiv(per_sm * _sm_count(device), batch * d_blocks)))
-    tiles_per_program = triton.cdiv(num_tiles, chunks)
-    return triton.cdiv(num_tiles, tiles_per_program), tiles_per_program
+    chunks = max(1, min(num_tiles, cdiv(per_sm * _sm_count(device), batch * d_blocks)))
+    tiles_per_program = cdiv(num_tiles, chunks)
+    return cdiv(num_tiles, tiles_per_program), tiles_per_program
 
 
 def _launch_silu_grad(x, weight, bias, seq_idx, initial_states, grad_out, dilation):
@@ -919,7 +923,7 @@ def _gather_backward_block_l(x, width, dilation):
     """The bwd_gather tile length, or 0 when that kernel does not apply (a halo of half the largest tile or more)."""
     halo = (width - 1) * dilation
     block_l = _tuning.get(TUNING_OP, "bwd_gather_block_l",
-                          max(16 if _channel_last(x) else 256, triton.next_power_of_2(2 * halo + 1)))
+                          max(16 if _channel_last(x) else 256, next_power_of_2(2 * halo + 1)))
     if block_l & (block_l - 1):
         raise ValueError(f"tuning: causal_conv1d.bwd_gather_block_l must be a power of 2, got {block_l}")
     return block_l if halo < block_l <= 1024 else 0
@@ -932,9 +936,9 @@ def _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, blo
     width = weight.shape[1]
     halo = (width - 1) * dilation
     blocks = _block_config(x, width, backward=True)
-    block_d = max(1, min(triton.next_power_of_2(dim), blocks.block_l * blocks.block_d // block_l))
-    num_tiles = triton.cdiv(seq_len, block_l - halo)
-    d_blocks = triton.cdiv(dim, block_d)
+    block_d = max(1, min(next_power_of_2(dim), blocks.block_l * blocks.block_d // block_l))
+    num_tiles = cdiv(seq_len, block_l - halo)
+    d_blocks = cdiv(dim, block_d)
     chunks, tiles_per_program = _backward_chunks(num_tiles, batch, d_blocks, x.device)
     grad_x = torch.empty_like(x) if needs_x else None
     grad_weight_partial, grad_bias_partial = _partial_sums(batch * chunks, x, weight, bias, needs_grad)
@@ -982,11 +986,11 @@ def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, d
                 torch.zeros_like(bias) if needs_bias else None, grad_init.zero_() if needs_init else None)
     blocks = _block_config(x, width, backward=True)
     # The initial states' own positions (p < 0) get tiles when their gradient or grad_w needs them.
-    tiles_before_zero = (triton.cdiv(state_len, blocks.block_l)
+    tiles_before_zero = (cdiv(state_len, blocks.block_l)
                          if initial_states is not None and (needs_init or needs_params) else 0)
-    num_tiles = tiles_before_zero + triton.cdiv(seq_len, blocks.block_l)
+    num_tiles = tiles_before_zero + cdiv(seq_len, blocks.block_l)
     head_tiles = min(num_tiles, tiles_before_zero + _head_blocks(initial_states, state_len, blocks.block_l))
-    d_blocks = triton.cdiv(dim, blocks.block_d)
+    d_blocks = cdiv(dim, blocks.block_d)
     launches = []  # (tile_begin, tile_end, has_init, chunks, tiles_per_program)
     for tile_begin, tile_end, has_init in ((0, head_tiles, True), (head_tiles, num_tiles, False)):
         if tile_end > tile_begin:
@@ -1237,12 +1241,12 @@ def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, di
     out = torch.empty_like(x_t)
     if out.numel() == 0:
         return out
-    block_d = min(triton.next_power_of_2(dim), 256)
-    _causal_conv1d_update_kernel[(triton.cdiv(dim, block_d), batch)](
+    block_d = min(next_power_of_2(dim), 256)
+    _causal_conv1d_update_kernel[(cdiv(dim, block_d), batch)](
         x_t, conv_state, weight, x_t if bias is None else bias, out, dim, dilation, state_len,
         *x_t.stride(), *conv_state.stride(), *weight.stride(), *out.stride(),
         WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=activation == "silu", BLOCK_D=block_d,
-        BLOCK_S=triton.next_power_of_2(state_len), num_warps=4,
+        BLOCK_S=next_power_of_2(state_len), num_warps=4,
     )
     if not conv_state.is_inference():
         torch.autograd.graph.increment_version(conv_state)

@@ -26,6 +26,7 @@ import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
 from greyhound import _library, _tuning
+from greyhound._launch import cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
 
 FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
@@ -333,16 +334,8 @@ def _uses_triton(x):
     return x.device.type == "cuda" or (x.device.type == "cpu" and triton_interpreting())
 
 
-def _next_power_of_2(n):
-    return 1 << (n - 1).bit_length()  # triton.next_power_of_2 is a constexpr_function on 3.9: ~2 us a call
-
-
-def _cdiv(a, b):
-    return -(-a // b)  # triton.cdiv is a constexpr_function on 3.9 as well
-
-
 def _channel_block(channels):
-    return max(16, _next_power_of_2(channels))
+    return max(16, next_power_of_2(channels))
 
 
 def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps):
@@ -376,7 +369,7 @@ def _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilati
         return z, mean.zero_(), rstd.zero_()
     block_c = _channel_block(channels)
     block_l = block_l or _tuned_block("norm_block_l", max(16, min(64, 8192 // block_c)))
-    _conv_norm_fwd_kernel[(batch * _cdiv(length, block_l),)](
+    _conv_norm_fwd_kernel[(batch * cdiv(length, block_l),)](
         x, conv_weight, conv_bias, norm_weight, norm_bias, z, mean, rstd, length, eps,
         C=channels, KERNEL_SIZE=conv_weight.shape[2], DILATION=dilation, EVEN_L=length % block_l == 0,
         SAVE_STATS=save_stats, BLOCK_L=block_l, BLOCK_C=block_c,
@@ -394,12 +387,12 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     kernel_size = conv_weight.shape[2]
     block_c = _channel_block(channels)
     block_l = block_l or _tuned_block("norm_bwd_block_l", max(16, min(64, 4096 // block_c)))
-    num_l_blocks = _cdiv(length, block_l)
+    num_l_blocks = cdiv(length, block_l)
     # Enough programs to fill the GPU, few enough that the partial sums stay a small fraction of x.
     if target_programs is None:
         target_programs = 64 if x.device.type == "cpu" else 8 * _multiprocessor_count(x.device.index)
     tiles_per_program = max(1, min(num_l_blocks, (batch * num_l_blocks) // max(target_programs, 1)))
-    programs_per_row = _cdiv(num_l_blocks, tiles_per_program)
+    programs_per_row = cdiv(num_l_blocks, tiles_per_program)
     num_programs = batch * programs_per_row
     dy = torch.empty((batch, channels, length), device=x.device, dtype=torch.float32)
     partials = torch.empty((num_programs, 3 + kernel_size, channels), device=x.device, dtype=torch.float32)
@@ -409,15 +402,15 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
         # a ragged split gives the last program of a row tiles past L: those need the row mask
         C=channels, KERNEL_SIZE=kernel_size, DILATION=dilation,
         EVEN_L=length % block_l == 0 and num_l_blocks % tiles_per_program == 0,
-        BLOCK_K=_next_power_of_2(kernel_size), BLOCK_L=block_l, BLOCK_C=block_c,
+        BLOCK_K=next_power_of_2(kernel_size), BLOCK_L=block_l, BLOCK_C=block_c,
         num_warps=num_warps or (4 if block_l * block_c <= 4096 else 8),
     )
     dx = torch.empty((batch, channels, length), device=x.device, dtype=x.dtype)
     dx_block_c = min(block_c, 32)
     dx_block_l = dx_block_l or _tuned_block("norm_dx_block_l", 64 if x.device.type == "cpu" else 256)
-    dx_l_blocks = _cdiv(length, dx_block_l)
+    dx_l_blocks = cdiv(length, dx_block_l)
     residual = residual_grad if residual_grad is not None else dx
-    _conv_norm_bwd_dx_kernel[(batch * dx_l_blocks, _cdiv(channels, dx_block_c))](
+    _conv_norm_bwd_dx_kernel[(batch * dx_l_blocks, cdiv(channels, dx_block_c))](
         dy, conv_weight, residual, dx,
         channels, length, dx_l_blocks, residual.stride(0), residual.stride(1), residual.stride(2),
         KERNEL_SIZE=kernel_size, DILATION=dilation, HAS_RESIDUAL=residual_grad is not None, BLOCK_C=dx_block_c,
@@ -755,7 +748,7 @@ def _split_bf16_impl(fc1_weight, fc2_weight, write_lo):
     fc1_lo, fc2_lo = (parts[2], parts[3]) if write_lo else (None, None)
     if _uses_triton(fc1_weight):
         block = 1024
-        _split_bf16_kernel[(_cdiv(fc1_weight.numel(), block), 2)](
+        _split_bf16_kernel[(cdiv(fc1_weight.numel(), block), 2)](
             fc1_weight, fc2_weight, fc1_hi, fc2_hi, fc1_lo if write_lo else fc1_hi, fc2_lo if write_lo else fc2_hi,
             fc1_weight.numel(), WRITE_LO=write_lo, EMULATE_DOT=fc1_weight.device.type == "cpu", BLOCK=block)
     else:
@@ -953,7 +946,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                       "Z_PRECOMPUTED": layout == "split",
                       "BLOCK_L": block_l, "BLOCK_C": _channel_block(channels), "BLOCK_E": block_e}
         try:
-            _launch(_KERNELS[layout], (batch * _cdiv(length, block_l),), args, constexprs, options)
+            _launch(_KERNELS[layout], (batch * cdiv(length, block_l),), args, constexprs, options)
         except OutOfResources:  # shared memory: this shape needs a smaller tile (decided once per shape)
             if i + 1 == len(candidates):
                 raise

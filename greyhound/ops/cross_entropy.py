@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
+from greyhound._launch import cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_reference"]
@@ -204,7 +205,7 @@ def _launch_config(V: int) -> _Config:
     gradient: the best measured on the H200 at V=128256 (loss 0.514 ms vs 0.556 for 4096/w8). Tuning overrides
     (greyhound._tuning, op "cross_entropy_with_grad") replace any field; a forced loss block keeps the rule for
     its warps and prefetch unless those are forced too."""
-    default_block = min(triton.next_power_of_2(V), 2048)
+    default_block = min(next_power_of_2(V), 2048)
     block_v = _tuning.get(TUNING_OP, "loss_block_v", default_block)
     gradient_block_v = _tuning.get(TUNING_OP, "grad_block_v", default_block)
     for name, value in (("loss_block_v", block_v), ("grad_block_v", gradient_block_v)):
@@ -267,8 +268,8 @@ def _cross_entropy_rows(
     )
     if grad is not None:
         grad_scale, grad_scale_stride = _grad_scale_arg(grad_scale, rows, logits)
-        block_v = min(triton.next_power_of_2(V), config.gradient_block_v)
-        _gradient_kernel[(rows, triton.cdiv(V, block_v))](
+        block_v = min(next_power_of_2(V), config.gradient_block_v)
+        _gradient_kernel[(rows, cdiv(V, block_v))](
             logits, logits.stride(0), grad, grad.stride(0), target, lse, grad_scale, grad_scale_stride, *scalars,
             BLOCK_V=block_v, num_warps=max(1, min(8, block_v // 512)), **options,
         )
@@ -286,8 +287,8 @@ def _scale_rows_(grad: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     else:
         scale = scale.reshape(-1)
         scale_stride = scale.stride(0)
-    block_v = min(triton.next_power_of_2(V), 4096)
-    num_tiles = rows * triton.cdiv(V, block_v)
+    block_v = min(next_power_of_2(V), 4096)
+    num_tiles = rows * cdiv(V, block_v)
     _scale_rows_kernel[(max(1, min(num_tiles, 4 * _sm_count(grad.device))),)](
         grad, grad.stride(0), scale, scale_stride, rows, V, PER_ROW_SCALE=scale_stride != 0, BLOCK_V=block_v,
         num_warps=8 if block_v >= 2048 else 4,

@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
+from greyhound._launch import next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
@@ -135,7 +136,7 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
     running_max, running_sum, target_z, sum_z = (
         torch.zeros(rows, device=x.device, dtype=torch.float32) for _ in range(4))
     buffer = torch.empty(rows * chunk, device=x.device, dtype=x.dtype)
-    block_v = min(triton.next_power_of_2(chunk), 2048)
+    block_v = min(next_power_of_2(chunk), 2048)
     for v0 in range(0, V, chunk):
         v1 = min(v0 + chunk, V)
         logits = buffer[: rows * (v1 - v0)].view(rows, v1 - v0)

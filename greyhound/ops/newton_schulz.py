@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
+from greyhound._launch import cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 DEFAULT_STEPS = 5
@@ -226,7 +227,7 @@ def _symmetric_apply_kernel(
 # ----------------------------------------------------------------------------------------------------------------
 def _block(extent, cap):
     """A power-of-two tile edge covering `extent`, at least 16 (tl.dot's minimum) and at most `cap`."""
-    return max(16, min(cap, triton.next_power_of_2(extent)))
+    return max(16, min(cap, next_power_of_2(extent)))
 
 
 def _symmetric_config(size, depth, dtype):
@@ -265,7 +266,7 @@ def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, config=N
     [B, size, size] with equal strides."""
     batch, size, depth = x.shape
     block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
-    tiles = triton.cdiv(size, block)
+    tiles = cdiv(size, block)
     for part in _batch_slices(batch):
         x_part, out_part = x[part], out[part]
         _symmetric_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
@@ -283,7 +284,7 @@ def _launch_gram_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma
     batch, size, depth = x.shape
     y = x if y is None else y
     block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
-    tiles = triton.cdiv(size, block)
+    tiles = cdiv(size, block)
     for part in _batch_slices(batch):
         x_part, y_part, out_part = x[part], y[part], out[part]
         _gram_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
@@ -299,7 +300,7 @@ def _launch_apply(poly, x, out, alpha, config=None):
     """out[i] = poly[i] x[i] + alpha · x[i]: poly [B, rows, rows], x [B, rows, cols], out any [B, rows, cols] view."""
     batch, rows, cols = x.shape
     block_m, block_n, block_k, group_m, num_warps, num_stages = config or _apply_config(rows, cols, x.dtype)
-    tiles = triton.cdiv(rows, block_m) * triton.cdiv(cols, block_n)
+    tiles = cdiv(rows, block_m) * cdiv(cols, block_n)
     for part in _batch_slices(batch):
         poly_part, x_part, out_part = poly[part], x[part], out[part]
         _symmetric_apply_kernel[(tiles, 1, x_part.shape[0])](
