@@ -83,3 +83,65 @@ class CheriBlockSweep(CheriBlockTracked):
 
     def setup_cache(self):
         return self.measure_suite()
+
+
+class CheriConvNormSweep(harness.KernelSuite):
+    """The Cheri Block's conv + LayerNorm alone (z = LayerNorm_C(depthwise causal conv of x), returned (N, L, C)):
+    the block's fused kernel (`conv_norm`) against the same computed by reusing causal_conv1d's kernels followed by
+    torch's LayerNorm (`greyhound-causal-conv1d`: the reuse the causal_conv1d issue asks to measure), and torch.
+    Sweep only: a design question, not a per-commit series."""
+    kernel_name = "cheri_conv_norm"
+    tier = "sweep"
+    x_name = "batch_size"
+    providers = ["greyhound", "greyhound-causal-conv1d", "torch-eager", "torch-compile"]
+    gpu_shapes = grid(batch_size=[64, 512], n_filters=[128], seq_len=[1024], dtype=["bfloat16", "float32"])
+    cpu_shapes = grid(batch_size=[2], n_filters=[16], seq_len=[32], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_suite()
+
+    @classmethod
+    def work(cls, mode, shape):
+        """x in, z out (backward: dz in, dx out, x re-read); the conv and the norm's flops are negligible."""
+        tensor = shape["batch_size"] * shape["n_filters"] * shape["seq_len"] * harness.dtype_bytes(shape["dtype"])
+        return {"forward": 2 * tensor, "backward": 3 * tensor, "full": 5 * tensor}[mode], 0
+
+    def make_inputs(self, batch_size, n_filters, seq_len, dtype):
+        dtype = DTYPES[dtype]
+        x = torch.randn(batch_size, n_filters, seq_len, device=DEVICE, dtype=dtype)
+        conv_weight = (torch.randn(n_filters, 1, KERNEL_SIZE, device=DEVICE) / KERNEL_SIZE**0.5).to(dtype)
+        conv_bias = (0.2 * torch.randn(n_filters, device=DEVICE)).to(dtype)
+        norm_weight = (1 + 0.3 * torch.randn(n_filters, device=DEVICE)).to(dtype)
+        norm_bias = (0.2 * torch.randn(n_filters, device=DEVICE)).to(dtype)
+        inputs = {"x": x, "conv_weight": conv_weight, "conv_bias": conv_bias, "norm_weight": norm_weight,
+                  "norm_bias": norm_bias}
+        return inputs, list(inputs)
+
+    @staticmethod
+    def _torch(x, conv_weight, conv_bias, norm_weight, norm_bias):
+        from greyhound.ops.cheri_conv_norm import causal_depthwise_conv
+        y = causal_depthwise_conv(x, conv_weight, conv_bias, DILATION)
+        return torch.nn.functional.layer_norm(y.transpose(1, 2), (x.shape[1],), norm_weight, norm_bias)
+
+    def reference(self, *inputs):
+        return self._torch(*inputs)
+
+    def provider_fn(self, provider, **shape):
+        if provider == "greyhound":
+            from greyhound.ops.cheri_conv_norm import conv_norm
+
+            def fused(x, conv_weight, conv_bias, norm_weight, norm_bias):
+                return conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation=DILATION)
+            return fused
+        if provider == "greyhound-causal-conv1d":
+            from greyhound import causal_conv1d
+
+            def reuse(x, conv_weight, conv_bias, norm_weight, norm_bias):
+                y = causal_conv1d(x, conv_weight.squeeze(1), conv_bias, dilation=DILATION)
+                return torch.nn.functional.layer_norm(y.transpose(1, 2), (x.shape[1],), norm_weight, norm_bias)
+            return reuse
+        if provider == "torch-eager":
+            return self._torch
+        if provider == "torch-compile":
+            return self.compile(self._torch)
+        raise ValueError(f"provider {provider!r} is not one of {self.providers}")

@@ -79,3 +79,9 @@ def test_combinations_a_provider_does_not_serve_are_skipped_as_asv_skips_them(ca
     assert "cheri_block: 1 combinations" in out
     assert "greyhound-megakernel full" in out and "not served by this provider (n/a)" in out
     assert out.count("greyhound-train") == 1 and "FAILED" not in out
+
+
+def test_a_kernel_only_the_sweep_tier_measures_is_reachable_and_tracked_suites_take_precedence():
+    kernels = cli.kernels()
+    assert kernels["cheri_conv_norm"].tier == "sweep"  # the conv + LayerNorm reuse question (sweep only)
+    assert kernels["cheri_block"].tier == "tracked" and kernels["causal_conv1d"].tier == "tracked"
