@@ -820,6 +820,7 @@ def _walk_grid(x, dilation, steps, block_d):
 def _launch_walk_forward(x, weight, bias, silu, dilation, config):
     steps, block_d, warps, group = config
     _, dim, seq_len = x.shape
+    steps = min(steps, cdiv(seq_len, dilation))  # no program walks past its residue class's last position
     out = torch.empty_like(x)
     _causal_conv1d_walk_forward_kernel[_walk_grid(x, dilation, steps, block_d)](
         x, weight, x if bias is None else bias, out, seq_len, dim, dilation, steps,
@@ -853,6 +854,7 @@ def _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad,
     steps, block_d, warps, group = config
     needs_x = needs_grad[0]
     _, dim, seq_len = x.shape
+    steps = min(steps, cdiv(seq_len, dilation))
     width = weight.shape[1]
     grid = _walk_grid(x, dilation, steps, block_d)
     grad_x = torch.empty_like(x) if needs_x else None
