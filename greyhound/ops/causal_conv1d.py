@@ -787,10 +787,17 @@ _TILED_TUNABLES = {False: ("block_l", "block_d", "warps"),
                           "bwd_gather", "bwd_gather_block_l", "bwd_gather_scratch")}
 
 
+def _walks_by_default(x):
+    """The walk is the default on the GPU only. The CPU interpreter runs a walk one row at a time through Python
+    (a forward + backward of a 2 × 64 × 100 tensor took minutes), so there the tiled kernels stay the default and the
+    walk runs when forced (`walk=1`: its CPU tests)."""
+    return x.is_cuda
+
+
 def _walk_config(x, seq_idx, initial_states, backward=False):
     """(steps, block_d, num_warps, group) of the forward (or backward) walk kernel, or None where it does not apply:
-    the default for channel-last x without seq_idx or initial states, unless `walk` is forced off or a tiled-kernel
-    tunable of that direction is forced. H200, B=8 D=4096 L=2048 W=4 bf16 (docs/perf/causal_conv1d.md): forward
+    the default on the GPU for channel-last x without seq_idx or initial states, unless `walk` is forced off or a
+    tiled-kernel tunable of that direction is forced; elsewhere only when `walk` is forced on. H200, B=8 D=4096 L=2048 W=4 bf16 (docs/perf/causal_conv1d.md): forward
     0.082 ms at 256 channels, 2 warps, groups of 4 rows, 64 positions a program (tiled 0.109); backward at 64
     channels, 1 warp, groups of 4, 128 positions (L=8192: 0.672 ms, tiled 1.685; session 10's calls 3 to 5)."""
     if seq_idx is not None or initial_states is not None or not _channel_last(x) or x.numel() == 0:
@@ -798,8 +805,11 @@ def _walk_config(x, seq_idx, initial_states, backward=False):
     block_d = min(next_power_of_2(x.shape[1]), 64 if backward else 256)
     forced = _tuning.forced(TUNING_OP)
     if not forced:  # the common case, on every eager call: no override dictionary walked
+        if not _walks_by_default(x):
+            return None
         return (128, block_d, 1, 4) if backward else (64, block_d, max(1, block_d // 128), 4)
-    if not forced.get("walk", not any(name in forced for name in _TILED_TUNABLES[backward])):
+    default = _walks_by_default(x) and not any(name in forced for name in _TILED_TUNABLES[backward])
+    if not forced.get("walk", default):
         return None
     prefix = "walk_bwd_" if backward else "walk_"
     block_d = forced.get(prefix + "block_d", block_d)

@@ -631,7 +631,7 @@ def test_walk_variant(device, batch, width, dilation, steps, block_d, group, act
         assert ops._walk_config(x, None, None) is None and ops._walk_config(x, None, None, backward=True) is None
         tiled = run(x, weight, bias)
     reference = run(x.double(), weight.double(), bias.double())
-    tuning = dict(walk_steps=steps, walk_group=group, walk_bwd_steps=steps, walk_bwd_group=9 - group)
+    tuning = dict(walk=True, walk_steps=steps, walk_group=group, walk_bwd_steps=steps, walk_bwd_group=9 - group)
     if block_d is not None:
         tuning.update(walk_block_d=block_d, walk_bwd_block_d=block_d)
     with _tuning.override("causal_conv1d", **tuning):
@@ -651,12 +651,18 @@ def test_walk_variant(device, batch, width, dilation, steps, block_d, group, act
     assert rel_err(x_only.grad, x_ref.grad) < GRAD_TOLERANCE[torch.float32]
 
 
-def test_walk_is_the_channel_last_default_unless_a_tiled_kernel_is_asked_for():
-    """Channel-last x without seq_idx / initial states takes the walk kernels by default; forcing `walk` off or any
-    tiled-kernel tunable of one direction gives that direction the tiled kernel and leaves the other walking; bad
-    walk tunables are refused."""
+def test_walk_is_the_channel_last_default_unless_a_tiled_kernel_is_asked_for(monkeypatch):
+    """On the GPU, channel-last x without seq_idx / initial states takes the walk kernels by default; forcing `walk`
+    off or any tiled-kernel tunable of one direction gives that direction the tiled kernel and leaves the other
+    walking; bad walk tunables are refused. On the CPU interpreter the walk runs only when forced."""
     from greyhound import _tuning
     x = make_x(2, 13, 29, "channel_last", "cpu")
+    assert ops._walk_config(x, None, None) is None and ops._walk_config(x, None, None, backward=True) is None
+    with _tuning.override("causal_conv1d", walk=True):
+        assert ops._walk_config(x, None, None) == (64, 16, 1, 4)
+    with _tuning.override("causal_conv1d", block_l=16):
+        assert ops._walk_config(x, None, None, backward=True) is None
+    monkeypatch.setattr(ops, "_walks_by_default", lambda x: True)  # what a CUDA tensor gets
     assert ops._walk_config(x, None, None) == (64, 16, 1, 4)
     assert ops._walk_config(x, None, None, backward=True) == (128, 16, 1, 4)
     assert ops._walk_config(make_x(2, 1000, 29, "channel_last", "cpu"), None, None) == (64, 256, 2, 4)
