@@ -823,16 +823,19 @@ def _walk_config(x, seq_idx, initial_states, backward=False):
 
 
 def _walk_grid(x, dilation, steps, block_d):
+    """(grid, steps) of a walk launch: (D blocks, batch, chunks · dilation), each program walking `steps` positions
+    of one residue class, at most that class's length (no program walks past its last position)."""
     batch, dim, seq_len = x.shape
-    return cdiv(dim, block_d), batch, cdiv(seq_len, steps * dilation) * dilation
+    steps = min(steps, cdiv(seq_len, dilation))
+    return (cdiv(dim, block_d), batch, cdiv(seq_len, steps * dilation) * dilation), steps
 
 
 def _launch_walk_forward(x, weight, bias, silu, dilation, config):
     steps, block_d, warps, group = config
     _, dim, seq_len = x.shape
-    steps = min(steps, cdiv(seq_len, dilation))  # no program walks past its residue class's last position
+    grid, steps = _walk_grid(x, dilation, steps, block_d)
     out = torch.empty_like(x)
-    _causal_conv1d_walk_forward_kernel[_walk_grid(x, dilation, steps, block_d)](
+    _causal_conv1d_walk_forward_kernel[grid](
         x, weight, x if bias is None else bias, out, seq_len, dim, dilation, steps,
         *x.stride(), *weight.stride(), *out.stride(),
         WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=silu, GROUP=group, BLOCK_D=block_d,
@@ -864,9 +867,8 @@ def _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad,
     steps, block_d, warps, group = config
     needs_x = needs_grad[0]
     _, dim, seq_len = x.shape
-    steps = min(steps, cdiv(seq_len, dilation))
     width = weight.shape[1]
-    grid = _walk_grid(x, dilation, steps, block_d)
+    grid, steps = _walk_grid(x, dilation, steps, block_d)
     grad_x = torch.empty_like(x) if needs_x else None
     grad_weight_partial, grad_bias_partial = _partial_sums(grid[1] * grid[2], x, weight, bias, needs_grad)
     _causal_conv1d_walk_backward_kernel[grid](
