@@ -119,9 +119,8 @@ class CheriConvNormSweep(harness.KernelSuite):
 
     @staticmethod
     def _torch(x, conv_weight, conv_bias, norm_weight, norm_bias):
-        from greyhound.ops.cheri_conv_norm import causal_depthwise_conv
-        y = causal_depthwise_conv(x, conv_weight, conv_bias, DILATION)
-        return torch.nn.functional.layer_norm(y.transpose(1, 2), (x.shape[1],), norm_weight, norm_bias)
+        from greyhound.ops.cheri_conv_norm import conv_norm_reference
+        return conv_norm_reference(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation=DILATION)
 
     def reference(self, *inputs):
         return self._torch(*inputs)
@@ -135,10 +134,11 @@ class CheriConvNormSweep(harness.KernelSuite):
             return fused
         if provider == "greyhound-causal-conv1d":
             from greyhound import causal_conv1d
+            from greyhound.ops.cheri_conv_norm import channel_layer_norm
 
             def reuse(x, conv_weight, conv_bias, norm_weight, norm_bias):
                 y = causal_conv1d(x, conv_weight.squeeze(1), conv_bias, dilation=DILATION)
-                return torch.nn.functional.layer_norm(y.transpose(1, 2), (x.shape[1],), norm_weight, norm_bias)
+                return channel_layer_norm(y, norm_weight, norm_bias)
             return reuse
         if provider == "torch-eager":
             return self._torch

@@ -76,6 +76,16 @@ def causal_depthwise_conv(x, conv_weight, conv_bias, dilation):
     return F.conv1d(x_padded, conv_weight, conv_bias, dilation=dilation, groups=x.shape[1])
 
 
+def channel_layer_norm(y, norm_weight, norm_bias, eps=1e-5):
+    """LayerNorm over the channels of y (N, C, L), per (n, l); returned as (N, L, C), in y's dtype."""
+    return F.layer_norm(y.transpose(1, 2), (y.shape[1],), norm_weight, norm_bias, eps)
+
+
+def conv_norm_reference(x, conv_weight, conv_bias, norm_weight, norm_bias, *, dilation=1, eps=1e-5):
+    """conv_norm in plain PyTorch, in the inputs' dtype: z = LayerNorm_C(causal depthwise conv of x), (N, L, C)."""
+    return channel_layer_norm(causal_depthwise_conv(x, conv_weight, conv_bias, dilation), norm_weight, norm_bias, eps)
+
+
 def mlp_residual(x, z, fc1_weight, fc1_bias, fc2_weight, fc2_bias):
     """out = x + (GELU(z @ W1^T + b1) @ W2^T + b2)^T for z of shape (N, L, C); exact-erf GELU."""
     hidden = F.gelu(F.linear(z, fc1_weight, fc1_bias))
@@ -85,8 +95,7 @@ def mlp_residual(x, z, fc1_weight, fc1_bias, fc2_weight, fc2_bias):
 def cheri_block_reference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
                           fc2_bias, *, dilation=1, eps=1e-5):
     """The Cheri Block in plain PyTorch, computed in the inputs' dtype (pass fp64 tensors for a test oracle)."""
-    y = causal_depthwise_conv(x, conv_weight, conv_bias, dilation)
-    z = F.layer_norm(y.transpose(1, 2), (x.shape[1],), norm_weight, norm_bias, eps)
+    z = conv_norm_reference(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation=dilation, eps=eps)
     return mlp_residual(x, z, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
 
 
@@ -488,8 +497,8 @@ _conv_norm_fwd_eager = _library.twin(_conv_norm_fwd, _conv_norm_setup_context, _
 
 def _conv_norm_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps):
     """The Triton kernel's numerics in eager PyTorch: fp32 conv and statistics, one rounding to x's dtype."""
-    y = causal_depthwise_conv(x.float(), conv_weight.float(), conv_bias.float(), dilation)
-    z = F.layer_norm(y.transpose(1, 2), (x.shape[1],), norm_weight.float(), norm_bias.float(), eps)
+    z = conv_norm_reference(x.float(), conv_weight.float(), conv_bias.float(), norm_weight.float(),
+                            norm_bias.float(), dilation=dilation, eps=eps)
     return z.to(x.dtype).contiguous()
 
 
