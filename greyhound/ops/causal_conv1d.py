@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
-from greyhound._launch import cdiv, next_power_of_2
+from greyhound._launch import FastLaunch, cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
@@ -702,9 +702,46 @@ def _causal_conv1d_update_kernel(
     tl.store(slot_ptrs, rolled, mask=channel_mask[:, None] & (slots < state_len)[None, :])
 
 
+@triton.jit
+def _sum_rows(src_ptr, dst_ptr, rows, cols, col_block, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """dst[c] = Σ_r src[r, c] over the rows of a contiguous (rows, cols) fp32 matrix, for BLOCK columns from
+    col_block · BLOCK, ROWS rows at a time in a fixed order; stored in dst's dtype."""
+    cols_here = col_block * BLOCK + tl.arange(0, BLOCK)
+    col_mask = cols_here < cols
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for first in range(0, rows, ROWS):
+        r = first + tl.arange(0, ROWS)
+        tile = tl.load(src_ptr + r[:, None].to(tl.int64) * cols + cols_here[None, :],
+                       mask=(r[:, None] < rows) & col_mask[None, :], other=0.0)
+        acc += tl.sum(tile.to(tl.float32), axis=0)
+    tl.store(dst_ptr + cols_here, acc.to(dst_ptr.dtype.element_ty), mask=col_mask)
+
+
+@triton.jit
+def _sum_partial_rows_kernel(weight_partial_ptr, bias_partial_ptr, grad_weight_ptr, grad_bias_ptr, rows, weight_cols,
+                             bias_cols, weight_blocks, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """grad_w (D·W) and grad_b (D) from a backward's fp32 partial rows (rows, D, W) and (rows, D): programs below
+    weight_blocks sum BLOCK columns of the weight's rows, the others BLOCK columns of the bias's."""
+    pid = tl.program_id(0)
+    if pid < weight_blocks:
+        _sum_rows(weight_partial_ptr, grad_weight_ptr, rows, weight_cols, pid, ROWS, BLOCK)
+    else:
+        _sum_rows(bias_partial_ptr, grad_bias_ptr, rows, bias_cols, pid - weight_blocks, ROWS, BLOCK)
+
+
+_SUM_ROWS, _SUM_BLOCK = 32, 128  # 10.5 MB of partial rows at the tracked shape: 160 programs of 128 columns
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Launchers
 # ----------------------------------------------------------------------------------------------------------------
+# Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
+# launch signature instead of on every call (host time is what a small call costs; docs/perf/causal_conv1d.md).
+(_run_forward, _run_backward, _run_silu_gather_backward, _run_walk_forward, _run_walk_backward, _run_silu_grad,
+ _run_update, _run_sum_partial_rows) = map(FastLaunch, (
+    _causal_conv1d_forward_kernel, _causal_conv1d_backward_kernel, _causal_conv1d_silu_gather_backward_kernel,
+    _causal_conv1d_walk_forward_kernel, _causal_conv1d_walk_backward_kernel, _causal_conv1d_silu_grad_kernel,
+    _causal_conv1d_update_kernel, _sum_partial_rows_kernel))
 class _Blocks(NamedTuple):
     block_l: int
     block_d: int
@@ -835,7 +872,7 @@ def _launch_walk_forward(x, weight, bias, silu, dilation, config):
     _, dim, seq_len = x.shape
     grid, steps = _walk_grid(x, dilation, steps, block_d)
     out = torch.empty_like(x)
-    _causal_conv1d_walk_forward_kernel[grid](
+    _run_walk_forward[grid](
         x, weight, x if bias is None else bias, out, seq_len, dim, dilation, steps,
         *x.stride(), *weight.stride(), *out.stride(),
         WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=silu, GROUP=group, BLOCK_D=block_d,
@@ -857,10 +894,26 @@ def _partial_sums(rows, x, weight, bias, needs_grad):
 
 
 def _parameter_grads(grad_weight_partial, grad_bias_partial, weight, bias, needs_grad):
-    """(grad_weight, grad_bias) in the parameters' dtypes: the partial rows summed in a fixed order."""
+    """(grad_weight, grad_bias) in the parameters' dtypes: the partial rows summed in a fixed order, both in one
+    launch (it replaced two `sum(0).to(dtype)` pairs: four launches and four allocations of host time a backward)."""
     _, needs_weight, needs_bias, _ = needs_grad
-    return (grad_weight_partial.sum(0).to(weight.dtype) if needs_weight else None,
-            grad_bias_partial.sum(0).to(bias.dtype) if needs_bias else None)
+    needs_bias = needs_bias and bias is not None
+    if not (needs_weight or needs_bias):
+        return None, None
+    grad_weight = torch.empty_like(weight, memory_format=torch.contiguous_format) if needs_weight else None
+    grad_bias = torch.empty_like(bias, memory_format=torch.contiguous_format) if needs_bias else None
+    rows = grad_weight_partial.shape[0]
+    weight_cols, bias_cols = weight.numel() if needs_weight else 0, bias.numel() if needs_bias else 0
+    weight_blocks = cdiv(weight_cols, _SUM_BLOCK)
+    if rows == 0:  # no partial row: every gradient is 0
+        return (grad_weight.zero_() if needs_weight else None, grad_bias.zero_() if needs_bias else None)
+    placeholder = grad_weight_partial
+    _run_sum_partial_rows[(weight_blocks + cdiv(bias_cols, _SUM_BLOCK),)](
+        grad_weight_partial, placeholder if grad_bias_partial is None else grad_bias_partial,
+        placeholder if grad_weight is None else grad_weight, placeholder if grad_bias is None else grad_bias,
+        rows, weight_cols, bias_cols, weight_blocks, ROWS=_SUM_ROWS, BLOCK=_SUM_BLOCK, num_warps=4,
+    )
+    return grad_weight, grad_bias
 
 
 def _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad, config):
@@ -871,7 +924,7 @@ def _launch_walk_backward(x, weight, bias, grad_out, silu, dilation, needs_grad,
     grid, steps = _walk_grid(x, dilation, steps, block_d)
     grad_x = torch.empty_like(x) if needs_x else None
     grad_weight_partial, grad_bias_partial = _partial_sums(grid[1] * grid[2], x, weight, bias, needs_grad)
-    _causal_conv1d_walk_backward_kernel[grid](
+    _run_walk_backward[grid](
         x, weight, x if bias is None else bias, grad_out, x if grad_x is None else grad_x,
         x if grad_weight_partial is None else grad_weight_partial,
         x if grad_bias_partial is None else grad_bias_partial,
@@ -894,7 +947,7 @@ def _launch_forward(x, weight, bias, seq_idx, initial_states, silu, dilation):
     if out.numel() == 0:
         return out
     for grid, first_block, has_init, blocks in _position_launches(x, width, dilation, initial_states):
-        _causal_conv1d_forward_kernel[grid](
+        _run_forward[grid](
             x, weight, x if bias is None else bias, x if seq_idx is None else seq_idx,
             x if initial_states is None else initial_states, out,
             seq_len, dim, dilation, (width - 1) * dilation, first_block,
@@ -921,7 +974,7 @@ def _launch_silu_grad(x, weight, bias, seq_idx, initial_states, grad_out, dilati
     width = weight.shape[1]
     g = torch.empty_like(x)
     for grid, first_block, has_init, blocks in _position_launches(x, width, dilation, initial_states):
-        _causal_conv1d_silu_grad_kernel[grid](
+        _run_silu_grad[grid](
             x, weight, x if bias is None else bias, x if seq_idx is None else seq_idx,
             x if initial_states is None else initial_states, grad_out, g,
             seq_len, dim, dilation, (width - 1) * dilation, first_block,
@@ -959,7 +1012,7 @@ def _launch_gather_backward(x, weight, bias, grad_out, dilation, needs_grad, blo
     use_scratch = needs_x and _tuning.get(TUNING_OP, "bwd_gather_scratch", False)
     scratch = (torch.empty(d_blocks * batch * chunks * block_l * block_d, dtype=torch.float32, device=x.device)
                if use_scratch else None)
-    _causal_conv1d_silu_gather_backward_kernel[(d_blocks, batch, chunks)](
+    _run_silu_gather_backward[(d_blocks, batch, chunks)](
         x, weight, x if bias is None else bias, grad_out, x if grad_x is None else grad_x,
         x if grad_weight_partial is None else grad_weight_partial,
         x if grad_bias_partial is None else grad_bias_partial, x if scratch is None else scratch,
@@ -1014,7 +1067,7 @@ def _launch_backward(x, weight, bias, seq_idx, initial_states, grad_out, silu, d
                                                            bias, needs_grad)
     partial_row_begin = 0
     for tile_begin, tile_end, has_init, chunks, tiles_per_program in launches:
-        _causal_conv1d_backward_kernel[(d_blocks, batch, chunks)](
+        _run_backward[(d_blocks, batch, chunks)](
             x, weight, x if bias is None else bias, x if seq_idx is None else seq_idx,
             x if initial_states is None else initial_states, grad_out,
             x if grad_x is None else grad_x, x if grad_init is None else grad_init,
@@ -1256,7 +1309,7 @@ def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, di
     if out.numel() == 0:
         return out
     block_d = min(next_power_of_2(dim), 256)
-    _causal_conv1d_update_kernel[(cdiv(dim, block_d), batch)](
+    _run_update[(cdiv(dim, block_d), batch)](
         x_t, conv_state, weight, x_t if bias is None else bias, out, dim, dilation, state_len,
         *x_t.stride(), *conv_state.stride(), *weight.stride(), *out.stride(),
         WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=activation == "silu", BLOCK_D=block_d,

@@ -705,3 +705,37 @@ def test_gpu_bf16_walk_variant(tuning):
             check_against_reference(x, weight, bias, activation="silu", dilation=dilation)
             for a, b in zip(tiled, run(dilation)):
                 assert rel_err(b, a) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["channel_last", "contiguous"])
+def test_gpu_fast_launch_equals_triton_launch(layout, monkeypatch):
+    """Repeat calls take FastLaunch (greyhound/_launch.py) and give bitwise the results of Triton's own launch path,
+    also for a view whose address is not 16-byte aligned (another launch key: its own compiled kernel)."""
+    from greyhound import _launch
+    weight, bias = make_params(1024, 4, "cuda", torch.bfloat16)
+    grad_out = torch.randn(2, 1024, 777, device="cuda", dtype=torch.bfloat16)
+
+    def run(x):
+        leaves = [t.detach().clone().requires_grad_() for t in (x, weight, bias)]
+        out = causal_conv1d(*leaves, activation="silu", dilation=2)
+        out.backward(grad_out)
+        return [out] + [leaf.grad for leaf in leaves]
+
+    aligned = make_x(2, 1024, 777, layout, "cuda", torch.bfloat16)
+    # the same layout one element (2 bytes) into its storage
+    misaligned = torch.empty(aligned.numel() + 1, device="cuda", dtype=torch.bfloat16)[1:].as_strided(
+        aligned.shape, aligned.stride()).copy_(aligned)
+    assert misaligned.data_ptr() % 16 and misaligned.stride() == aligned.stride()
+    for x in (aligned, misaligned):
+        before = sum(launcher.fast_launches for launcher in vars(ops).values()
+                     if isinstance(launcher, _launch.FastLaunch))
+        fast = [run(x) for _ in range(3)][-1]
+        after = sum(launcher.fast_launches for launcher in vars(ops).values()
+                    if isinstance(launcher, _launch.FastLaunch))
+        assert after > before
+        monkeypatch.setattr(_launch, "ENABLED", False)
+        slow = run(x)
+        monkeypatch.setattr(_launch, "ENABLED", True)
+        for a, b in zip(fast, slow):
+            assert torch.equal(a, b)
