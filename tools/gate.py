@@ -14,8 +14,9 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
   between-process spread, within-process noise included), never less than what the two runs' own samples give
   (standard error of each median); with fewer than MIN_HISTORY differences a prior of PRIOR_BETWEEN per process
   is added to the samples' part;
-* a series regressed when r > max(Z x sigma, FLOOR) (memory: FLOOR_MEMORY and 1 MiB), i.e. beyond Z standard
-  deviations of its own A/A differences and beyond a minimum effect;
+* a series regressed when r > max(Z x sigma, FLOOR, FLOOR_SECONDS) (memory: FLOOR_MEMORY and 1 MiB), i.e. beyond Z
+  standard deviations of its own A/A differences and beyond a minimum effect, relative and absolute: a few-µs call
+  is launch latency, which differs by ~1.3 µs between H200 machines on unchanged code;
 * drift control: the peers of a kernel (e.g. fla, torch.compile) do not change with a greyhound commit, so a peer of
   the same benchmark, mode and shape is the greyhound series' control. When the control moved beyond its own
   threshold in the same direction, the greyhound series is judged on r - r_control instead, and a move that the
@@ -37,7 +38,9 @@ from tools.export import ExportError, load_benchmarks, load_results
 from tools.noise import history_noise, median_standard_error
 
 Z = 3.0  # standard deviations of a series' own A/A differences
-FLOOR = 0.015  # minimum effect for time series (1.5%)
+FLOOR = 0.015  # minimum effect for time series (1.5%) ...
+FLOOR_SECONDS = 2e-6  # ... and 2 µs: cross_entropy_with_grad's no-op backward (unchanged code) read 4.0 µs on one
+# H200 and 5.3 µs on another (ca623a2 -> f1d904e): launch latency, not the kernel
 FLOOR_MEMORY = 0.01  # memory: 1% ...
 FLOOR_MEMORY_BYTES = 2**20  # ... and 1 MiB
 MIN_HISTORY = 3  # successive differences needed to trust a series' own noise estimate
@@ -156,7 +159,7 @@ def series_threshold(series, base, head, history):
     if is_memory:
         floor = max(FLOOR_MEMORY, math.log1p(FLOOR_MEMORY_BYTES / base.values[series][0]))
     else:
-        floor = FLOOR
+        floor = max(FLOOR, math.log1p(FLOOR_SECONDS / base.values[series][0]))
     return max(Z * sigma, floor), sigma, n
 
 

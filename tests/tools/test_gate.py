@@ -160,3 +160,20 @@ def test_cli_exit_status_follows_the_verdict(tmp_path, capsys):
     assert "PERFORMANCE REGRESSED" in out and out.count("REGRESSION ") == 6  # 3 modes x (time, memory)
     assert gate.main(["0badc0de", "deadbeef", "--results", str(results)]) == 2
     assert "no results for '0badc0de'" in capsys.readouterr().err
+
+
+def test_a_microsecond_series_is_judged_beyond_launch_latency():
+    """A 4 µs call moving 1.3 µs between machines (launch latency) is not a regression; 3 µs more is; a 1 ms series
+    keeps its relative threshold."""
+    rng = random.Random(7)
+    history = _history(rng)
+    series = gate.Series(BENCH, ("'greyhound'", "'backward'", "8192", "128256", "'bfloat16'"))
+    base, head = history[-1], _run("head", rng, date=99)
+    for micro, verdict_expected in ((5.3e-6, "ok"), (7.0e-6, "regression")):
+        for run, value in ((base, 4.0e-6), (head, micro)):
+            run.values[series] = (value, [value * math.exp(rng.gauss(0, 0.002)) for _ in range(20)], False)
+        report = gate.judge(base, head, history)
+        (verdict,) = [v for v in report.verdicts if v.series == series]
+        assert verdict.status == verdict_expected, (micro, verdict)
+    long_series = gate.Series(BENCH, ("'greyhound'", "'full'", "8192", "128256", "'bfloat16'"))
+    assert gate.series_threshold(long_series, base, head, history)[0] < 0.05
