@@ -21,6 +21,7 @@ __all__ = ["cdiv", "next_power_of_2", "FastLaunch"]
 
 ENABLED = os.environ.get("GREYHOUND_FAST_LAUNCH", "1") != "0"
 _MISSING = object()
+_PLAIN = (bool, int, float, str)
 
 
 def cdiv(a, b):
@@ -86,8 +87,17 @@ class FastLaunch:
                 and not any(_hooked(hook) for hook in _launch_hooks()))
 
     def _key(self, device, args, kwargs):
-        return (device, *[(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else a for a in args],
-                *kwargs.items())
+        """The launch key, or None for an argument of another kind (a TMA descriptor, ...): such calls are not cached,
+        so that no key keeps a tensor alive."""
+        key = [device]
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                key.append((a.dtype, a.data_ptr() % 16 == 0))
+            elif a is None or isinstance(a, _PLAIN):
+                key.append(a)
+            else:
+                return None
+        return (*key, *kwargs.items())
 
     def _launch(self, grid, args, kwargs):
         if not self._on_fast_path(args):
@@ -98,8 +108,10 @@ class FastLaunch:
         device = self._driver.get_current_device()
         try:
             key = self._key(device, args, kwargs)
-            entry = self.compiled.get(key, _MISSING)
-        except TypeError:  # an unhashable argument: Triton's own path
+            entry = _MISSING if key is None else self.compiled.get(key, _MISSING)
+        except TypeError:  # an unhashable keyword value: Triton's own path
+            key = None
+        if key is None:
             return self.kernel[grid](*args, **kwargs)
         if entry is _MISSING:
             compiled = self.kernel[grid](*args, **kwargs)

@@ -26,7 +26,7 @@ import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
 from greyhound import _library, _tuning
-from greyhound._launch import cdiv, next_power_of_2
+from greyhound._launch import FastLaunch, cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
 
 FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
@@ -334,6 +334,12 @@ def _conv_norm_bwd_dx_kernel(
 # ----------------------------------------------------------------------------------------------------------
 # Launchers and autograd for conv + LayerNorm
 # ----------------------------------------------------------------------------------------------------------
+# Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
+# launch key instead of on every call.
+_run_conv_norm_fwd, _run_conv_norm_bwd_dy, _run_conv_norm_bwd_dx = map(
+    FastLaunch, (_conv_norm_fwd_kernel, _conv_norm_bwd_dy_kernel, _conv_norm_bwd_dx_kernel))
+
+
 @functools.lru_cache(maxsize=None)
 def _multiprocessor_count(device_index):
     return torch.cuda.get_device_properties(device_index).multi_processor_count
@@ -378,7 +384,7 @@ def _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilati
         return z, mean.zero_(), rstd.zero_()
     block_c = _channel_block(channels)
     block_l = block_l or _tuned_block("norm_block_l", max(16, min(64, 8192 // block_c)))
-    _conv_norm_fwd_kernel[(batch * cdiv(length, block_l),)](
+    _run_conv_norm_fwd[(batch * cdiv(length, block_l),)](
         x, conv_weight, conv_bias, norm_weight, norm_bias, z, mean, rstd, length, eps,
         C=channels, KERNEL_SIZE=conv_weight.shape[2], DILATION=dilation, EVEN_L=length % block_l == 0,
         SAVE_STATS=save_stats, BLOCK_L=block_l, BLOCK_C=block_c,
@@ -405,7 +411,7 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     num_programs = batch * programs_per_row
     dy = torch.empty((batch, channels, length), device=x.device, dtype=torch.float32)
     partials = torch.empty((num_programs, 3 + kernel_size, channels), device=x.device, dtype=torch.float32)
-    _conv_norm_bwd_dy_kernel[(num_programs,)](
+    _run_conv_norm_bwd_dy[(num_programs,)](
         x, conv_weight, conv_bias, norm_weight, mean, rstd, dz, dy, partials,
         length, tiles_per_program, programs_per_row,
         # a ragged split gives the last program of a row tiles past L: those need the row mask
@@ -419,7 +425,7 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     dx_block_l = dx_block_l or _tuned_block("norm_dx_block_l", 64 if x.device.type == "cpu" else 256)
     dx_l_blocks = cdiv(length, dx_block_l)
     residual = residual_grad if residual_grad is not None else dx
-    _conv_norm_bwd_dx_kernel[(batch * dx_l_blocks, cdiv(channels, dx_block_c))](
+    _run_conv_norm_bwd_dx[(batch * dx_l_blocks, cdiv(channels, dx_block_c))](
         dy, conv_weight, residual, dx,
         channels, length, dx_l_blocks, residual.stride(0), residual.stride(1), residual.stride(2),
         KERNEL_SIZE=kernel_size, DILATION=dilation, HAS_RESIDUAL=residual_grad is not None, BLOCK_C=dx_block_c,
@@ -866,28 +872,9 @@ def _default_config(channels, hidden_width, dot_mode, training):
     return block_l, block_e, num_warps, num_stages, layout, max_registers
 
 
-_launchers = {}  # specialisation key -> CompiledKernel (the fast launch path, CUDA only)
-_NUM_POINTERS = 16  # the fused kernels' tensor arguments come first, then L and eps
-
-
-def _launch(kernel, grid, args, constexprs, options):
-    """kernel[grid](*args, **constexprs, **options), minus Triton's per-call argument binding where that is safe.
-
-    Triton's launch binds and specialises every argument in Python on each call, tens of microseconds on a slow
-    host: most of a small-N call. On CUDA with every pointer 16-byte aligned (the specialisation Triton would pick),
-    the CompiledKernel from `warmup` is cached under a key holding everything that specialisation reads (dtypes,
-    alignment, L's divisibility, the compile-time arguments and options) and launched directly."""
-    x = args[0]
-    if x.device.type != "cuda" or any(t.data_ptr() % 16 for t in args[:_NUM_POINTERS]):
-        return kernel[grid](*args, **constexprs, **options)
-    length = args[_NUM_POINTERS]
-    key = (kernel, x.device.index, tuple(t.dtype for t in args[:_NUM_POINTERS]), length % 16 == 0, length == 1,
-           tuple(constexprs.values()), tuple(options.items()))
-    compiled = _launchers.get(key)
-    if compiled is None:
-        compiled = kernel.warmup(*args, grid=grid, **constexprs, **options)
-        _launchers[key] = compiled
-    compiled[(grid[0], 1, 1)](*args, *constexprs.values())
+# The fused kernels launch through FastLaunch (greyhound/_launch.py); "lc" and "split" share one kernel (and launcher).
+_RUN_KERNELS = {layout: FastLaunch(kernel) for layout, kernel in _KERNELS.items() if layout != "split"}
+_RUN_KERNELS["split"] = _RUN_KERNELS["lc"]
 
 
 def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation, eps,
@@ -955,7 +942,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                       "Z_PRECOMPUTED": layout == "split",
                       "BLOCK_L": block_l, "BLOCK_C": _channel_block(channels), "BLOCK_E": block_e}
         try:
-            _launch(_KERNELS[layout], (batch * cdiv(length, block_l),), args, constexprs, options)
+            _RUN_KERNELS[layout][(batch * cdiv(length, block_l),)](*args, **constexprs, **options)
         except OutOfResources:  # shared memory: this shape needs a smaller tile (decided once per shape)
             if i + 1 == len(candidates):
                 raise

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
-from greyhound._launch import cdiv, next_power_of_2
+from greyhound._launch import FastLaunch, cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_reference"]
@@ -186,6 +186,12 @@ def _scale_rows_kernel(grad_ptr, grad_row_stride, scale_ptr, scale_stride, n_row
 # ----------------------------------------------------------------------------------------------------------------
 # Launchers
 # ----------------------------------------------------------------------------------------------------------------
+# Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
+# launch key instead of on every call.
+_run_cross_entropy, _run_gradient, _run_scale_rows = map(FastLaunch, (_cross_entropy_kernel, _gradient_kernel,
+                                                                      _scale_rows_kernel))
+
+
 class _Config(NamedTuple):
     block_v: int  # loss kernel
     num_warps: int  # loss kernel
@@ -260,7 +266,7 @@ def _cross_entropy_rows(
     config = _launch_config(V)
     options = dict(HAS_SOFTCAP=softcap is not None, HAS_Z_LOSS=lse_square_scale > 0)
     scalars = (V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale))
-    _cross_entropy_kernel[(rows,)](
+    _run_cross_entropy[(rows,)](
         logits, logits.stride(0), target, per_token_loss, lse,
         per_token_loss if bad_target_flag is None else bad_target_flag, *scalars,
         BLOCK_V=config.block_v, HAS_SMOOTHING=label_smoothing > 0, FLAG_BAD_TARGETS=bad_target_flag is not None,
@@ -269,7 +275,7 @@ def _cross_entropy_rows(
     if grad is not None:
         grad_scale, grad_scale_stride = _grad_scale_arg(grad_scale, rows, logits)
         block_v = min(next_power_of_2(V), config.gradient_block_v)
-        _gradient_kernel[(rows, cdiv(V, block_v))](
+        _run_gradient[(rows, cdiv(V, block_v))](
             logits, logits.stride(0), grad, grad.stride(0), target, lse, grad_scale, grad_scale_stride, *scalars,
             BLOCK_V=block_v, num_warps=max(1, min(8, block_v // 512)), **options,
         )
@@ -289,7 +295,7 @@ def _scale_rows_(grad: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         scale_stride = scale.stride(0)
     block_v = min(next_power_of_2(V), 4096)
     num_tiles = rows * cdiv(V, block_v)
-    _scale_rows_kernel[(max(1, min(num_tiles, 4 * _sm_count(grad.device))),)](
+    _run_scale_rows[(max(1, min(num_tiles, 4 * _sm_count(grad.device))),)](
         grad, grad.stride(0), scale, scale_stride, rows, V, PER_ROW_SCALE=scale_stride != 0, BLOCK_V=block_v,
         num_warps=8 if block_v >= 2048 else 4,
     )

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
-from greyhound._launch import next_power_of_2
+from greyhound._launch import FastLaunch, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
@@ -144,7 +144,7 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
             torch.mm(x, weight[v0:v1].t(), out=logits)
         else:
             torch.addmm(bias[v0:v1], x, weight[v0:v1].t(), out=logits)
-        _vocab_chunk_kernel[(rows,)](
+        _run_vocab_chunk[(rows,)](
             logits, logits.stride(0), target, running_max, running_sum, target_z, sum_z, v0, v1 - v0,
             float(softcap or 1.0), BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None,
             HAS_SMOOTHING=label_smoothing > 0, FIRST=v0 == 0, num_warps=max(1, min(4, block_v // 512)))
@@ -220,6 +220,11 @@ def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, scale=None, first
 # ----------------------------------------------------------------------------------------------------------------
 # The chunk loop
 # ----------------------------------------------------------------------------------------------------------------
+# Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
+# launch key instead of on every call.
+_run_vocab_chunk = FastLaunch(_vocab_chunk_kernel)
+
+
 def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chunk_size, options,
                             forward_schedule="rows"):
     """Per-token loss and lse (fp32 [BT]) and, for the inputs flagged in `needs_grad` (x, weight, bias), the

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
-from greyhound._launch import cdiv, next_power_of_2
+from greyhound._launch import FastLaunch, cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 
@@ -147,6 +147,12 @@ def _logprobs_backward_kernel(
 # ----------------------------------------------------------------------------------------------------------------
 # Launchers
 # ----------------------------------------------------------------------------------------------------------------
+# Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
+# launch key instead of on every call.
+_run_logprobs_forward, _run_logprobs_backward = map(FastLaunch, (_logprobs_forward_kernel,
+                                                                _logprobs_backward_kernel))
+
+
 def _default_blocks(vocab_size):
     block_v = max(16, min(next_power_of_2(vocab_size), 2048))
     return block_v, max(1, min(4, block_v // 512))
@@ -215,7 +221,7 @@ def _launch_forward(logits, target_flat, temperature, outputs, config=None, bad_
     if n_rows == 0:
         return outputs
     block_v, num_warps, prefetch = config or _forward_config(vocab_size)
-    _logprobs_forward_kernel[(n_rows,)](
+    _run_logprobs_forward[(n_rows,)](
         logits, target_flat, logprob, row_max, log2_sum, entropy,
         logprob if bad_target_flag is None else bad_target_flag,
         inner_rows, stride_outer, stride_inner, vocab_size, LOG2E / temperature,
@@ -239,7 +245,7 @@ def _launch_backward(logits, target_flat, row_max, log2_sum, entropy, grad_logpr
     if n_rows == 0:
         return grad_logits
     block_v, num_warps = config or _backward_config(vocab_size)
-    _logprobs_backward_kernel[(n_rows, cdiv(vocab_size, block_v))](
+    _run_logprobs_backward[(n_rows, cdiv(vocab_size, block_v))](
         logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, grad_logits,
         inner_rows, stride_outer, stride_inner, vocab_size, vocab_size, vocab_offset,
         full_vocab_size or vocab_size, LOG2E / temperature, 1.0 / temperature,

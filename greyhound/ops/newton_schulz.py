@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
-from greyhound._launch import cdiv, next_power_of_2
+from greyhound._launch import FastLaunch, cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 DEFAULT_STEPS = 5
@@ -225,6 +225,12 @@ def _symmetric_apply_kernel(
 # ----------------------------------------------------------------------------------------------------------------
 # Launchers
 # ----------------------------------------------------------------------------------------------------------------
+# Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
+# launch key instead of on every call.
+_run_symmetric_product, _run_gram_product, _run_symmetric_apply = map(
+    FastLaunch, (_symmetric_product_kernel, _gram_product_kernel, _symmetric_apply_kernel))
+
+
 def _block(extent, cap):
     """A power-of-two tile edge covering `extent`, at least 16 (tl.dot's minimum) and at most `cap`."""
     return max(16, min(cap, next_power_of_2(extent)))
@@ -269,7 +275,7 @@ def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, config=N
     tiles = cdiv(size, block)
     for part in _batch_slices(batch):
         x_part, out_part = x[part], out[part]
-        _symmetric_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
+        _run_symmetric_product[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
             x_part, out_part if addend is None else addend[part], out_part, size, depth,
             *x_part.stride(), *out_part.stride(), alpha, beta,
             HAS_ADDEND=addend is not None, INPUT_PRECISION=_input_precision(x.dtype), BLOCK=block, BLOCK_K=block_k,
@@ -287,7 +293,7 @@ def _launch_gram_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma
     tiles = cdiv(size, block)
     for part in _batch_slices(batch):
         x_part, y_part, out_part = x[part], y[part], out[part]
-        _gram_product_kernel[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
+        _run_gram_product[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
             x_part, y_part, out_part if addend is None else addend[part], out_part, size, depth,
             *x_part.stride(), *y_part.stride(), *out_part.stride(), alpha, beta, 0.0 if gamma is None else gamma,
             HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, INPUT_PRECISION=_input_precision(x.dtype),
@@ -303,7 +309,7 @@ def _launch_apply(poly, x, out, alpha, config=None):
     tiles = cdiv(rows, block_m) * cdiv(cols, block_n)
     for part in _batch_slices(batch):
         poly_part, x_part, out_part = poly[part], x[part], out[part]
-        _symmetric_apply_kernel[(tiles, 1, x_part.shape[0])](
+        _run_symmetric_apply[(tiles, 1, x_part.shape[0])](
             poly_part, x_part, out_part, rows, cols, *poly_part.stride(), *x_part.stride(), *out_part.stride(),
             alpha, INPUT_PRECISION=_input_precision(x.dtype), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
             GROUP_M=group_m, num_warps=num_warps, num_stages=num_stages,

@@ -373,7 +373,7 @@ def test_tuning_overrides_chunks_and_schedule(device, monkeypatch):
     from greyhound import _tuning
     x, weight, bias, target = make_inputs(10, 8, 300, torch.float32, device, with_bias=True, ignored=(2,))
     rows_seen, vocab_chunks = [], []
-    launch, vocab_kernel = lce._cross_entropy_rows, lce._vocab_chunk_kernel
+    launch, vocab_kernel = lce._cross_entropy_rows, lce._run_vocab_chunk
     monkeypatch.setattr(lce, "_cross_entropy_rows", lambda logits, *a, **k: rows_seen.append(logits.shape[0])
                         or launch(logits, *a, **k))
 
@@ -384,7 +384,7 @@ def test_tuning_overrides_chunks_and_schedule(device, monkeypatch):
                 return vocab_kernel[grid](*args, **kwargs)
             return run
 
-    monkeypatch.setattr(lce, "_vocab_chunk_kernel", Spy())
+    monkeypatch.setattr(lce, "_run_vocab_chunk", Spy())
     with _tuning.override(lce.TUNING_OP, chunk_rows=4):
         check_against_reference(x, weight, bias, target)
         assert rows_seen == [4, 4, 2]
