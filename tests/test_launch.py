@@ -152,3 +152,15 @@ def test_fast_launch_is_not_taken_for_cpu_tensors():
     for _ in range(3):
         fast[(1,)](x, 100, 0.5, FLAG=True, BLOCK=32)
     assert len(jit.slow_calls) == 3 and fast.fast_launches == 0 and not fast.compiled
+
+
+def test_fast_launch_does_not_cache_other_argument_kinds(launcher):
+    jit, fast = launcher
+
+    class Descriptor:  # e.g. a TMA descriptor holding a tensor: hashable, but not a launch-key value
+        base = torch.randn(8)
+
+    x = torch.randn(64)
+    for _ in range(3):
+        fast[(1,)](x, 100, Descriptor(), FLAG=True, BLOCK=32)
+    assert len(jit.slow_calls) == 3 and not fast.compiled and fast.fast_launches == 0
