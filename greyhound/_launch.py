@@ -56,8 +56,8 @@ class FastLaunch:
     `JITFunction.run`.
 
     The key holds everything Triton specialises a compiled kernel on, and more: the current device, each tensor's
-    dtype and whether its address is 16-byte aligned, every other positional argument's exact value, and every
-    keyword (constexprs and launch options such as num_warps) with its value. Two calls with one key therefore get
+    dtype and whether its address is 16-byte aligned, every other positional argument's type and exact value, and
+    every keyword (constexprs and launch options such as num_warps) with its type and value. Two calls with one key therefore get
     the same compiled kernel from Triton too. A new key goes through `kernel[grid]` (compiling if needed), which
     returns the compiled kernel to keep; at most MAX_KEYS keys are kept per kernel (the oldest are dropped).
 
@@ -91,14 +91,14 @@ class FastLaunch:
         """The launch key, or None for an argument of another kind (a TMA descriptor, ...): such calls are not cached,
         so that no key keeps a tensor alive."""
         key = [device]
-        for a in args:
+        for a in args:  # with each value its type: True == 1 == 1.0 in Python, but Triton types them apart
             if isinstance(a, torch.Tensor):
                 key.append((a.dtype, a.data_ptr() % 16 == 0))
             elif a is None or isinstance(a, _PLAIN):
-                key.append(a)
+                key.append((type(a), a))
             else:
                 return None
-        return (*key, *kwargs.items())
+        return (*key, *[(name, type(value), value) for name, value in kwargs.items()])
 
     def _launch(self, grid, args, kwargs):
         if not self._on_fast_path(args):

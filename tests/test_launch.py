@@ -164,3 +164,15 @@ def test_fast_launch_does_not_cache_other_argument_kinds(launcher):
     for _ in range(3):
         fast[(1,)](x, 100, Descriptor(), FLAG=True, BLOCK=32)
     assert len(jit.slow_calls) == 3 and not fast.compiled and fast.fast_launches == 0
+
+
+def test_fast_launch_keys_tell_bools_ints_and_floats_apart(launcher):
+    """True == 1 == 1.0 in Python, but Triton compiles them as different argument types (i1, a constant 1, fp32):
+    each gets its own key."""
+    jit, fast = launcher
+    x = torch.randn(64)
+    for n in (1, True, 1.0):
+        fast[(1,)](x, n, 0.5, FLAG=True, BLOCK=32)
+    for flag in (1, True):
+        fast[(1,)](x, 100, 0.5, FLAG=flag, BLOCK=32)
+    assert len(jit.slow_calls) == 5 and fast.fast_launches == 0 and len(fast.compiled) == 5
