@@ -186,7 +186,7 @@ def _tanh_approx(x, EMULATE: tl.constexpr):
     """tanh(x) by the GPU's tanh.approx.f32 (max relative error ~2^-11); exact (through a sigmoid) where the
     interpreter runs the kernel, which has no inline assembly."""
     if EMULATE:
-        return 2.0 * tl.sigmoid(2.0 * x) - 1.0
+        return 2.0 * tl.sigmoid(2.0 * tl.clamp(x, -20.0, 20.0)) - 1.0  # tanh(±20) is ±1 in fp32
     return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True,
                                      pack=1)
 
