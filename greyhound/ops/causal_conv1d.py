@@ -742,6 +742,8 @@ _SUM_ROWS, _SUM_BLOCK = 32, 128  # 10.5 MB of partial rows at the tracked shape:
     _causal_conv1d_forward_kernel, _causal_conv1d_backward_kernel, _causal_conv1d_silu_gather_backward_kernel,
     _causal_conv1d_walk_forward_kernel, _causal_conv1d_walk_backward_kernel, _causal_conv1d_silu_grad_kernel,
     _causal_conv1d_update_kernel, _sum_partial_rows_kernel))
+
+
 class _Blocks(NamedTuple):
     block_l: int
     block_d: int
@@ -834,9 +836,10 @@ def _walks_by_default(x):
 def _walk_config(x, seq_idx, initial_states, backward=False):
     """(steps, block_d, num_warps, group) of the forward (or backward) walk kernel, or None where it does not apply:
     the default on the GPU for channel-last x without seq_idx or initial states, unless `walk` is forced off or a
-    tiled-kernel tunable of that direction is forced; elsewhere only when `walk` is forced on. H200, B=8 D=4096 L=2048 W=4 bf16 (docs/perf/causal_conv1d.md): forward
-    0.082 ms at 256 channels, 2 warps, groups of 4 rows, 64 positions a program (tiled 0.109); backward at 64
-    channels, 1 warp, groups of 4, 128 positions (L=8192: 0.672 ms, tiled 1.685; session 10's calls 3 to 5)."""
+    tiled-kernel tunable of that direction is forced; elsewhere only when `walk` is forced on. H200, B=8 D=4096
+    L=2048 W=4 bf16 (docs/perf/causal_conv1d.md): forward 0.082 ms at 256 channels, 2 warps, groups of 4 rows, 64
+    positions a program (tiled 0.109); backward at 64 channels, 1 warp, groups of 4, 128 positions (L=8192: 0.672
+    ms, tiled 1.685; session 10's calls 3 to 5)."""
     if seq_idx is not None or initial_states is not None or not _channel_last(x) or x.numel() == 0:
         return None
     block_d = min(next_power_of_2(x.shape[1]), 64 if backward else 256)
@@ -905,8 +908,6 @@ def _parameter_grads(grad_weight_partial, grad_bias_partial, weight, bias, needs
     rows = grad_weight_partial.shape[0]
     weight_cols, bias_cols = weight.numel() if needs_weight else 0, bias.numel() if needs_bias else 0
     weight_blocks = cdiv(weight_cols, _SUM_BLOCK)
-    if rows == 0:  # no partial row: every gradient is 0
-        return (grad_weight.zero_() if needs_weight else None, grad_bias.zero_() if needs_bias else None)
     placeholder = grad_weight_partial
     _run_sum_partial_rows[(weight_blocks + cdiv(bias_cols, _SUM_BLOCK),)](
         grad_weight_partial, placeholder if grad_bias_partial is None else grad_bias_partial,

@@ -888,9 +888,10 @@ def _default_config(channels, hidden_width, dot_mode, training):
     return block_l, block_e, num_warps, num_stages, layout, max_registers
 
 
-# The fused kernels launch through FastLaunch (greyhound/_launch.py); "lc" and "split" share one kernel (and launcher).
-_RUN_KERNELS = {layout: FastLaunch(kernel) for layout, kernel in _KERNELS.items() if layout != "split"}
-_RUN_KERNELS["split"] = _RUN_KERNELS["lc"]
+# The fused kernels launch through FastLaunch (greyhound/_launch.py): one launcher per kernel, so layouts that share
+# a kernel ("lc" and "split") share its launcher.
+_LAUNCHERS = {kernel: FastLaunch(kernel) for kernel in set(_KERNELS.values())}
+_RUN_KERNELS = {layout: _LAUNCHERS[kernel] for layout, kernel in _KERNELS.items()}
 
 
 def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation, eps,
