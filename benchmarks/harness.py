@@ -264,7 +264,9 @@ class KernelSuite(abc.ABC):
     tuning_module = None
 
     def tuning(self, options):
-        """The context forcing a variant's launch parameters: greyhound._tuning.override of the suite's op.
+        """The context forcing a variant's launch parameters: greyhound._tuning.override of the suite's op, and of
+        another op for a key written OP.NAME (e.g. chunked_linear_cross_entropy's variant
+        `greyhound[cross_entropy_with_grad.one_pass=1]` forces the row kernel it calls).
         NotImplementedError (n/a) at commits without tuning overrides; ValueError for an unknown option."""
         if self.tuning_module is None:
             raise ValueError(f"{self.kernel_name}: no tunable launch parameters (got options {options})")
@@ -273,7 +275,18 @@ class KernelSuite(abc.ABC):
             module = importlib.import_module(self.tuning_module)
         except ImportError as err:
             raise NotImplementedError(f"greyhound at this commit has no tuning overrides ({err})") from None
-        return tuning.override(getattr(module, "TUNING_OP", self.kernel_name), **options)
+        by_op = {}
+        for key, value in options.items():
+            op, dot, name = key.rpartition(".")
+            by_op.setdefault(op if dot else getattr(module, "TUNING_OP", self.kernel_name), {})[name] = value
+        stack = contextlib.ExitStack()
+        try:
+            for op, values in by_op.items():
+                stack.enter_context(tuning.override(op, **values))
+        except BaseException:
+            stack.close()
+            raise
+        return stack
 
     def forward_context(self, provider):
         """Forward mode runs without autograd by default."""

@@ -72,3 +72,18 @@ def test_split_variant(provider, expected):
 def test_split_variant_refuses_malformed_variants(provider, words):
     with pytest.raises(ValueError, match=words):
         split_variant(provider)
+
+
+def test_a_variant_key_op_dot_name_forces_another_ops_tunable():
+    # chunked_linear_cross_entropy's variant can force the row kernel of cross_entropy_with_grad that it calls
+    from benchmarks.linear_cross_entropy import ChunkedLinearCrossEntropyTracked
+    suite = ChunkedLinearCrossEntropyTracked()
+    with suite.tuning({"chunk_rows": "64", "cross_entropy_with_grad.one_pass": "1"}):
+        assert _tuning.get("chunked_linear_cross_entropy", "chunk_rows") == 64
+        assert _tuning.get("cross_entropy_with_grad", "one_pass") is True
+    assert _tuning.get("chunked_linear_cross_entropy", "chunk_rows") is None
+    assert _tuning.get("cross_entropy_with_grad", "one_pass") is None
+    with pytest.raises(ValueError, match="no tunable 'nope'"):
+        with suite.tuning({"chunk_rows": "64", "cross_entropy_with_grad.nope": "1"}):
+            pass
+    assert _tuning.get("chunked_linear_cross_entropy", "chunk_rows") is None  # the first override was undone

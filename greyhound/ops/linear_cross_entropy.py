@@ -51,15 +51,19 @@ MAX_CHUNK_ROWS = 8192
 
 
 FORWARD_SCHEDULES = ("auto", "rows", "vocab")
-# vocabulary chunks: whole 256-column GEMM tiles (the last one takes the remainder); on the H200 at BT=8192, H=4096
-# bf16, 4096-entry chunks (64 MiB of logits) took 13.17 ms, 3968 (so that the fp32 row vectors fit 64 MiB too) 13.50
-VOCAB_CHUNK_MULTIPLE = 256
+# vocabulary chunks: the entries whose logits, with the per-row fp32 running values, fit FORWARD_CHUNK_BYTES, in
+# multiples of 8 (16-byte aligned columns for cuBLAS). On the H200 at BT=8192, H=4096 bf16, 4096-entry chunks took
+# 13.17 ms and 3968 13.50: 3968 = 15.5 GEMM tiles of 256 columns wastes half a tile a chunk and needs a 33rd chunk;
+# 4088 (= 64 MiB with the running values) wastes 8 columns of 4096 and keeps 32 chunks
+VOCAB_CHUNK_MULTIPLE = 8
 TUNING_OP = "chunked_linear_cross_entropy"
 _tuning.register(
     TUNING_OP,
     chunk_rows=(int, "rows per chunk when chunk_size is None (default: from the byte budgets)"),
     vocab_schedule=(bool, "loss-only passes walk the vocabulary in chunks (forward_schedule='vocab')"),
     vocab_chunk=(int, "vocabulary entries per chunk of the vocab schedule when chunk_size does not give them"),
+    overlap=(bool, "vocab schedule on a GPU: two half-size logits buffers, each chunk's row kernel on a second "
+                   "stream while the next chunk's GEMM runs"),
 )
 
 
@@ -71,10 +75,16 @@ def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool) -> i
     return max(1, min(rows, max(floor, min(chunk, MAX_CHUNK_ROWS))))
 
 
-def _auto_vocab_chunk(rows: int, V: int, element_size: int) -> int:
-    """Vocabulary entries per chunk of the vocab schedule: all rows x the columns whose logits fit
-    FORWARD_CHUNK_BYTES, a multiple of VOCAB_CHUNK_MULTIPLE (at least one), at most V."""
-    fitting = FORWARD_CHUNK_BYTES // max(1, rows * element_size)
+def _running_vectors(label_smoothing: float) -> int:
+    """fp32 [BT] vectors the vocab schedule keeps across chunks: max, sum of exp, target logit[, sum of logits]."""
+    return 4 if label_smoothing > 0 else 3
+
+
+def _auto_vocab_chunk(rows: int, V: int, element_size: int, vectors: int = 3, buffers: int = 1) -> int:
+    """Vocabulary entries per chunk (per buffer) of the vocab schedule: all rows x the columns whose logits, in
+    `buffers` buffers, fit FORWARD_CHUNK_BYTES beside `vectors` fp32 [rows] running vectors; a multiple of
+    VOCAB_CHUNK_MULTIPLE (at least one), at most V."""
+    fitting = (FORWARD_CHUNK_BYTES - vectors * 4 * rows) // max(1, buffers * rows * element_size)
     return min(V, max(VOCAB_CHUNK_MULTIPLE, fitting // VOCAB_CHUNK_MULTIPLE * VOCAB_CHUNK_MULTIPLE))
 
 
@@ -132,23 +142,43 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
     rows: full-height GEMMs (BT x chunk x H) and one read of each chunk; the same results as the rows schedule
     up to the order of the fp32 sums."""
     rows, V = x.shape[0], weight.shape[0]
-    chunk = min(V, chunk_cols or _tuning.get(TUNING_OP, "vocab_chunk", _auto_vocab_chunk(rows, V, x.element_size())))
-    running_max, running_sum, target_z, sum_z = (
-        torch.zeros(rows, device=x.device, dtype=torch.float32) for _ in range(4))
-    buffer = torch.empty(rows * chunk, device=x.device, dtype=x.dtype)
+    vectors = _running_vectors(label_smoothing)
+    # overlap: two buffers, each chunk's row kernel on a second stream while the next chunk's GEMM runs
+    buffers = 2 if x.is_cuda and _tuning.get(TUNING_OP, "overlap", False) else 1
+    chunk = min(V, chunk_cols or _tuning.get(TUNING_OP, "vocab_chunk",
+                                             _auto_vocab_chunk(rows, V, x.element_size(), vectors, buffers)))
+    # the running values: max, sum of exp, target logit, and (label smoothing only) the sum of logits
+    running_max, running_sum, target_z, *rest = (
+        torch.zeros(rows, device=x.device, dtype=torch.float32) for _ in range(vectors))
+    sum_z = rest[0] if rest else running_sum  # never touched without label smoothing
+    logits_buffers = [torch.empty(rows * chunk, device=x.device, dtype=x.dtype) for _ in range(buffers)]
     block_v = min(next_power_of_2(chunk), 2048)
-    for v0 in range(0, V, chunk):
+    main = torch.cuda.current_stream(x.device) if buffers == 2 else None
+    side = _side_stream(x.device) if buffers == 2 else None
+    freed = [None] * buffers  # per buffer: the side stream's event after its last row kernel
+    for i, v0 in enumerate(range(0, V, chunk)):
         v1 = min(v0 + chunk, V)
-        logits = buffer[: rows * (v1 - v0)].view(rows, v1 - v0)
+        logits = logits_buffers[i % buffers][: rows * (v1 - v0)].view(rows, v1 - v0)
+        if freed[i % buffers] is not None:
+            main.wait_event(freed[i % buffers])  # the GEMM overwrites what a row kernel must have read
         if bias is None:
             torch.mm(x, weight[v0:v1].t(), out=logits)
         else:
             torch.addmm(bias[v0:v1], x, weight[v0:v1].t(), out=logits)
-        _run_vocab_chunk[(rows,)](
-            logits, logits.stride(0), target, running_max, running_sum, target_z, sum_z, v0, v1 - v0,
-            float(softcap or 1.0), BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None,
-            HAS_SMOOTHING=label_smoothing > 0, FIRST=v0 == 0, num_warps=max(1, min(4, block_v // 512)))
-    del buffer, logits  # the epilogue's temporaries come after the chunk is freed
+        launch = dict(BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0,
+                      FIRST=v0 == 0, num_warps=max(1, min(4, block_v // 512)))
+        args = (logits, logits.stride(0), target, running_max, running_sum, target_z, sum_z, v0, v1 - v0,
+                float(softcap or 1.0))
+        if side is None:
+            _run_vocab_chunk[(rows,)](*args, **launch)
+            continue
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            _run_vocab_chunk[(rows,)](*args, **launch)
+            freed[i % buffers] = side.record_event()
+    if side is not None:
+        main.wait_stream(side)  # before the buffers are freed and the running values read, on the main stream
+    del logits_buffers, logits  # the epilogue's temporaries come after the chunks are freed
     lse = running_max + running_sum.log()
     loss = lse - (1.0 - label_smoothing) * target_z
     if label_smoothing > 0:
@@ -160,6 +190,17 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
     nan = torch.full_like(lse, float("nan"))
     per_token_loss = torch.where(bad, nan, torch.where(valid, loss, torch.zeros_like(loss)))
     return per_token_loss, torch.where(bad, nan, lse)
+
+
+_side_streams = {}
+
+
+def _side_stream(device: torch.device) -> torch.cuda.Stream:
+    """One second CUDA stream per device, for the overlapped vocab schedule's row kernels."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _side_streams:
+        _side_streams[index] = torch.cuda.Stream(device=index)
+    return _side_streams[index]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -244,13 +285,23 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
     per_token_loss = torch.empty(rows, device=x.device, dtype=torch.float32)
     lse = torch.empty(rows, device=x.device, dtype=torch.float32)
     logits_buffer = torch.empty(min(chunk, rows), V, device=x.device, dtype=x.dtype)
+    # One chunk (chunk_size >= BT): the weight gradient is one GEMM whose K spans every row, so cuBLAS's own fp32
+    # accumulator is the fp32 sum, written once in the weight's dtype: no fp32 V x H buffer, no narrowing. The
+    # scale then goes into d loss / d logits (in the kernel, before the one rounding), except in fp16, where a
+    # 1 / BT factor would push small entries below its range.
+    direct = 0 < rows <= chunk and x.dtype != torch.float16
     grad_x = torch.empty(x.shape, device=x.device, dtype=x.dtype) if need_x else None
-    grad_weight = _WeightGradAccumulator(V, x.shape[1], weight.dtype, x.device) if need_weight else None
+    grad_weight = None
+    if need_weight and not direct:
+        grad_weight = _WeightGradAccumulator(V, x.shape[1], weight.dtype, x.device)
     grad_bias = torch.zeros(V, device=x.device, dtype=torch.float32) if need_bias else None
     per_row_scale = isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1
     # None: nothing left to apply (a per-row scale went into the kernel, or the scale is exactly 1)
     late_scale = None if per_row_scale or (not isinstance(grad_scale, torch.Tensor) and grad_scale == 1) \
         else grad_scale
+    kernel_scale = grad_scale if per_row_scale or (direct and late_scale is not None) else 1.0
+    if direct:
+        late_scale = None
 
     for start in range(0, rows, chunk):
         stop = min(start + chunk, rows)
@@ -262,20 +313,22 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
             torch.addmm(bias, x_chunk, weight.t(), out=logits)
         _cross_entropy_rows(
             logits, target[start:stop], logits if with_grad else None,
-            grad_scale[start:stop] if per_row_scale else 1.0,
+            kernel_scale[start:stop] if per_row_scale else kernel_scale,
             per_token_loss=per_token_loss[start:stop], lse=lse[start:stop], **options,
         )
         # from here `logits` holds d loss / d logits of this chunk
         if need_x:
             torch.mm(logits, weight, out=grad_x[start:stop])
-        if need_weight:
+        if need_weight and direct:
+            grad_weight = torch.mm(logits.t(), x_chunk)
+        elif need_weight:
             grad_weight.add_(logits, x_chunk)
         if need_bias:
             grad_bias += logits.sum(dim=0, dtype=torch.float32)
 
     if late_scale is not None and need_x:
         grad_x.mul_(late_scale)
-    if need_weight:
+    if need_weight and not direct:
         grad_weight = grad_weight.finish(late_scale)
     if need_bias:
         grad_bias = (grad_bias if late_scale is None else grad_bias * late_scale).to(bias.dtype)

@@ -143,6 +143,23 @@ def test_weight_gradient_sums_in_fp32(device):
     assert ours < 5e-3 and ours < bf16_sum_error / 3, (ours, bf16_sum_error)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_one_chunk_weight_gradient_is_one_gemm(device, monkeypatch, dtype, reduction):
+    # one chunk (chunk_size >= BT): the weight gradient is one GEMM in the weight's dtype, the mean's scale folded
+    # into d loss / d logits, no fp32 accumulator; fp16 keeps the accumulator (its scale comes after the GEMMs);
+    # several chunks take the accumulator in every dtype
+    made = []
+    accumulator = lce._WeightGradAccumulator
+    monkeypatch.setattr(lce, "_WeightGradAccumulator", lambda *a: made.append(a) or accumulator(*a))
+    x, weight, bias, target = make_inputs(33, 16, 70, dtype, device, with_bias=True, ignored=(4,))
+    check_against_reference(x, weight, bias, target, reduction=reduction, chunk_size=33)
+    assert len(made) == (1 if dtype == torch.float16 else 0)
+    made.clear()
+    check_against_reference(x, weight, bias, target, reduction=reduction, chunk_size=32)
+    assert len(made) == 1
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_narrow_in_place(dtype):
     rows, hidden = 53, 6
@@ -295,6 +312,25 @@ def test_gpu_lm_head_shape_auto_chunks():
     check_against_reference(x, weight, None, target)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("overlap", [False, True])
+def test_gpu_vocab_schedule_fits_64_mib_at_the_lm_head_shape(overlap):
+    # BT=8192, H=4096, V=128256 bf16, no gradient: the chunk's logits and the running values take at most 64 MiB
+    # (4088-entry chunks, or two 2040-entry buffers when the row kernels overlap the GEMMs on a second stream)
+    from greyhound import _tuning
+    x, weight, _, target = make_inputs(8192, 4096, 128256, torch.bfloat16, "cuda", ignored=(3, 8000))
+    with torch.no_grad():
+        expected = chunked_linear_cross_entropy_reference(x, weight, target, reduction="none")
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        with _tuning.override(lce.TUNING_OP, overlap=overlap):
+            loss = chunked_linear_cross_entropy(x, weight, target, reduction="none", check_target=False)
+        torch.cuda.synchronize()
+        assert torch.cuda.max_memory_allocated() - before <= 64 << 20
+    assert rel_err(loss, expected) < 1e-4
+
+
 # ------------------------------------------------------------------------------------ forward_schedule="vocab"
 @pytest.mark.parametrize("options", [
     {}, {"label_smoothing": 0.1}, {"softcap": 3.0}, {"lse_square_scale": 1e-3},
@@ -359,9 +395,14 @@ def test_vocab_schedule_bad_and_ignored_targets(device):
 
 
 def test_vocab_schedule_chunks_and_bad_choice(device):
-    assert lce._auto_vocab_chunk(8192, 128256, 2) == 4096  # 64 MiB of bf16 logits for all rows
+    # 64 MiB: bf16 logits for all rows beside three fp32 running vectors (four with label smoothing)
+    assert lce._auto_vocab_chunk(8192, 128256, 2) == 4088
+    assert 8192 * 4088 * 2 + 3 * 4 * 8192 <= lce.FORWARD_CHUNK_BYTES < 8192 * 4096 * 2 + 3 * 4 * 8192
+    assert lce._auto_vocab_chunk(8192, 128256, 2, vectors=4) == 4088
+    assert lce._auto_vocab_chunk(8192, 128256, 2, buffers=2) == 2040  # the overlapped schedule's two buffers
     assert lce._auto_vocab_chunk(32, 1000, 4) == 1000
-    assert lce._auto_vocab_chunk(10**6, 50000, 2) == 256  # never below one 256-entry tile
+    assert lce._auto_vocab_chunk(10**6, 50000, 2) == 24
+    assert lce._auto_vocab_chunk(10**7, 50000, 2) == 8  # never below 8 entries (16-byte aligned columns)
     x, weight, _, target = make_inputs(4, 8, 20, torch.float32, device)
     with pytest.raises(ValueError, match="forward_schedule must be one of 'auto', 'rows', 'vocab', got 'cols'"):
         chunked_linear_cross_entropy(x, weight, target, forward_schedule="cols")
