@@ -266,7 +266,7 @@ class KernelSuite(abc.ABC):
     def tuning(self, options):
         """The context forcing a variant's launch parameters: greyhound._tuning.override of the suite's op, and of
         another op for a key written OP.NAME (e.g. chunked_linear_cross_entropy's variant
-        `greyhound[cross_entropy_with_grad.one_pass=1]` forces the row kernel it calls).
+        `greyhound[cross_entropy_with_grad.loss_warps=8]` forces the row kernel it calls).
         NotImplementedError (n/a) at commits without tuning overrides; ValueError for an unknown option."""
         if self.tuning_module is None:
             raise ValueError(f"{self.kernel_name}: no tunable launch parameters (got options {options})")

@@ -75,14 +75,14 @@ def test_split_variant_refuses_malformed_variants(provider, words):
 
 
 def test_a_variant_key_op_dot_name_forces_another_ops_tunable():
-    # chunked_linear_cross_entropy's variant can force the row kernel of cross_entropy_with_grad that it calls
+    # chunked_linear_cross_entropy's variant can force the launch of cross_entropy_with_grad's kernels that it calls
     from benchmarks.linear_cross_entropy import ChunkedLinearCrossEntropyTracked
     suite = ChunkedLinearCrossEntropyTracked()
-    with suite.tuning({"chunk_rows": "64", "cross_entropy_with_grad.one_pass": "1"}):
+    with suite.tuning({"chunk_rows": "64", "cross_entropy_with_grad.loss_warps": "8"}):
         assert _tuning.get("chunked_linear_cross_entropy", "chunk_rows") == 64
-        assert _tuning.get("cross_entropy_with_grad", "one_pass") is True
+        assert _tuning.get("cross_entropy_with_grad", "loss_warps") == 8
     assert _tuning.get("chunked_linear_cross_entropy", "chunk_rows") is None
-    assert _tuning.get("cross_entropy_with_grad", "one_pass") is None
+    assert _tuning.get("cross_entropy_with_grad", "loss_warps") is None
     with pytest.raises(ValueError, match="no tunable 'nope'"):
         with suite.tuning({"chunk_rows": "64", "cross_entropy_with_grad.nope": "1"}):
             pass

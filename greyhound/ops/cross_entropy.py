@@ -29,12 +29,6 @@ _tuning.register(
     loss_warps=(int, "loss kernel: num_warps"),
     prefetch=(bool, "loss kernel: issue the next block's load before this block's math"),
     grad_block_v=(int, "gradient kernel: vocabulary block (power of 2; num_warps = block / 512, at most 8)"),
-    one_pass=(bool, "with a gradient on a GPU: the one-pass kernel (each row read once from HBM) instead of the loss "
-                    "kernel + gradient kernel"),
-    pass_block_v=(int, "one-pass kernel: entries of a row per program (power of 2)"),
-    pass_warps=(int, "one-pass kernel: num_warps"),
-    pass_programs_per_sm=(int, "one-pass kernel: resident programs per SM (capped by the compiled occupancy)"),
-    pass_lag=(int, "one-pass kernel: rows between a slice's publication and its gradient"),
 )
 
 
@@ -61,40 +55,6 @@ def _online_lse_step(z, mask, row_max, sum_exp, sum_z, softcap, HAS_SOFTCAP: tl.
     if HAS_SMOOTHING:
         sum_z += tl.where(mask, z, 0.0)
     return new_max, sum_exp, sum_z
-
-
-@triton.jit
-def _store_row_loss(loss_ptr, lse_ptr, lse, z_target, sum_z, is_valid, is_bad, V, label_smoothing,
-                    lse_square_scale, HAS_SMOOTHING: tl.constexpr, HAS_Z_LOSS: tl.constexpr):
-    """Stores a row's loss (0 when ignored) and lse from its lse, (soft-capped) target logit and sum of logits;
-    both nan for an out-of-range target."""
-    loss = lse - (1.0 - label_smoothing) * z_target
-    if HAS_SMOOTHING:
-        loss -= label_smoothing * sum_z / V
-    if HAS_Z_LOSS:
-        loss += lse_square_scale * lse * lse
-    tl.store(loss_ptr, tl.where(is_bad, float("nan"), tl.where(is_valid, loss, 0.0)))
-    tl.store(lse_ptr, tl.where(is_bad, float("nan"), lse))
-
-
-@triton.jit
-def _gradient_values(x, offsets, target, is_valid, lse, grad_scale_ptr, V, label_smoothing, softcap,
-                     lse_square_scale, HAS_SOFTCAP: tl.constexpr, HAS_Z_LOSS: tl.constexpr):
-    """grad_scale * d loss_row / d logits at `offsets` from the row's fp32 logits x there and its lse:
-    p_j (1 + 2 s lse) - (1 - eps) [j = target] - eps / V, through the soft-cap; 0 for an ignored row."""
-    row_scale = tl.where(is_valid, tl.load(grad_scale_ptr).to(tl.float32), 0.0)
-    softmax_coef = row_scale
-    if HAS_Z_LOSS:
-        softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
-    z = x
-    if HAS_SOFTCAP:
-        capped = _tanh(x / softcap)
-        z = softcap * capped
-    grad = tl.exp2((z - lse) * LOG2E) * softmax_coef - row_scale * label_smoothing / V
-    grad -= tl.where(offsets == target, row_scale * (1.0 - label_smoothing), 0.0)
-    if HAS_SOFTCAP:
-        grad *= 1.0 - capped * capped
-    return grad
 
 
 @triton.jit
@@ -143,8 +103,13 @@ def _cross_entropy_kernel(
                        other=0.0).to(tl.float32)
     if HAS_SOFTCAP:
         z_target = softcap * _tanh(z_target / softcap)
-    _store_row_loss(per_token_loss_ptr + row, lse_ptr + row, lse, z_target, tl.sum(sum_z, axis=0), is_valid, is_bad,
-                    V, label_smoothing, lse_square_scale, HAS_SMOOTHING, HAS_Z_LOSS)
+    loss = lse - (1.0 - label_smoothing) * z_target
+    if HAS_SMOOTHING:
+        loss -= label_smoothing * tl.sum(sum_z, axis=0) / V
+    if HAS_Z_LOSS:
+        loss += lse_square_scale * lse * lse
+    tl.store(per_token_loss_ptr + row, tl.where(is_bad, float("nan"), tl.where(is_valid, loss, 0.0)))
+    tl.store(lse_ptr + row, tl.where(is_bad, float("nan"), lse))
 
 
 @triton.jit
@@ -163,107 +128,26 @@ def _gradient_kernel(
     offsets = tl.program_id(1) * BLOCK_V + tl.arange(0, BLOCK_V)
     mask = offsets < V
     target = tl.load(target_ptr + row).to(tl.int64)
-    lse = tl.load(lse_ptr + row)  # nan for an out-of-range target: so is every coefficient
+    is_valid = target != ignore_index
+    lse = tl.load(lse_ptr + row)  # nan for an out-of-range target: so is every coefficient below
+    # d loss / d z_j = p_j (1 + 2 s lse) - (1 - eps) [j = target] - eps / V, all times the row's scale
+    row_scale = tl.where(is_valid, tl.load(grad_scale_ptr + row * grad_scale_stride).to(tl.float32), 0.0)
+    softmax_coef = row_scale
+    if HAS_Z_LOSS:
+        softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
+    target_coef = row_scale * (1.0 - label_smoothing)
+    uniform = row_scale * label_smoothing / V
+
     x = tl.load(logits_ptr + row * logits_row_stride + offsets, mask=mask, other=0.0).to(tl.float32)
-    grad = _gradient_values(x, offsets, target, target != ignore_index, lse, grad_scale_ptr + row * grad_scale_stride,
-                            V, label_smoothing, softcap, lse_square_scale, HAS_SOFTCAP, HAS_Z_LOSS)
+    z = x
+    if HAS_SOFTCAP:
+        capped = _tanh(x / softcap)
+        z = softcap * capped
+    grad = tl.exp2((z - lse) * LOG2E) * softmax_coef - uniform
+    grad -= tl.where(offsets == target, target_coef, 0.0)
+    if HAS_SOFTCAP:
+        grad *= 1.0 - capped * capped
     tl.store(grad_ptr + row * grad_row_stride + offsets, grad.to(grad_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _one_pass_kernel(
-    logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
-    grad_scale_ptr, grad_scale_stride, partial_ptr, target_z_ptr, arrivals_ptr,
-    n_rows, V, ignore_index, label_smoothing, softcap, lse_square_scale,
-    SLICES: tl.constexpr, SLOTS: tl.constexpr, BLOCK_V: tl.constexpr, LAG: tl.constexpr, PHASES: tl.constexpr,
-    HAS_SOFTCAP: tl.constexpr, HAS_SMOOTHING: tl.constexpr, HAS_Z_LOSS: tl.constexpr,
-):
-    """Loss, lse and gradient with each row read once from HBM. A row is cut into SLICES slices of BLOCK_V entries;
-    the grid is groups x SLICES programs, program p takes slice p % SLICES of rows g, g + groups, ... (g = p //
-    SLICES). For each row it *publishes* its slice: (max, sum of exp[, sum of logits]) into partial_ptr [n_rows,
-    2 or 3, SLICES] fp32, the target logit into target_z_ptr [n_rows] if the target is in the slice, then counts
-    itself in arrivals_ptr[row] (int32, zeroed; release). LAG rows later (the next row's slice is loaded before
-    that, so HBM stays busy while it waits) it writes the slice's *gradient*: it waits until the row's SLICES
-    programs have arrived (acquire), combines their partials into the lse, re-reads its slice, which the L2 still
-    holds (loaded evict_last), and stores the gradient; slice 0 also stores the loss and lse. HBM sees one read of
-    the logits and one write of the gradient, against two reads and a write for the loss + gradient kernels.
-
-    PHASES 3 (both, LAG apart) needs every program resident at once: the launcher sizes the grid from the compiled
-    occupancy and asks for a cooperative launch. PHASES 1 then 2 (two launches) is the same work without waiting,
-    for the Triton interpreter, which runs programs one after another.
-    Same per-row results as the loss + gradient kernels: nan loss, lse and gradient for a target out of range,
-    0 loss and gradient for an ignored row. grad_ptr may equal logits_ptr: a program re-reads only its own slice
-    before writing it, and the target logit is published before any gradient of its row is written.
-    """
-    PUBLISH: tl.constexpr = PHASES % 2 == 1
-    GRADIENT: tl.constexpr = PHASES >= 2
-    STEPS_LAG: tl.constexpr = LAG if PHASES == 3 else 0
-    PARTS: tl.constexpr = 3 if HAS_SMOOTHING else 2  # partials per slice: max, sum of exp[, sum of logits]
-    pid = tl.program_id(0)
-    slice_id = pid % SLICES
-    groups = tl.num_programs(0) // SLICES
-    group = pid // SLICES
-    offsets = slice_id * BLOCK_V + tl.arange(0, BLOCK_V)
-    mask = offsets < V
-    slots = tl.arange(0, SLOTS)  # SLICES rounded up to a power of 2
-    live_slots = slots < SLICES
-    n_steps = tl.cdiv(n_rows - group, groups)
-    if PUBLISH:
-        x_next = tl.load(logits_ptr + group.to(tl.int64) * logits_row_stride + offsets, mask=mask,
-                         other=float("-inf"), eviction_policy="evict_last")
-    for step in range(0, n_steps + STEPS_LAG):
-        if PUBLISH:
-            row = (group + step * groups).to(tl.int64)
-            x = x_next.to(tl.float32)
-            # the next row's slice is in flight during this row's publication and the lagging row's gradient
-            next_row = row + groups
-            x_next = tl.load(logits_ptr + next_row * logits_row_stride + offsets, mask=offsets < tl.where(next_row < n_rows, V, 0),
-                             other=float("-inf"), eviction_policy="evict_last")
-            if step < n_steps:
-                z = x
-                if HAS_SOFTCAP:
-                    z = tl.where(mask, softcap * _tanh(x / softcap), float("-inf"))
-                slice_max = tl.maximum(tl.max(z, axis=0), -3.4028234663852886e38)  # all -inf: sums to 0, not nan
-                partial_row = partial_ptr + row * (PARTS * SLICES)
-                tl.store(partial_row + slice_id, slice_max)
-                tl.store(partial_row + SLICES + slice_id, tl.sum(tl.exp2((z - slice_max) * LOG2E), axis=0))
-                if HAS_SMOOTHING:
-                    tl.store(partial_row + 2 * SLICES + slice_id, tl.sum(tl.where(mask, z, 0.0), axis=0))
-                target = tl.load(target_ptr + row).to(tl.int64)
-                in_slice = (target >= slice_id * BLOCK_V) & (target < slice_id * BLOCK_V + BLOCK_V) & (target < V)
-                tl.store(target_z_ptr + row, tl.sum(tl.where(offsets == target, z, 0.0), axis=0), mask=in_slice)
-                tl.debug_barrier()  # the partials are stored before the arrival is counted (release)
-                tl.atomic_add(arrivals_ptr + row, 1, sem="release", scope="gpu")
-        if GRADIENT:
-            if step >= STEPS_LAG:
-                row = (group + (step - STEPS_LAG) * groups).to(tl.int64)
-                arrived = tl.atomic_add(arrivals_ptr + row, 0, sem="acquire", scope="gpu")
-                while arrived < SLICES:
-                    arrived = tl.atomic_add(arrivals_ptr + row, 0, sem="acquire", scope="gpu")
-                tl.debug_barrier()
-                partial_row = partial_ptr + row * (PARTS * SLICES)
-                maxes = tl.load(partial_row + slots, mask=live_slots, other=float("-inf"), volatile=True)
-                sums = tl.load(partial_row + SLICES + slots, mask=live_slots, other=0.0, volatile=True)
-                row_max = tl.max(maxes, axis=0)
-                lse = row_max + tl.log(tl.sum(sums * tl.exp2(tl.maximum(maxes - row_max, -1000.0) * LOG2E), axis=0))
-                target = tl.load(target_ptr + row).to(tl.int64)
-                is_valid = target != ignore_index
-                is_bad = is_valid & ((target < 0) | (target >= V))
-                lse = tl.where(is_bad, float("nan"), lse)
-                if slice_id == 0:
-                    z_target = tl.load(target_z_ptr + row, mask=is_valid & ~is_bad, other=0.0, volatile=True)
-                    sum_z = 0.0
-                    if HAS_SMOOTHING:
-                        sum_z = tl.sum(tl.load(partial_row + 2 * SLICES + slots, mask=live_slots, other=0.0,
-                                               volatile=True), axis=0)
-                    _store_row_loss(per_token_loss_ptr + row, lse_ptr + row, lse, z_target, sum_z, is_valid, is_bad,
-                                    V, label_smoothing, lse_square_scale, HAS_SMOOTHING, HAS_Z_LOSS)
-                y = tl.load(logits_ptr + row * logits_row_stride + offsets, mask=mask, other=0.0,
-                            eviction_policy="evict_first").to(tl.float32)
-                grad = _gradient_values(y, offsets, target, is_valid, lse, grad_scale_ptr + row * grad_scale_stride,
-                                        V, label_smoothing, softcap, lse_square_scale, HAS_SOFTCAP, HAS_Z_LOSS)
-                tl.store(grad_ptr + row * grad_row_stride + offsets, grad.to(grad_ptr.dtype.element_ty), mask=mask,
-                         eviction_policy="evict_first")
 
 
 @triton.jit
@@ -304,8 +188,8 @@ def _scale_rows_kernel(grad_ptr, grad_row_stride, scale_ptr, scale_stride, n_row
 # ----------------------------------------------------------------------------------------------------------------
 # Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
 # launch key instead of on every call.
-_run_cross_entropy, _run_gradient, _run_scale_rows, _run_one_pass = map(
-    FastLaunch, (_cross_entropy_kernel, _gradient_kernel, _scale_rows_kernel, _one_pass_kernel))
+_run_cross_entropy, _run_gradient, _run_scale_rows = map(FastLaunch, (_cross_entropy_kernel, _gradient_kernel,
+                                                                      _scale_rows_kernel))
 
 
 class _Config(NamedTuple):
@@ -313,13 +197,6 @@ class _Config(NamedTuple):
     num_warps: int  # loss kernel
     prefetch: bool  # loss kernel: next block's load issued before this block's math
     gradient_block_v: int = 2048  # gradient kernel (num_warps = block / 512)
-
-
-class _OnePassConfig(NamedTuple):
-    block_v: int  # entries of a row per program (power of 2)
-    num_warps: int
-    programs_per_sm: int  # at most; the compiled occupancy may allow fewer
-    lag: int  # rows between a slice's publication and its gradient
 
 
 @functools.lru_cache(maxsize=None)
@@ -342,65 +219,6 @@ def _launch_config(V: int) -> _Config:
             raise ValueError(f"tuning: {TUNING_OP}.{name} must be a power of 2, got {value}")
     return _Config(block_v, _tuning.get(TUNING_OP, "loss_warps", max(1, min(4, block_v // 512))),
                    _tuning.get(TUNING_OP, "prefetch", V > block_v), gradient_block_v)
-
-
-def _one_pass_config(V: int, on_gpu: bool) -> Optional[_OnePassConfig]:
-    """The one-pass kernel's launch parameters, or None for the loss + gradient kernels: the default on the GPU is
-    the loss + gradient kernels until the one-pass kernel is measured faster (docs/perf/cross_entropy.md); the
-    interpreter takes it only when forced. Tuning overrides (op "cross_entropy_with_grad") replace any field."""
-    if not _tuning.get(TUNING_OP, "one_pass", False):
-        return None
-    block_v = _tuning.get(TUNING_OP, "pass_block_v", min(next_power_of_2(V), 4096 if on_gpu else 1024))
-    if block_v & (block_v - 1):
-        raise ValueError(f"tuning: {TUNING_OP}.pass_block_v must be a power of 2, got {block_v}")
-    return _OnePassConfig(block_v, _tuning.get(TUNING_OP, "pass_warps", max(1, min(8, block_v // 1024))),
-                          _tuning.get(TUNING_OP, "pass_programs_per_sm", 4), _tuning.get(TUNING_OP, "pass_lag", 1))
-
-
-_resident = {}  # (device index, launch options) -> programs of the one-pass kernel one SM holds at once
-
-
-def _resident_programs_per_sm(compiled, device_index: int) -> int:
-    """How many programs of a compiled kernel one SM holds at once: registers, shared memory and threads."""
-    props = torch.cuda.get_device_properties(device_index)
-    compiled._init_handles()  # loads the module: n_regs is known from then on (Triton 3.6 to 3.9)
-    warps = compiled.metadata.num_warps
-    registers_per_warp = -(-compiled.n_regs * 32 // 256) * 256  # allocated per warp in units of 256
-    by_registers = props.regs_per_multiprocessor // (registers_per_warp * warps)
-    by_threads = props.max_threads_per_multi_processor // (32 * warps)
-    shared = compiled.metadata.shared
-    by_shared = props.shared_memory_per_multiprocessor // (shared + 1024) if shared else by_threads
-    return max(0, min(by_registers, by_threads, by_shared, 32))
-
-
-def _one_pass_rows(config, logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, scalars,
-                   has_smoothing, **options) -> bool:
-    """Launches _one_pass_kernel (see there); False, with nothing launched, when one wave of the GPU cannot hold
-    one row's programs. On the interpreter: a publishing launch, then a gradient launch."""
-    rows, V = logits.shape
-    slices = cdiv(V, config.block_v)
-    partial = torch.empty((rows, 3 if has_smoothing else 2, slices), device=logits.device, dtype=torch.float32)
-    target_z = torch.empty(rows, device=logits.device, dtype=torch.float32)
-    arrivals = torch.zeros(rows, device=logits.device, dtype=torch.int32)
-    args = (logits, logits.stride(0), grad, grad.stride(0), target, per_token_loss, lse, grad_scale,
-            grad_scale_stride, partial, target_z, arrivals, rows, *scalars)
-    meta = dict(SLICES=slices, SLOTS=next_power_of_2(slices), BLOCK_V=config.block_v, LAG=config.lag,
-                HAS_SMOOTHING=has_smoothing, num_warps=config.num_warps, **options)
-    if not logits.is_cuda:  # programs run one after another there: nobody could wait for a later one
-        for phases in (1, 2):
-            _run_one_pass[(min(rows, 2) * slices,)](*args, PHASES=phases, **meta)
-        return True
-    device = logits.device.index if logits.device.index is not None else torch.cuda.current_device()
-    key = (device, logits.dtype, grad.dtype, tuple(sorted(meta.items())))
-    if key not in _resident:
-        compiled = _one_pass_kernel.warmup(*args, grid=(1,), PHASES=3, launch_cooperative_grid=True, **meta)
-        _resident[key] = _resident_programs_per_sm(compiled, device)
-    groups = min(rows, _sm_count(logits.device) * min(_resident[key], config.programs_per_sm) // slices)
-    if groups == 0:
-        return False
-    # every program must be resident: a cooperative launch fails instead of deadlocking if they cannot be
-    _run_one_pass[(groups * slices,)](*args, PHASES=3, launch_cooperative_grid=True, **meta)
-    return True
 
 
 def _grad_scale_arg(grad_scale, rows: int, like: torch.Tensor) -> tuple:
@@ -448,13 +266,6 @@ def _cross_entropy_rows(
     config = _launch_config(V)
     options = dict(HAS_SOFTCAP=softcap is not None, HAS_Z_LOSS=lse_square_scale > 0)
     scalars = (V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale))
-    if grad is not None:
-        grad_scale, grad_scale_stride = _grad_scale_arg(grad_scale, rows, logits)
-    one_pass = _one_pass_config(V, logits.is_cuda) if grad is not None and bad_target_flag is None else None
-    if one_pass is not None:
-        if _one_pass_rows(one_pass, logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride,
-                          scalars, label_smoothing > 0, **options):
-            return per_token_loss, lse
     _run_cross_entropy[(rows,)](
         logits, logits.stride(0), target, per_token_loss, lse,
         per_token_loss if bad_target_flag is None else bad_target_flag, *scalars,
@@ -462,6 +273,7 @@ def _cross_entropy_rows(
         PREFETCH=config.prefetch, num_warps=config.num_warps, **options,
     )
     if grad is not None:
+        grad_scale, grad_scale_stride = _grad_scale_arg(grad_scale, rows, logits)
         block_v = min(next_power_of_2(V), config.gradient_block_v)
         _run_gradient[(rows, cdiv(V, block_v))](
             logits, logits.stride(0), grad, grad.stride(0), target, lse, grad_scale, grad_scale_stride, *scalars,

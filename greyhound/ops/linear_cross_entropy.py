@@ -4,14 +4,19 @@
 (with the soft-cap, z-loss and label smoothing of `cross_entropy_with_grad`). Rows are processed a chunk at a time:
 cuBLAS computes the chunk's logits, the row kernel of greyhound/ops/cross_entropy.py turns them in place into
 d loss / d logits, and two more GEMMs fold that into the gradients of x and of the weight. Full mode thus costs
-three GEMMs, the forward pass one; `backward` only rescales gradients computed during the forward. The mean's
-1 / n_valid is applied to the GEMM results, not to d loss / d logits: p / BT at a 256K vocabulary (~2e-9) is below
-fp16's smallest subnormal, and folding it in first flushed most fp16 gradient entries to zero (2-3 % errors).
+three GEMMs, the forward pass one; `backward` only rescales gradients computed during the forward. With several
+chunks, the mean's 1 / n_valid is applied to the GEMM results, not to d loss / d logits: p / BT at a 256K
+vocabulary (~2e-9) is below fp16's smallest subnormal, and folding it in first flushed most fp16 gradient entries
+to zero (2-3 % errors).
 
-The weight gradient sums one GEMM per chunk. That running sum is kept in fp32 (cuBLAS reads and writes an fp32
-C with beta = 1; bf16 sums drift at large vocabularies), which takes V x H x 4 bytes. Half of that space is the
-bf16/fp16 gradient's own storage: rows [0, V/2) accumulate in place inside it and are narrowed in place at the
-end, rows [V/2, V) in a separate fp32 buffer freed afterwards. Peak extra memory in full mode is therefore
+One chunk (the default with a gradient in bf16/fp32 while the BT x V logits fit ONE_CHUNK_BYTES): the weight
+gradient is one GEMM over every row, summed in cuBLAS's fp32 accumulator and rounded once; the scale is folded
+into d loss / d logits (bf16 has fp32's range). Peak extra memory: the logits (BT*V*2) + the gradients.
+
+Several chunks: the weight gradient sums one GEMM per chunk. That running sum is kept in fp32 (cuBLAS reads and
+writes an fp32 C with beta = 1; bf16 sums drift at large vocabularies), which takes V x H x 4 bytes. Half of that
+space is the bf16/fp16 gradient's own storage: rows [0, V/2) accumulate in place inside it and are narrowed in
+place at the end, rows [V/2, V) in a separate fp32 buffer freed afterwards. Peak extra memory is therefore
 V*H*4 (grad_weight + that buffer) + BT*H*2 (grad_x) + one chunk of logits, and afterwards just the gradients.
 """
 from typing import Optional
@@ -42,9 +47,13 @@ from greyhound.ops.cross_entropy import (
 
 __all__ = ["chunked_linear_cross_entropy", "chunked_linear_cross_entropy_reference"]
 
-# Logits held at once, per chunk: the forward pass streams small chunks (its extra memory is that chunk); full
-# mode takes bigger ones because every chunk's weight-gradient GEMM also reads and writes the fp32 V x H sum.
+# Logits held at once, per chunk: the forward pass streams small chunks (its extra memory is that chunk). With a
+# gradient, all rows make one chunk when their logits fit ONE_CHUNK_BYTES (bf16/fp32): the weight gradient is then
+# one GEMM, as fast as torch.compile's three GEMMs at half its memory (H200, BT=8192, H=4096, V=128256 bf16: 38.97
+# ms at 3070 MiB against 40.77 ms at 6012 MiB). Otherwise (and in fp16) chunks of ~GRAD_CHUNK_BYTES, bigger than the
+# forward's because every chunk's weight-gradient GEMM also reads and writes the fp32 V x H sum.
 FORWARD_CHUNK_BYTES = 64 << 20
+ONE_CHUNK_BYTES = 4 << 30
 GRAD_CHUNK_BYTES = 256 << 20
 MIN_GRAD_CHUNK_ROWS = 1024
 MAX_CHUNK_ROWS = 8192
@@ -62,13 +71,14 @@ _tuning.register(
     chunk_rows=(int, "rows per chunk when chunk_size is None (default: from the byte budgets)"),
     vocab_schedule=(bool, "loss-only passes walk the vocabulary in chunks (forward_schedule='vocab')"),
     vocab_chunk=(int, "vocabulary entries per chunk of the vocab schedule when chunk_size does not give them"),
-    overlap=(bool, "vocab schedule on a GPU: two half-size logits buffers, each chunk's row kernel on a second "
-                   "stream while the next chunk's GEMM runs"),
 )
 
 
-def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool) -> int:
-    """Rows per chunk: the power of two whose logits fit the byte budget, within [64 or 1024, 8192]."""
+def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool, one_chunk: bool = False) -> int:
+    """Rows per chunk: with a gradient and `one_chunk`, all rows when their logits fit ONE_CHUNK_BYTES; else the
+    power of two whose logits fit the byte budget, within [64 or 1024, 8192]."""
+    if with_grad and one_chunk and rows * V * element_size <= ONE_CHUNK_BYTES:
+        return max(1, rows)
     budget, floor = (GRAD_CHUNK_BYTES, MIN_GRAD_CHUNK_ROWS) if with_grad else (FORWARD_CHUNK_BYTES, 64)
     fitting = max(1, budget // (V * element_size))
     chunk = 1 << (fitting.bit_length() - 1)
@@ -80,11 +90,11 @@ def _running_vectors(label_smoothing: float) -> int:
     return 4 if label_smoothing > 0 else 3
 
 
-def _auto_vocab_chunk(rows: int, V: int, element_size: int, vectors: int = 3, buffers: int = 1) -> int:
-    """Vocabulary entries per chunk (per buffer) of the vocab schedule: all rows x the columns whose logits, in
-    `buffers` buffers, fit FORWARD_CHUNK_BYTES beside `vectors` fp32 [rows] running vectors; a multiple of
-    VOCAB_CHUNK_MULTIPLE (at least one), at most V."""
-    fitting = (FORWARD_CHUNK_BYTES - vectors * 4 * rows) // max(1, buffers * rows * element_size)
+def _auto_vocab_chunk(rows: int, V: int, element_size: int, vectors: int = 3) -> int:
+    """Vocabulary entries per chunk of the vocab schedule: all rows x the columns whose logits fit
+    FORWARD_CHUNK_BYTES beside `vectors` fp32 [rows] running vectors; a multiple of VOCAB_CHUNK_MULTIPLE (at least
+    one), at most V."""
+    fitting = (FORWARD_CHUNK_BYTES - vectors * 4 * rows) // max(1, rows * element_size)
     return min(V, max(VOCAB_CHUNK_MULTIPLE, fitting // VOCAB_CHUNK_MULTIPLE * VOCAB_CHUNK_MULTIPLE))
 
 
@@ -143,42 +153,26 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
     up to the order of the fp32 sums."""
     rows, V = x.shape[0], weight.shape[0]
     vectors = _running_vectors(label_smoothing)
-    # overlap: two buffers, each chunk's row kernel on a second stream while the next chunk's GEMM runs
-    buffers = 2 if x.is_cuda and _tuning.get(TUNING_OP, "overlap", False) else 1
     chunk = min(V, chunk_cols or _tuning.get(TUNING_OP, "vocab_chunk",
-                                             _auto_vocab_chunk(rows, V, x.element_size(), vectors, buffers)))
+                                             _auto_vocab_chunk(rows, V, x.element_size(), vectors)))
     # the running values: max, sum of exp, target logit, and (label smoothing only) the sum of logits
     running_max, running_sum, target_z, *rest = (
         torch.zeros(rows, device=x.device, dtype=torch.float32) for _ in range(vectors))
     sum_z = rest[0] if rest else running_sum  # never touched without label smoothing
-    logits_buffers = [torch.empty(rows * chunk, device=x.device, dtype=x.dtype) for _ in range(buffers)]
+    buffer = torch.empty(rows * chunk, device=x.device, dtype=x.dtype)
     block_v = min(next_power_of_2(chunk), 2048)
-    main = torch.cuda.current_stream(x.device) if buffers == 2 else None
-    side = _side_stream(x.device) if buffers == 2 else None
-    freed = [None] * buffers  # per buffer: the side stream's event after its last row kernel
-    for i, v0 in enumerate(range(0, V, chunk)):
+    for v0 in range(0, V, chunk):
         v1 = min(v0 + chunk, V)
-        logits = logits_buffers[i % buffers][: rows * (v1 - v0)].view(rows, v1 - v0)
-        if freed[i % buffers] is not None:
-            main.wait_event(freed[i % buffers])  # the GEMM overwrites what a row kernel must have read
+        logits = buffer[: rows * (v1 - v0)].view(rows, v1 - v0)
         if bias is None:
             torch.mm(x, weight[v0:v1].t(), out=logits)
         else:
             torch.addmm(bias[v0:v1], x, weight[v0:v1].t(), out=logits)
-        launch = dict(BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0,
-                      FIRST=v0 == 0, num_warps=max(1, min(4, block_v // 512)))
-        args = (logits, logits.stride(0), target, running_max, running_sum, target_z, sum_z, v0, v1 - v0,
-                float(softcap or 1.0))
-        if side is None:
-            _run_vocab_chunk[(rows,)](*args, **launch)
-            continue
-        side.wait_stream(main)
-        with torch.cuda.stream(side):
-            _run_vocab_chunk[(rows,)](*args, **launch)
-            freed[i % buffers] = side.record_event()
-    if side is not None:
-        main.wait_stream(side)  # before the buffers are freed and the running values read, on the main stream
-    del logits_buffers, logits  # the epilogue's temporaries come after the chunks are freed
+        _run_vocab_chunk[(rows,)](
+            logits, logits.stride(0), target, running_max, running_sum, target_z, sum_z, v0, v1 - v0,
+            float(softcap or 1.0), BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None,
+            HAS_SMOOTHING=label_smoothing > 0, FIRST=v0 == 0, num_warps=max(1, min(4, block_v // 512)))
+    del buffer, logits  # the epilogue's temporaries come after the chunk is freed
     lse = running_max + running_sum.log()
     loss = lse - (1.0 - label_smoothing) * target_z
     if label_smoothing > 0:
@@ -190,17 +184,6 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
     nan = torch.full_like(lse, float("nan"))
     per_token_loss = torch.where(bad, nan, torch.where(valid, loss, torch.zeros_like(loss)))
     return per_token_loss, torch.where(bad, nan, lse)
-
-
-_side_streams = {}
-
-
-def _side_stream(device: torch.device) -> torch.cuda.Stream:
-    """One second CUDA stream per device, for the overlapped vocab schedule's row kernels."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _side_streams:
-        _side_streams[index] = torch.cuda.Stream(device=index)
-    return _side_streams[index]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -281,7 +264,8 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
         per_token_loss, lse = _vocab_major_loss(x, weight, bias, target,
                                                 chunk_size if forward_schedule == "vocab" else None, **options)
         return per_token_loss, lse, None, None, None
-    chunk = chunk_size or _tuning.get(TUNING_OP, "chunk_rows", _auto_chunk_rows(rows, V, x.element_size(), with_grad))
+    chunk = chunk_size or _tuning.get(TUNING_OP, "chunk_rows", _auto_chunk_rows(
+        rows, V, x.element_size(), with_grad, one_chunk=x.dtype != torch.float16))
     per_token_loss = torch.empty(rows, device=x.device, dtype=torch.float32)
     lse = torch.empty(rows, device=x.device, dtype=torch.float32)
     logits_buffer = torch.empty(min(chunk, rows), V, device=x.device, dtype=x.dtype)
@@ -477,8 +461,11 @@ def chunked_linear_cross_entropy(
 ):
     """Cross-entropy of the logits `x @ weight.T + bias` (x [BT, H], weight [V, H], bias [V]) against `target`
     [BT], with the options and outputs of `cross_entropy_with_grad`, computed `chunk_size` rows at a time so that
-    at most one chunk of logits exists (default: from the shapes, 64 MiB of logits without a gradient, about
-    256 MiB and at least 1024 rows with one).
+    at most one chunk of logits exists. Default: from the shapes; without a gradient, 64 MiB of logits; with one,
+    in bf16/fp32, all rows in one chunk while the BT x V logits fit 4 GiB (the fastest: on the H200 at BT=8192,
+    H=4096, V=128256 bf16 38.97 ms and 3070 MiB above the inputs, torch.compile 40.77 ms and 6012 MiB), else (and
+    in fp16) about 256 MiB and at least 1024 rows a chunk (there 44.9 ms, 2343 MiB). Pass `chunk_size` to bound
+    the memory: the weight gradient's fp32 sum across chunks then costs V x H x 4 bytes and more time.
 
     Contract: x, weight, bias share one float dtype (fp32/bf16/fp16); GEMMs through torch (cuBLAS) accumulate in
     fp32, the softmax math is fp32, the weight and bias gradients are summed over chunks in fp32 and returned in
@@ -491,9 +478,9 @@ def chunked_linear_cross_entropy(
 
     `forward_schedule` picks how a pass with no gradient (no input requires grad, or the forward of
     reduction="none") walks the logits: "rows" makes `chunk_size` rows x V at a time; "vocab" makes all BT rows x
-    `chunk_size` vocabulary entries at a time (default: 64 MiB of logits, a multiple of 256 entries), so every GEMM
-    is full-height, and merges each chunk into running log-sum-exps; passes with a gradient then use "rows" with
-    automatic chunks. "auto" (default) is "vocab" unless `chunk_size` is given (then "rows", `chunk_size` counting
+    `chunk_size` vocabulary entries at a time (default: 64 MiB with the running fp32 values, a multiple of 8
+    entries), so every GEMM is full-height, and merges each chunk into running log-sum-exps; passes with a
+    gradient then use "rows" with automatic chunks. "auto" (default) is "vocab" unless `chunk_size` is given (then "rows", `chunk_size` counting
     rows). The two agree to fp32 rounding of the sums; on the H200 at BT=8192, H=4096, V=128256 bf16 "vocab" took
     13.2 ms against 14.9 for "rows" (docs/perf/cross_entropy.md).
 

@@ -359,86 +359,6 @@ def test_tuning_overrides_the_launch_config():
             pass
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("options", [{}, {"label_smoothing": 0.2, "softcap": 7.5, "lse_square_scale": 3e-3}],
-                         ids=["plain", "all"])
-@pytest.mark.parametrize("reduction", ["mean", "none"])
-def test_one_pass_kernel_matches_reference(device, dtype, options, reduction):
-    # 517 entries in 128-wide slices: five programs a row, the last slice ragged; whole slices of -inf sum to 0,
-    # and row 4's target sits in a slice that is not slice 0 (published by its owner, read by slice 0)
-    logits, target = make_inputs(29, 517, dtype, device, ignored=(0, 7))
-    logits[4, :300] = float("-inf")
-    target[4] = 400
-    calls = []
-    with _tuning.override(ce.TUNING_OP, one_pass=True, pass_block_v=128), _count_launches(calls):
-        check_against_reference(logits, target, reduction=reduction, **options)
-    assert set(calls) == {"_one_pass_kernel"}
-
-
-@pytest.mark.parametrize("with_grad", [False, True])
-def test_one_pass_kernel_unchecked_bad_target_gives_nan(device, with_grad):
-    logits, target = make_inputs(9, 300, torch.float32, device)
-    target[[2, 6]] = torch.tensor([300, -3], device=device)
-    leaf = logits.clone().requires_grad_(with_grad)
-    with _tuning.override(ce.TUNING_OP, one_pass=True, pass_block_v=128):
-        out = cross_entropy_with_grad(leaf, target, reduction="none", return_lse=True, check_target=False)
-        if with_grad:
-            out.loss.sum().backward()
-    bad = torch.zeros(9, dtype=torch.bool, device=device)
-    bad[[2, 6]] = True
-    assert out.loss[bad].isnan().all() and out.lse[bad].isnan().all()
-    assert not out.loss[~bad].isnan().any()
-    if with_grad:
-        assert leaf.grad[bad].isnan().all() and not leaf.grad[~bad].isnan().any()
-
-
-def test_one_pass_kernel_inplace_backward(device):
-    # in place, the target logit must be read before its slice's gradient overwrites it: targets in every slice
-    logits, target = make_inputs(13, 700, torch.bfloat16, device, ignored=(1,))
-    target[2:7] = torch.tensor([5, 260, 300, 520, 699], device=device)
-    ref_leaf = logits.double().requires_grad_()
-    cross_entropy_reference(ref_leaf, target, label_smoothing=0.1).backward()
-    leaf = logits.clone().requires_grad_()
-    scaled = leaf * 1.0
-    with _tuning.override(ce.TUNING_OP, one_pass=True, pass_block_v=256):
-        cross_entropy_with_grad(scaled, target, label_smoothing=0.1, inplace_backward=True).backward()
-    assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
-
-
-def test_one_pass_config():
-    assert ce._one_pass_config(128256, True) is None  # the loss + gradient kernels unless forced
-    with _tuning.override(ce.TUNING_OP, one_pass=True):
-        assert ce._one_pass_config(128256, True) == ce._OnePassConfig(4096, 4, 4, 1)
-        assert ce._one_pass_config(300, False) == ce._OnePassConfig(512, 1, 4, 1)
-    with _tuning.override(ce.TUNING_OP, one_pass=True, pass_block_v=3000), pytest.raises(ValueError, match="pass_"):
-        ce._one_pass_config(128256, True)
-
-
-class _count_launches:
-    """Records which of the module's kernels are launched (by name) while active."""
-
-    def __init__(self, calls):
-        self.calls = calls
-        self.runners = {name: getattr(ce, name) for name in ("_run_one_pass", "_run_cross_entropy", "_run_gradient")}
-
-    def __enter__(self):
-        for name, runner in self.runners.items():
-            setattr(ce, name, _Recorder(runner, runner.kernel.fn.__name__, self.calls))
-
-    def __exit__(self, *exc):
-        for name, runner in self.runners.items():
-            setattr(ce, name, runner)
-
-
-class _Recorder:
-    def __init__(self, runner, name, calls):
-        self.runner, self.name, self.calls = runner, name, calls
-
-    def __getitem__(self, grid):
-        self.calls.append(self.name)
-        return self.runner[grid]
-
-
 def test_bad_arguments(device):
     logits, target = make_inputs(4, 10, torch.float32, device)
     cases = [
@@ -533,26 +453,6 @@ def test_gpu_tuning_variants(options):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("block_v,vocab,programs_per_sm,lag", [(4096, 128256, 4, 1), (2048, 128256, 8, 2),
-                                                               (8192, 128256, 2, 1), (1024, 5000, 4, 1),
-                                                               (4096, 262144, 4, 2)])
-def test_gpu_one_pass_kernel(block_v, vocab, programs_per_sm, lag):
-    # programs meeting across SMs: more rows than resident groups (each program walks many rows), a ragged last
-    # slice, every option; then the cheap options and an ignored row; then in place
-    logits, target = make_inputs(1500, vocab, torch.bfloat16, "cuda", ignored=(5, 1499))
-    with _tuning.override(ce.TUNING_OP, one_pass=True, pass_block_v=block_v, pass_programs_per_sm=programs_per_sm,
-                          pass_lag=lag):
-        check_against_reference(logits, target, reduction="sum", **ALL_OPTIONS)
-        check_against_reference(logits, target)
-        ref_leaf = logits.double().requires_grad_()
-        cross_entropy_reference(ref_leaf, target, **ALL_OPTIONS).backward()
-        leaf = logits.clone().requires_grad_()
-        cross_entropy_with_grad(leaf * 1.0, target, inplace_backward=True, **ALL_OPTIONS).backward()
-        assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
-        torch.cuda.synchronize()
-
-
-@pytest.mark.gpu
 def test_gpu_unchecked_out_of_range_targets():
     logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda")
     bad_target = target.clone()
@@ -583,45 +483,3 @@ def test_gpu_inplace_backward():
     assert rel_err(loss, expected) < 1e-5
     assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
     assert torch.equal(scaled.detach(), leaf.grad)  # the gradient was written into the logits' own storage
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Compiled for the H200 (sm_90) on the CPU: what the interpreter cannot show for the one-pass kernel
-# ------------------------------------------------------------------------------------------------------------------
-_SM90_COMPILE = """
-import sys, triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-import greyhound.ops.cross_entropy as ce
-slices, block_v, warps, lag = map(int, sys.argv[1:])
-kinds = ["*bf16", "i32", "*bf16", "i32", "*i64", "*fp32", "*fp32", "*fp32", "i32", "*fp32", "*fp32", "*i32", "i32",
-         "i32", "i32", "fp32", "fp32", "fp32"]
-constants = dict(SLICES=slices, SLOTS=triton.next_power_of_2(slices), BLOCK_V=block_v, LAG=lag, PHASES=3,
-                 HAS_SOFTCAP=True, HAS_SMOOTHING=True, HAS_Z_LOSS=True)
-names = list(ce._one_pass_kernel.arg_names)
-signature = {**dict(zip(names, kinds)), **{name: "constexpr" for name in constants}}
-# what Triton specialises on at the H200 shapes: 16-divisible pointers, row strides and V (128256)
-aligned = [n for n in names if n.endswith("_ptr") or n in ("logits_row_stride", "grad_row_stride", "V")]
-attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
-compiled = triton.compile(ASTSource(ce._one_pass_kernel, signature, constexprs=constants, attrs=attrs),
-                          target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-ptx = compiled.asm["ptx"]
-assert "red.global.gpu.release.add" in ptx and "ld.global.gpu.acquire" in ptx, "arrival: release add, acquire load"
-assert "bar.sync" in ptx, "barriers around the arrival"
-assert "ld.global.L1::evict_last.L2::cache_hint.v4" in ptx, "the slice loads: 16-byte vectors kept in L2"
-"""
-
-
-@pytest.mark.parametrize("slices,block_v,warps,lag", [(32, 4096, 4, 1), (5, 1024, 1, 2)])
-def test_one_pass_kernel_compiles_for_sm90(slices, block_v, warps, lag):
-    # the interpreter runs the two phases as two launches; the GPU's single launch (PHASES=3: publication and the
-    # lagging gradient in one loop, waits on the arrival counters) must at least compile for the H200 (Triton's own
-    # compiler and ptxas, no GPU needed), every option on
-    import os
-    import subprocess
-    import sys
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    done = subprocess.run([sys.executable, "-c", _SM90_COMPILE, str(slices), str(block_v), str(warps), str(lag)],
-                          env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]

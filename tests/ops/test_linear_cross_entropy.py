@@ -192,6 +192,11 @@ def test_auto_chunk_rows():
     assert lce._auto_chunk_rows(8192, 262144, 2, with_grad=False) == 128
     assert lce._auto_chunk_rows(100, 1000, 4, with_grad=False) == 100
     assert lce._auto_chunk_rows(1 << 20, 50, 2, with_grad=True) == 8192
+    # one chunk with a gradient (bf16/fp32) while all the logits fit 4 GiB; past that, the chunks above
+    assert lce._auto_chunk_rows(8192, 128256, 2, with_grad=True, one_chunk=True) == 8192
+    assert lce._auto_chunk_rows(16384, 131072, 2, with_grad=True, one_chunk=True) == 16384  # exactly 4 GiB
+    assert lce._auto_chunk_rows(16385, 131072, 2, with_grad=True, one_chunk=True) == 1024
+    assert lce._auto_chunk_rows(8192, 128256, 2, with_grad=False, one_chunk=True) == 256
 
 
 def test_one_scale_applied_after_the_gemms_keeps_fp16_gradients(device):
@@ -305,27 +310,25 @@ def test_gpu_vocab_schedule_reduction_none():
 
 @pytest.mark.gpu
 def test_gpu_lm_head_shape_auto_chunks():
-    # H=4096, V=128256 (Llama 3): automatic chunks (1024 rows with a gradient), the weight gradient's fp32 sum
-    # narrowed in place at full size
+    # H=4096, V=128256 (Llama 3): automatic chunks (one chunk in bf16: the weight gradient is one GEMM), then
+    # 1024-row chunks, whose weight gradient's fp32 sum is narrowed in place at full size
     x, weight, _, target = make_inputs(2048, 4096, 128256, torch.bfloat16, "cuda", ignored=(3,))
-    assert lce._auto_chunk_rows(2048, 128256, 2, True) == 1024
+    assert lce._auto_chunk_rows(2048, 128256, 2, True, one_chunk=True) == 2048
     check_against_reference(x, weight, None, target)
+    check_against_reference(x, weight, None, target, chunk_size=1024)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("overlap", [False, True])
-def test_gpu_vocab_schedule_fits_64_mib_at_the_lm_head_shape(overlap):
-    # BT=8192, H=4096, V=128256 bf16, no gradient: the chunk's logits and the running values take at most 64 MiB
-    # (4088-entry chunks, or two 2040-entry buffers when the row kernels overlap the GEMMs on a second stream)
-    from greyhound import _tuning
+def test_gpu_vocab_schedule_fits_64_mib_at_the_lm_head_shape():
+    # BT=8192, H=4096, V=128256 bf16, no gradient: the chunk's logits (4088 entries) and the running values take
+    # at most 64 MiB
     x, weight, _, target = make_inputs(8192, 4096, 128256, torch.bfloat16, "cuda", ignored=(3, 8000))
     with torch.no_grad():
         expected = chunked_linear_cross_entropy_reference(x, weight, target, reduction="none")
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
-        with _tuning.override(lce.TUNING_OP, overlap=overlap):
-            loss = chunked_linear_cross_entropy(x, weight, target, reduction="none", check_target=False)
+        loss = chunked_linear_cross_entropy(x, weight, target, reduction="none", check_target=False)
         torch.cuda.synchronize()
         assert torch.cuda.max_memory_allocated() - before <= 64 << 20
     assert rel_err(loss, expected) < 1e-4
@@ -399,7 +402,6 @@ def test_vocab_schedule_chunks_and_bad_choice(device):
     assert lce._auto_vocab_chunk(8192, 128256, 2) == 4088
     assert 8192 * 4088 * 2 + 3 * 4 * 8192 <= lce.FORWARD_CHUNK_BYTES < 8192 * 4096 * 2 + 3 * 4 * 8192
     assert lce._auto_vocab_chunk(8192, 128256, 2, vectors=4) == 4088
-    assert lce._auto_vocab_chunk(8192, 128256, 2, buffers=2) == 2040  # the overlapped schedule's two buffers
     assert lce._auto_vocab_chunk(32, 1000, 4) == 1000
     assert lce._auto_vocab_chunk(10**6, 50000, 2) == 24
     assert lce._auto_vocab_chunk(10**7, 50000, 2) == 8  # never below 8 entries (16-byte aligned columns)
