@@ -61,10 +61,10 @@ MAX_CHUNK_ROWS = 8192
 
 FORWARD_SCHEDULES = ("auto", "rows", "vocab")
 # vocabulary chunks: the entries whose logits, with the per-row fp32 running values, fit FORWARD_CHUNK_BYTES, in
-# multiples of 8 (16-byte aligned columns for cuBLAS). On the H200 at BT=8192, H=4096 bf16, 4096-entry chunks took
-# 13.17 ms and 3968 13.50: 3968 = 15.5 GEMM tiles of 256 columns wastes half a tile a chunk and needs a 33rd chunk;
-# 4088 (= 64 MiB with the running values) wastes 8 columns of 4096 and keeps 32 chunks
-VOCAB_CHUNK_MULTIPLE = 8
+# multiples of 32 (64-byte rows in bf16). On the H200 at BT=8192, H=4096 bf16 (sweep CLI, two processes each):
+# 4096 entries 13.33-13.52 ms (64.1 MiB with the running values), 4064 13.40-13.43 (63.6 MiB), 4080 13.35-13.46,
+# 4088 13.59-13.75 (rows only 16-byte aligned), 4032 13.35-13.62; earlier 3968 (a 33rd chunk) 13.50 against 13.17
+VOCAB_CHUNK_MULTIPLE = 32
 TUNING_OP = "chunked_linear_cross_entropy"
 _tuning.register(
     TUNING_OP,
@@ -478,7 +478,7 @@ def chunked_linear_cross_entropy(
 
     `forward_schedule` picks how a pass with no gradient (no input requires grad, or the forward of
     reduction="none") walks the logits: "rows" makes `chunk_size` rows x V at a time; "vocab" makes all BT rows x
-    `chunk_size` vocabulary entries at a time (default: 64 MiB with the running fp32 values, a multiple of 8
+    `chunk_size` vocabulary entries at a time (default: 64 MiB with the running fp32 values, a multiple of 32
     entries), so every GEMM is full-height, and merges each chunk into running log-sum-exps; passes with a
     gradient then use "rows" with automatic chunks. "auto" (default) is "vocab" unless `chunk_size` is given (then "rows", `chunk_size` counting
     rows). The two agree to fp32 rounding of the sums; on the H200 at BT=8192, H=4096, V=128256 bf16 "vocab" took
