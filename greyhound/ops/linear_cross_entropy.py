@@ -280,12 +280,11 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
         grad_weight = _WeightGradAccumulator(V, x.shape[1], weight.dtype, x.device)
     grad_bias = torch.zeros(V, device=x.device, dtype=torch.float32) if need_bias else None
     per_row_scale = isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1
-    # None: nothing left to apply (a per-row scale went into the kernel, or the scale is exactly 1)
-    late_scale = None if per_row_scale or (not isinstance(grad_scale, torch.Tensor) and grad_scale == 1) \
+    # A per-row scale, and with one chunk any scale, goes into d loss / d logits (kernel_scale); otherwise the one
+    # scale is applied to the GEMM results (late_scale; None when nothing is left to apply or it is exactly 1)
+    kernel_scale = grad_scale if per_row_scale or direct else 1.0
+    late_scale = None if per_row_scale or direct or (not isinstance(grad_scale, torch.Tensor) and grad_scale == 1) \
         else grad_scale
-    kernel_scale = grad_scale if per_row_scale or (direct and late_scale is not None) else 1.0
-    if direct:
-        late_scale = None
 
     for start in range(0, rows, chunk):
         stop = min(start + chunk, rows)
