@@ -26,6 +26,7 @@ import triton.language as tl
 from triton.runtime.errors import OutOfResources
 
 from greyhound import _library, _tuning
+from greyhound.ops import _cheri_gluon
 from greyhound._launch import FastLaunch, cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
 
@@ -198,7 +199,7 @@ def _gelu_erf(pre, bias, GELU_VARIANT: tl.constexpr, EMULATE: tl.constexpr = Fal
     With h = u/2 and E = erfc(|u|/sqrt 2) = 2^F(|h|), F a degree-7 polynomial (F(0) = 0), GELU(u) is 2h - |h|E
     for u >= 0 and hE for u < 0, i.e. (h + |h|) - |h|E in both cases: no cancellation in either tail. E is
     within 3.9e-6 relative of erfc for |u| <= 6 (beyond, E < 1e-9 and falls on), so the result is within
-    ~8e-7 absolute of fp64 GELU: 11 FP32 operations and one ex2, where libdevice erff takes ~30."""
+    ~8e-7 absolute of fp64 GELU: 10 FP32 operations and one ex2, where libdevice erff takes ~30."""
     if GELU_VARIANT == 0:
         half = tl.fma(pre, 0.5, tl.broadcast_to(bias * 0.5, pre.shape))  # the bias add, halved
         a = tl.abs(half)
@@ -209,7 +210,7 @@ def _gelu_erf(pre, bias, GELU_VARIANT: tl.constexpr, EMULATE: tl.constexpr = Fal
         f = tl.fma(f, a, -1.8341663513528101)
         f = tl.fma(f, a, -2.302428738391304)
         erfc_abs = tl.exp2(f * a)
-        gelu = tl.fma(-a, erfc_abs, half + a)
+        gelu = tl.fma(a, -erfc_abs, half + a)  # negate E, not |h|: -|x| would cost an FADD of its own
     elif GELU_VARIANT == 1:
         u = pre + bias
         gelu = 0.5 * u * (1.0 + tl.math.erf(u * 0.7071067811865476))
@@ -594,6 +595,41 @@ def _mlp_dot(a_hi, a_lo, b_hi, b_lo, acc, DOT_MODE: tl.constexpr, EMULATE_DOT: t
 
 
 @triton.jit
+def _hidden_pre_act(z_hi, z_lo, w1_hi_ptr, w1_lo_ptr, e0, offs_c, mask_c, C: tl.constexpr, DOT_MODE: tl.constexpr,
+                    EMULATE_DOT: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_E: tl.constexpr):
+    """z @ W1[e0:e0+BLOCK_E]^T: the (BLOCK_L, BLOCK_E) fp32 pre-activation of one hidden chunk (no bias)."""
+    offs_e = e0 + tl.arange(0, BLOCK_E)
+    w1_offsets = offs_c[:, None] + offs_e[None, :] * C  # (BLOCK_C, BLOCK_E) block of W1^T
+    w1_hi = tl.load(w1_hi_ptr + w1_offsets, mask=mask_c[:, None], other=0.0)
+    w1_lo = w1_hi
+    if DOT_MODE == 1:
+        w1_lo = tl.load(w1_lo_ptr + w1_offsets, mask=mask_c[:, None], other=0.0)
+    return _mlp_dot(z_hi, z_lo, w1_hi, w1_lo, tl.zeros([BLOCK_L, BLOCK_E], dtype=tl.float32), DOT_MODE, EMULATE_DOT)
+
+
+@triton.jit
+def _hidden_out(pre_act, acc, e0, b1_ptr, w2_hi_ptr, w2_lo_ptr, hidden_rows, offs_c, mask_c, mask_l,
+                HIDDEN: tl.constexpr, DOT_MODE: tl.constexpr, TRAINING: tl.constexpr, GELU_VARIANT: tl.constexpr,
+                EMULATE_DOT: tl.constexpr, BLOCK_E: tl.constexpr):
+    """acc + GELU(pre_act + b1) @ W2[:, e0:e0+BLOCK_E]^T for one hidden chunk; with TRAINING also stores the
+    chunk's GEMM2 operand (what the backward's dW2 needs: bf16/fp16 hidden, or the fp32 hidden for fp32 modes)."""
+    offs_e = e0 + tl.arange(0, BLOCK_E)
+    hidden = _gelu_erf(pre_act, tl.load(b1_ptr + offs_e).to(tl.float32)[None, :], GELU_VARIANT, EMULATE_DOT)
+    h_hi, h_lo = _dot_operand(hidden, DOT_MODE, EMULATE_DOT)
+    if TRAINING:
+        if DOT_MODE == 0 or DOT_MODE == 4:
+            tl.store(hidden_rows + offs_e[None, :], h_hi, mask=mask_l[:, None])
+        else:
+            tl.store(hidden_rows + offs_e[None, :], hidden, mask=mask_l[:, None])
+    w2_offsets = offs_e[:, None] + offs_c[None, :] * HIDDEN  # (BLOCK_E, BLOCK_C) block of W2^T
+    w2_hi = tl.load(w2_hi_ptr + w2_offsets, mask=mask_c[None, :], other=0.0)
+    w2_lo = w2_hi
+    if DOT_MODE == 1:
+        w2_lo = tl.load(w2_lo_ptr + w2_offsets, mask=mask_c[None, :], other=0.0)
+    return _mlp_dot(h_hi, h_lo, w2_hi, w2_lo, acc, DOT_MODE, EMULATE_DOT)
+
+
+@triton.jit
 def _cheri_block_kernel(
     x_ptr, out_ptr, hidden_ptr, mean_ptr, rstd_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr,
     w1_hi_ptr, w1_lo_ptr, b1_ptr, w2_hi_ptr, w2_lo_ptr, b2_ptr, z_ptr,
@@ -634,27 +670,10 @@ def _cheri_block_kernel(
 
     acc = tl.zeros([BLOCK_L, BLOCK_C], dtype=tl.float32)
     for e0 in range(0, HIDDEN, BLOCK_E):
-        offs_e = e0 + tl.arange(0, BLOCK_E)
-        w1_offsets = offs_c[:, None] + offs_e[None, :] * C  # (BLOCK_C, BLOCK_E) block of W1^T
-        w1_hi = tl.load(w1_hi_ptr + w1_offsets, mask=mask_c[:, None], other=0.0)
-        w1_lo = w1_hi
-        if DOT_MODE == 1:
-            w1_lo = tl.load(w1_lo_ptr + w1_offsets, mask=mask_c[:, None], other=0.0)
-        pre_act = _mlp_dot(z_hi, z_lo, w1_hi, w1_lo, tl.zeros([BLOCK_L, BLOCK_E], dtype=tl.float32), DOT_MODE,
-                           EMULATE_DOT)
-        hidden = _gelu_erf(pre_act, tl.load(b1_ptr + offs_e).to(tl.float32)[None, :], GELU_VARIANT, EMULATE_DOT)
-        h_hi, h_lo = _dot_operand(hidden, DOT_MODE, EMULATE_DOT)
-        if TRAINING:  # what the backward's dW2 needs: the GEMM2 operand (the fp32 hidden for fp32 modes)
-            if DOT_MODE == 0 or DOT_MODE == 4:
-                tl.store(hidden_rows + offs_e[None, :], h_hi, mask=mask_l[:, None])
-            else:
-                tl.store(hidden_rows + offs_e[None, :], hidden, mask=mask_l[:, None])
-        w2_offsets = offs_e[:, None] + offs_c[None, :] * HIDDEN  # (BLOCK_E, BLOCK_C) block of W2^T
-        w2_hi = tl.load(w2_hi_ptr + w2_offsets, mask=mask_c[None, :], other=0.0)
-        w2_lo = w2_hi
-        if DOT_MODE == 1:
-            w2_lo = tl.load(w2_lo_ptr + w2_offsets, mask=mask_c[None, :], other=0.0)
-        acc = _mlp_dot(h_hi, h_lo, w2_hi, w2_lo, acc, DOT_MODE, EMULATE_DOT)
+        pre_act = _hidden_pre_act(z_hi, z_lo, w1_hi_ptr, w1_lo_ptr, e0, offs_c, mask_c, C, DOT_MODE, EMULATE_DOT,
+                                  BLOCK_L, BLOCK_E)
+        acc = _hidden_out(pre_act, acc, e0, b1_ptr, w2_hi_ptr, w2_lo_ptr, hidden_rows, offs_c, mask_c, mask_l,
+                          HIDDEN, DOT_MODE, TRAINING, GELU_VARIANT, EMULATE_DOT, BLOCK_E)
 
     tile_mask = _block_tile_mask(offs_l, L, C, EVEN_L, BLOCK_L, BLOCK_C, False)
     tile_offsets = row_offset + offs_c[None, :] * L + offs_l[:, None]
@@ -872,6 +891,10 @@ _chosen_configs = {}  # (C, E, K, mode, training, dtype, device) -> the config t
 # "split": the conv + LayerNorm kernel writes z (N, L, C) in the dot operand's dtype (bf16 for bf16 dots: the
 # same single rounding as the fused prologue, so the same output), then _cheri_block_kernel reads it.
 _KERNELS = {"lc": _cheri_block_kernel, "cl": _cheri_block_kernel_t, "split": _cheri_block_kernel}
+# "gluon": greyhound/ops/_cheri_gluon.py, the software-pipelined Hopper kernel (bf16 dots, inference, CUDA 9.x);
+# STAGES is the config's num_stages. Where it does not apply (or fails to compile: Gluon is experimental) the
+# next candidate runs instead, unless it was asked for explicitly.
+_LAYOUTS = ("lc", "cl", "split", "gluon")
 _Z_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # other dot modes keep z in fp32
 
 
@@ -941,6 +964,26 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
             raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf or tanh, got {tuned_gelu!r}")
         gelu = tuned_gelu
     for i, (block_l, block_e, num_warps, num_stages, layout, max_registers) in enumerate(candidates):
+        if layout == "gluon":
+            unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, kernel_size, mlp_weights.mode, training,
+                                                   block_l, block_e, num_warps, num_stages, gelu)
+            if unsupported is None:
+                try:
+                    _cheri_gluon.launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias,
+                                        fc2_hi, fc2_bias, dilation, eps, block_l, block_e, num_warps, num_stages,
+                                        max_registers)
+                except Exception as error:  # a Gluon API this Triton lacks, or resources: the next candidate runs
+                    if config is not None or i + 1 == len(candidates):
+                        raise
+                    _cheri_gluon.warn_fallback(error)
+                    continue
+            elif config is not None:
+                raise ValueError(f"layout gluon does not apply here: {unsupported}")
+            else:
+                continue
+            if config is None:
+                _chosen_configs[key] = candidates[i]
+            break
         z = out  # never read unless the layout is "split"
         if layout == "split":
             z, split_mean, split_rstd = _conv_norm_forward(
@@ -983,7 +1026,7 @@ def _forced_config(base, hidden_width):
     if block_e < 16 or block_e & (block_e - 1) or hidden_width % block_e:
         raise ValueError(f"tuning: {TUNING_OP}.block_e must be a power of 2 >= 16 dividing the hidden width "
                          f"{hidden_width}, got {block_e}")
-    if layout not in _KERNELS:
+    if layout not in _LAYOUTS:
         raise ValueError(f"tuning: {TUNING_OP}.layout must be one of {', '.join(_LAYOUTS)}, got {layout!r}")
     return config
 
@@ -1022,8 +1065,8 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
             if part.shape != getattr(mlp_weights, name[:3] + "_hi").shape or not part.is_contiguous():
                 raise ValueError(f"mlp_weights.{name} must be contiguous and match the hi part's shape")
     if config is not None and (len(config) not in (4, 5) or hidden_width % config[1]
-                               or (len(config) == 5 and config[4] not in _KERNELS)):
-        raise ValueError(f"config must be (BLOCK_L, BLOCK_E, num_warps, num_stages[, layout in {sorted(_KERNELS)}]) "
+                               or (len(config) == 5 and config[4] not in _LAYOUTS)):
+        raise ValueError(f"config must be (BLOCK_L, BLOCK_E, num_warps, num_stages[, layout in {list(_LAYOUTS)}]) "
                          f"with BLOCK_E dividing the hidden width {hidden_width}, got {config!r}")
     return run_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights,
                           dilation, eps, config)
@@ -1057,7 +1100,6 @@ def _run_inference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, 
 # layout[, maxnreg]]) is [BLOCK_L, BLOCK_E, num_warps, num_stages, layout index in _LAYOUTS, maxnreg or 0], and
 # None is [].
 _DOT_MODES = {code: mode for mode, code in _DOT_MODE_CODES.items()}
-_LAYOUTS = ("lc", "cl", "split")
 
 
 def _config_codes(config):

@@ -525,6 +525,10 @@ def test_tuning_override_errors_name_the_tunable(device):
     for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
+    if device == "cpu":  # the Gluon kernel is Hopper-only: asked for by name elsewhere, it says why it cannot run
+        with _tuning.override(cheri_ops.TUNING_OP, layout="gluon"), torch.no_grad():
+            with pytest.raises(ValueError, match="layout gluon does not apply here: .*compute capability 9"):
+                block.eval()(x)
     with _tuning.override(cheri_ops.TUNING_OP, norm_block_l=24), pytest.raises(ValueError, match="norm_block_l"):
         cheri_ops.conv_norm(x, *block._params()[:4], dilation=2)
     with pytest.raises(ValueError, match="no tunable 'tile'"):
@@ -644,6 +648,12 @@ _GPU_VARIANTS = [
     (torch.bfloat16, "bf16x3", True, dict(block_l=128, block_e=64, warps=8, stages=2, layout="split", maxnreg=128)),
     (torch.float32, "bf16x3", True, dict(block_l=64, block_e=64, warps=4, stages=1, layout="lc")),
     (torch.float16, "bf16x3", True, dict(block_l=64, block_e=32, warps=4, stages=3, layout="lc")),
+    (torch.bfloat16, "bf16x3", False, dict(block_l=128, block_e=64, warps=8, stages=4, layout="gluon")),
+    (torch.bfloat16, "bf16x3", False, dict(block_l=64, block_e=32, warps=4, stages=3, layout="gluon")),
+    (torch.bfloat16, "bf16x3", False, dict(block_l=64, block_e=32, warps=4, stages=3, layout="gluon",
+                                           maxnreg=168)),
+    (torch.float16, "bf16x3", False, dict(block_l=128, block_e=32, warps=8, stages=4, layout="gluon")),
+    (torch.float32, "bf16", False, dict(block_l=64, block_e=64, warps=4, stages=3, layout="gluon")),
 ]
 
 
@@ -664,3 +674,27 @@ def test_gpu_tuning_variants(dtype, fp32_dot, training, options):
                 out = block.eval()(x)
     bound = 3e-2 if fp32_dot == "bf16" else MEGA_MAX_ABS[dtype]  # one bf16 pass: bf16-class agreement
     assert max_abs(out, ref) < bound
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length", [
+    (128, 4, 3, 4, 1024), (64, 1, 3, 4, 1024), (64, 2, 2, 3, 1000), (32, 6, 4, 1, 333), (16, 4, 3, 2, 700)])
+@pytest.mark.parametrize("config", [(128, 64, 8, 4), (64, 32, 4, 3), (128, 16, 8, 3)])
+def test_gpu_gluon_kernel_matches_the_triton_kernel(channels, expansion, kernel_size, dilation, length, config):
+    """The Gluon (Hopper, software-pipelined) megakernel against the plain Triton kernel on the same bf16 dot
+    operands and against fp64: 1 to 32 hidden chunks (odd and even counts), ragged L (masked tiles), C 16..128."""
+    block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=torch.bfloat16, device="cuda")
+    hidden = channels * expansion
+    if hidden % config[1]:
+        pytest.skip("BLOCK_E must divide the hidden width")
+    x = torch.randn(3, channels, length, device="cuda", dtype=torch.bfloat16)
+    ref = fp64_twin(block).reference_forward(x.double())
+    params = block._params()
+    with torch.no_grad():
+        gluon_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config + ("gluon",))
+        triton_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=(64, 32, 4, 2, "lc"))
+    assert torch.isfinite(gluon_out).all()
+    assert max_abs(gluon_out, ref) < HALF_BOUNDS[torch.bfloat16]
+    # same bf16 operands and fp32 accumulation, different summation order: a few bf16 ulps of the output at most
+    assert max_abs(gluon_out, triton_out) <= 4 * max_abs(triton_out, ref) + 2e-2
+    assert rel_err(gluon_out, ref) < 1.5 * rel_err(triton_out, ref) + 1e-3

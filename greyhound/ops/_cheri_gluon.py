@@ -1,0 +1,275 @@
+"""The Cheri Block inference megakernel for Hopper, written in Gluon (Triton's explicit-layout dialect).
+
+Same function and numerics as `_cheri_block_kernel` in its bf16 dot mode (conv + LayerNorm in fp32, z and the
+hidden layer rounded once to bf16, fp32 accumulators, the polynomial erf-GELU), but scheduled by hand so that the
+tensor cores and the FP32 units work at the same time:
+
+  * z (BLOCK_L, C) goes to shared memory once per tile and is the first GEMM's A operand from there;
+  * W1/W2 chunks stream through a STAGES-deep ring of shared-memory buffers by cp.async, two chunks ahead;
+  * the hidden loop is software-pipelined: chunk j+1's first GEMM (z @ W1[j+1]^T) is issued asynchronously
+    before chunk j's GELU, so the GELU's FP32 work runs under it, and chunk j's second GEMM
+    (acc += GELU(.) @ W2[:, j]^T) stays in flight while the next iteration starts.
+
+`tl.dot` in the plain Triton kernel waits for every wgmma right after issuing it (ptxas serialises them outright
+under a 128-register cap), so there the GELU and the tensor cores take turns; docs/perf/cheri_block.md, session 13.
+
+Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
+and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
+"""
+import warnings
+
+import torch
+import triton
+
+try:  # Gluon is experimental: its API moves between Triton releases, so every use is guarded
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, warpgroup_mma,
+                                                                  warpgroup_mma_init, warpgroup_mma_wait)
+    _IMPORT_ERROR = None
+except Exception as error:  # pragma: no cover - depends on the installed Triton
+    gluon = None
+    _IMPORT_ERROR = error
+
+
+def available():
+    return gluon is not None
+
+
+_WARNED = set()
+
+
+def unsupported(x, channels, hidden_width, kernel_size, mode, training, block_l, block_e, num_warps, stages, gelu):
+    """Why this kernel cannot run this call (a string), or None when it can."""
+    if gluon is None:
+        return f"this Triton has no Gluon Hopper API ({_IMPORT_ERROR})"
+    if x.device.type != "cuda" or torch.cuda.get_device_capability(x.device)[0] != 9:
+        return f"it needs a CUDA device of compute capability 9.x, got {x.device}"
+    if mode != "bf16" or training or gelu != "poly":
+        return f"it is the inference kernel with bf16 dots and the poly GELU, got mode {mode!r}, " \
+               f"training={training}, gelu={gelu!r}"
+    if channels & (channels - 1) or not 16 <= channels <= 128:  # the (BLOCK_L, C) fp32 accumulator lives in registers
+        return f"the channel count must be a power of 2 in [16, 128], got {channels}"
+    if num_warps not in (4, 8) or block_l != 16 * num_warps:
+        return f"BLOCK_L must be 16 * num_warps with 4 or 8 warps, got BLOCK_L={block_l}, num_warps={num_warps}"
+    if block_e & (block_e - 1) or not 16 <= block_e <= 256 or hidden_width % block_e or hidden_width > 32 * block_e:
+        return f"BLOCK_E must be a power of 2 in [16, 256] dividing the hidden width into at most 32 chunks, got " \
+               f"BLOCK_E={block_e}, hidden width {hidden_width}"
+    if stages < 3:
+        return f"it needs num_stages (its weight ring) >= 3, got {stages}"
+    return None
+
+
+def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+           dilation, eps, block_l, block_e, num_warps, stages, max_registers=None):
+    """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16, all contiguous."""
+    batch, channels, length = x.shape
+    options = {"num_warps": num_warps}
+    if max_registers is not None:
+        options["maxnreg"] = max_registers
+    cheri_block_kernel[(batch * triton.cdiv(length, block_l),)](
+        x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+        length, eps, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2], DILATION=dilation,
+        EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages, **options)
+
+
+def warn_fallback(error):
+    """Once per kind of failure: the Gluon kernel did not run and the plain Triton kernel runs instead."""
+    kind = type(error).__name__
+    if kind not in _WARNED:
+        _WARNED.add(kind)
+        warnings.warn(f"greyhound: the Gluon Cheri Block kernel failed ({kind}: {str(error)[:300]}); "
+                      "running the Triton kernel instead", RuntimeWarning, stacklevel=3)
+
+
+if gluon is not None:
+
+    @gluon.constexpr_function
+    def _tile_layout(block_l, block_c, num_warps):
+        """(BLOCK_L, C) tiles of x / z / out: 8 positions (16 bytes of bf16) per thread along L, which is x's
+        contiguous axis, so the tap loads and the output store are vectorised."""
+        per_thread = min(8, block_l // 16) if block_l >= 16 else 1
+        lanes_l = min(32, block_l // per_thread)
+        return gl.BlockedLayout([per_thread, 1], [lanes_l, 32 // lanes_l], [1, num_warps], [0, 1])
+
+    @gluon.constexpr_function
+    def _row_major_layout(rows, cols, num_warps):
+        """(rows, cols) blocks read along their contiguous last axis, 8 elements (16 bytes) per thread."""
+        lanes_c = min(32, max(1, cols // 8))
+        return gl.BlockedLayout([1, 8], [32 // lanes_c, lanes_c], [num_warps, 1], [1, 0])
+
+    @gluon.jit
+    def _gelu_poly(pre, bias):
+        """erf-GELU of pre + bias without erf: `_gelu_erf`'s polynomial form (see there), fp32."""
+        half = gl.fma(pre, 0.5, bias * 0.5)
+        a = gl.abs(half)
+        f = gl.fma(a, -0.0002296021111298399, 0.003886459236891913)
+        f = gl.fma(f, a, -0.029541895977814654)
+        f = gl.fma(f, a, 0.13562948692196355)
+        f = gl.fma(f, a, -0.4311274590691493)
+        f = gl.fma(f, a, -1.8341663513528101)
+        f = gl.fma(f, a, -2.302428738391304)
+        erfc_abs = gl.exp2(f * a)
+        return gl.fma(a, -erfc_abs, half + a)
+
+    @gluon.jit
+    def _load_weight_chunk(w1_smem, w2_smem, w1_ptr, w2_ptr, chunk, stage, n_chunks,
+                           C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr,
+                           W1_LAYOUT: gl.constexpr, W2_LAYOUT: gl.constexpr):
+        """cp.async of W1[chunk] (BLOCK_E, C) and W2[:, chunk] (C, BLOCK_E) into ring slot `stage`; one commit
+        group (empty, and masked off, past the last chunk, so the group count stays uniform)."""
+        valid = chunk < n_chunks
+        e0 = chunk * BLOCK_E
+        rows1 = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
+        cols1 = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
+        ptrs1 = w1_ptr + (e0 + rows1)[:, None] * C + cols1[None, :]
+        async_copy.async_copy_global_to_shared(w1_smem.index(stage), ptrs1,
+                                               mask=gl.full([BLOCK_E, C], 1, gl.int1, W1_LAYOUT) & valid)
+        rows2 = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
+        cols2 = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
+        ptrs2 = w2_ptr + rows2[:, None] * HIDDEN + (e0 + cols2)[None, :]
+        async_copy.async_copy_global_to_shared(w2_smem.index(stage), ptrs2,
+                                               mask=gl.full([C, BLOCK_E], 1, gl.int1, W2_LAYOUT) & valid)
+        async_copy.commit_group()
+
+    @gluon.jit
+    def _first_gemm(z_smem, w1_smem, chunk, spare, STAGES: gl.constexpr):
+        """z @ W1[chunk]^T, issued asynchronously (a token: wait for it before reading). `spare` is a finished,
+        otherwise dead (BLOCK_L, BLOCK_E) fp32 tensor whose registers the result takes over (use_acc=False ignores
+        its values): defining fresh accumulator registers while another wgmma is in flight makes ptxas serialise."""
+        return warpgroup_mma(z_smem, w1_smem.index(chunk % STAGES).permute((1, 0)), spare, use_acc=False,
+                             is_async=True)
+
+    @gluon.jit
+    def _second_gemm(pre, acc, chunk, w2_smem, b1_ptr, STAGES: gl.constexpr, BLOCK_E: gl.constexpr,
+                     PRE: gl.constexpr, H_OPERAND: gl.constexpr):
+        """acc += GELU(pre + b1[chunk]) @ W2[:, chunk]^T, issued asynchronously; pre is a finished tensor."""
+        offs_e = chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, PRE))
+        hidden = _gelu_poly(pre, gl.expand_dims(gl.load(b1_ptr + offs_e).to(gl.float32), 0))
+        h = gl.convert_layout(hidden.to(gl.bfloat16), H_OPERAND)
+        return warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
+
+    @gluon.jit
+    def _mlp_step(pre, spare, acc, j, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr, n_chunks,
+                  C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
+                  STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr, W1_LAYOUT: gl.constexpr,
+                  W2_LAYOUT: gl.constexpr):
+        """Chunk j (j + 1 < n_chunks): issue chunk j+1's first GEMM, finish chunk j's, refill the ring slot of
+        chunk j-1, then GELU and chunk j's second GEMM. Returns (chunk j+1's pre-activation token, chunk j's finished
+        pre-activation: the next step's spare, acc token)."""
+        async_copy.wait_group(STAGES - 3)  # chunk j+1 has landed (this thread's part)
+        gl.thread_barrier()  # ... and everyone's
+        fence_async_shared()
+        next_pre = _first_gemm(z_smem, w1_smem, j + 1, spare, STAGES)
+        # all but the newest wgmma group are done: pre (chunk j) and chunk j-1's second GEMM
+        pre, acc = warpgroup_mma_wait(num_outstanding=1, deps=(pre, acc))
+        gl.thread_barrier()  # every warp group is past chunk j-1: its ring slot can be refilled
+        _load_weight_chunk(w1_smem, w2_smem, w1_ptr, w2_ptr, j + STAGES - 1, (j + STAGES - 1) % STAGES, n_chunks,
+                           C, HIDDEN, BLOCK_E, W1_LAYOUT, W2_LAYOUT)
+        acc = _second_gemm(pre, acc, j, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
+        return next_pre, pre, acc
+
+    @gluon.jit
+    def cheri_block_kernel(
+        x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+        L, eps,
+        C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
+        EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
+        num_warps: gl.constexpr,
+    ):
+        """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile.
+        x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 contiguous; C a power of 2 (16..128),
+        BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, STAGES >= 3."""
+        gl.static_assert(STAGES >= 3, "the ring holds the chunk in use, the next one and one in flight")
+        gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
+        TILE: gl.constexpr = _tile_layout(BLOCK_L, C, num_warps)
+        W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, num_warps)
+        W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, num_warps)
+        ACC: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                      instr_shape=[16, C, 16])
+        PRE: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                      instr_shape=[16, BLOCK_E, 16])
+        H_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=ACC, k_width=2)
+        Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], gl.bfloat16)
+        W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], gl.bfloat16)
+        W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], gl.bfloat16)
+        n_chunks: gl.constexpr = HIDDEN // BLOCK_E
+
+        w1_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_E, C], W1_SHARED)
+        w2_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, C, BLOCK_E], W2_SHARED)
+        z_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
+        for s in gl.static_range(STAGES - 1):  # the first chunks load under the conv + LayerNorm prologue
+            _load_weight_chunk(w1_smem, w2_smem, w1_ptr, w2_ptr, s, s, n_chunks, C, HIDDEN, BLOCK_E,
+                               W1_LAYOUT, W2_LAYOUT)
+
+        # ---- conv + LayerNorm of this tile, fp32, (BLOCK_L, C) -------------------------------------------------
+        pid = gl.program_id(0)
+        num_l_blocks = gl.cdiv(L, BLOCK_L)
+        n = pid // num_l_blocks
+        offs_l = (pid % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
+        offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
+        row = n.to(gl.int64) * C * L
+        x_row = x_ptr + row
+        in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
+        y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
+        for k in gl.static_range(KERNEL_SIZE):
+            shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
+            w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
+            tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
+            if k == KERNEL_SIZE - 1:
+                if EVEN_L:
+                    x_tap = gl.load(tap_ptrs)
+                else:
+                    x_tap = gl.load(tap_ptrs, mask=in_range, other=0.0)
+            else:
+                x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
+            y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
+        mean = gl.sum(y, axis=1) / C
+        centered = y - gl.expand_dims(mean, 1)
+        rstd = gl.rsqrt(gl.sum(centered * centered, axis=1) / C + eps)
+        gamma = gl.load(gamma_ptr + offs_c).to(gl.float32)
+        beta = gl.load(beta_ptr + offs_c).to(gl.float32)
+        z = (centered * gl.expand_dims(rstd, 1)) * gl.expand_dims(gamma, 0) + gl.expand_dims(beta, 0)
+        z_smem.store(z.to(gl.bfloat16))
+        fence_async_shared()
+
+        # ---- the MLP over hidden chunks: dot1(j+1) is in flight while chunk j's GELU runs ------------------------
+        # Statically unrolled (straight-line code: no loop-carried copies), and no non-wgmma instruction may write
+        # a wgmma accumulator while another wgmma is in flight, or ptxas serialises them all. So the output
+        # accumulator starts as residual + b2 (defined before any wgmma), chunk 0's first GEMM completes before
+        # chunk 1's starts, and every later first GEMM writes over a finished pre-activation (see _first_gemm).
+        offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
+        tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
+        if EVEN_L:
+            residual = gl.load(x_row + tile_offsets).to(gl.float32)
+        else:
+            residual = gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
+        acc = gl.convert_layout(residual, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
+        acc = warpgroup_mma_init(acc)
+        async_copy.wait_group(STAGES - 3)  # chunks 0 and 1 (this thread's copies)
+        gl.thread_barrier()  # everyone's copies, and all of z
+        fence_async_shared()
+        pre = _first_gemm(z_smem, w1_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
+        pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+        if n_chunks > 1:
+            next_pre = _first_gemm(z_smem, w1_smem, 1, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
+        _load_weight_chunk(w1_smem, w2_smem, w1_ptr, w2_ptr, STAGES - 1, STAGES - 1, n_chunks, C, HIDDEN, BLOCK_E,
+                           W1_LAYOUT, W2_LAYOUT)
+        acc = _second_gemm(pre, acc, 0, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
+        for j in gl.static_range(1, n_chunks - 1):
+            next_pre, pre, acc = _mlp_step(next_pre, pre, acc, j, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr,
+                                           n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE, H_OPERAND,
+                                           W1_LAYOUT, W2_LAYOUT)
+        if n_chunks > 1:
+            pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
+            acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        async_copy.wait_group(0)
+
+        # ---- store ---------------------------------------------------------------------------------------------
+        out = gl.convert_layout(acc, TILE)
+        if EVEN_L:
+            gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty))
+        else:
+            gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range)
