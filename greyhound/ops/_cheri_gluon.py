@@ -5,7 +5,7 @@ hidden layer rounded once to bf16, fp32 accumulators, the polynomial erf-GELU), 
 tensor cores and the FP32 units work at the same time:
 
   * z (BLOCK_L, C) goes to shared memory once per tile and is the first GEMM's A operand from there;
-  * W1/W2 chunks stream through a STAGES-deep ring of shared-memory buffers by cp.async, two chunks ahead;
+  * W1/W2 chunks stream through STAGES-deep rings of shared-memory buffers by cp.async, STAGES - 1 steps ahead;
   * the hidden loop is software-pipelined: chunk j+1's first GEMM (z @ W1[j+1]^T) is issued asynchronously
     before chunk j's GELU, so the GELU's FP32 work runs under it, and chunk j's second GEMM
     (acc += GELU(.) @ W2[:, j]^T) stays in flight while the next iteration starts.
@@ -56,8 +56,8 @@ def unsupported(x, channels, hidden_width, kernel_size, mode, training, block_l,
     if block_e & (block_e - 1) or not 16 <= block_e <= 256 or hidden_width % block_e or hidden_width > 32 * block_e:
         return f"BLOCK_E must be a power of 2 in [16, 256] dividing the hidden width into at most 32 chunks, got " \
                f"BLOCK_E={block_e}, hidden width {hidden_width}"
-    if stages < 3:
-        return f"it needs num_stages (its weight ring) >= 3, got {stages}"
+    if stages < 2:
+        return f"it needs num_stages (its weight ring) >= 2, got {stages}"
     return None
 
 
@@ -114,24 +114,22 @@ if gluon is not None:
         return gl.fma(a, -erfc_abs, half + a)
 
     @gluon.jit
-    def _load_weight_chunk(w1_smem, w2_smem, w1_ptr, w2_ptr, chunk, stage, n_chunks,
-                           C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr,
-                           W1_LAYOUT: gl.constexpr, W2_LAYOUT: gl.constexpr):
-        """cp.async of W1[chunk] (BLOCK_E, C) and W2[:, chunk] (C, BLOCK_E) into ring slot `stage`; one commit
-        group (empty, and masked off, past the last chunk, so the group count stays uniform)."""
-        valid = chunk < n_chunks
-        e0 = chunk * BLOCK_E
-        rows1 = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
-        cols1 = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
-        ptrs1 = w1_ptr + (e0 + rows1)[:, None] * C + cols1[None, :]
-        async_copy.async_copy_global_to_shared(w1_smem.index(stage), ptrs1,
-                                               mask=gl.full([BLOCK_E, C], 1, gl.int1, W1_LAYOUT) & valid)
-        rows2 = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
-        cols2 = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
-        ptrs2 = w2_ptr + rows2[:, None] * HIDDEN + (e0 + cols2)[None, :]
-        async_copy.async_copy_global_to_shared(w2_smem.index(stage), ptrs2,
-                                               mask=gl.full([C, BLOCK_E], 1, gl.int1, W2_LAYOUT) & valid)
-        async_copy.commit_group()
+    def _load_w1(w1_smem, w1_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
+                 BLOCK_E: gl.constexpr, W1_LAYOUT: gl.constexpr):
+        """cp.async of W1[chunk] (BLOCK_E, C rows of W1) into its ring slot (not committed here)."""
+        rows = chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
+        cols = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
+        async_copy.async_copy_global_to_shared(w1_smem.index(chunk % STAGES),
+                                               w1_ptr + gl.expand_dims(rows, 1) * C + gl.expand_dims(cols, 0))
+
+    @gluon.jit
+    def _load_w2(w2_smem, w2_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
+                 HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, W2_LAYOUT: gl.constexpr):
+        """cp.async of W2[:, chunk] (C, BLOCK_E columns of W2) into its ring slot (not committed here)."""
+        rows = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
+        cols = chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
+        async_copy.async_copy_global_to_shared(w2_smem.index(chunk % STAGES),
+                                               w2_ptr + gl.expand_dims(rows, 1) * HIDDEN + gl.expand_dims(cols, 0))
 
     @gluon.jit
     def _first_gemm(z_smem, w1_smem, chunk, spare, STAGES: gl.constexpr):
@@ -151,22 +149,24 @@ if gluon is not None:
         return warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
 
     @gluon.jit
-    def _mlp_step(pre, spare, acc, j, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr, n_chunks,
+    def _mlp_step(pre, spare, acc, j: gl.constexpr, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr, n_chunks: gl.constexpr,
                   C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                   STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr, W1_LAYOUT: gl.constexpr,
                   W2_LAYOUT: gl.constexpr):
-        """Chunk j (j + 1 < n_chunks): issue chunk j+1's first GEMM, finish chunk j's, refill the ring slot of
-        chunk j-1, then GELU and chunk j's second GEMM. Returns (chunk j+1's pre-activation token, chunk j's finished
+        """Chunk j (1 <= j, j + 1 < n_chunks): issue chunk j+1's first GEMM, finish chunk j's, refill W1[j]'s and
+        W2[j-1]'s ring slots (STAGES chunks ahead), then GELU and chunk j's second GEMM. Returns (chunk j+1's pre-activation token, chunk j's finished
         pre-activation: the next step's spare, acc token)."""
-        async_copy.wait_group(STAGES - 3)  # chunk j+1 has landed (this thread's part)
-        gl.thread_barrier()  # ... and everyone's
-        fence_async_shared()
+        async_copy.wait_group(STAGES - 2)  # W1[j+1] and W2[j] have landed (this thread's part)
+        gl.thread_barrier()  # ... and everyone's. (No proxy fence: its MEMBAR would wait for the refills in flight)
         next_pre = _first_gemm(z_smem, w1_smem, j + 1, spare, STAGES)
         # all but the newest wgmma group are done: pre (chunk j) and chunk j-1's second GEMM
         pre, acc = warpgroup_mma_wait(num_outstanding=1, deps=(pre, acc))
-        gl.thread_barrier()  # every warp group is past chunk j-1: its ring slot can be refilled
-        _load_weight_chunk(w1_smem, w2_smem, w1_ptr, w2_ptr, j + STAGES - 1, (j + STAGES - 1) % STAGES, n_chunks,
-                           C, HIDDEN, BLOCK_E, W1_LAYOUT, W2_LAYOUT)
+        gl.thread_barrier()  # every warp group is done with W1[j] and W2[j-1]: their slots can be refilled
+        if j + STAGES < n_chunks:
+            _load_w1(w1_smem, w1_ptr, j + STAGES, STAGES, C, BLOCK_E, W1_LAYOUT)
+        if j - 1 + STAGES < n_chunks:
+            _load_w2(w2_smem, w2_ptr, j - 1 + STAGES, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT)
+        async_copy.commit_group()  # one group per step, empty or not: wait_group counts stay static
         acc = _second_gemm(pre, acc, j, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
         return next_pre, pre, acc
 
@@ -180,8 +180,8 @@ if gluon is not None:
     ):
         """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile.
         x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 contiguous; C a power of 2 (16..128),
-        BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, STAGES >= 3."""
-        gl.static_assert(STAGES >= 3, "the ring holds the chunk in use, the next one and one in flight")
+        BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, STAGES >= 2."""
+        gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, num_warps)
         W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, num_warps)
@@ -199,9 +199,15 @@ if gluon is not None:
         w1_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_E, C], W1_SHARED)
         w2_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, C, BLOCK_E], W2_SHARED)
         z_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
-        for s in gl.static_range(STAGES - 1):  # the first chunks load under the conv + LayerNorm prologue
-            _load_weight_chunk(w1_smem, w2_smem, w1_ptr, w2_ptr, s, s, n_chunks, C, HIDDEN, BLOCK_E,
-                               W1_LAYOUT, W2_LAYOUT)
+        # Weight ring: W1[k] and W2[k] each sit in slot k % STAGES. The first STAGES chunks of both load under the
+        # conv + LayerNorm prologue, one commit group per chunk; after that each step refills the W1 slot its first
+        # GEMM freed and the W2 slot the previous step's second GEMM freed, as one group: data STAGES - 1 steps
+        # ahead, and a static `wait_group(STAGES - 2)` at the top of every step.
+        for k in gl.static_range(STAGES):
+            if k < n_chunks:
+                _load_w1(w1_smem, w1_ptr, k, STAGES, C, BLOCK_E, W1_LAYOUT)
+                _load_w2(w2_smem, w2_ptr, k, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT)
+            async_copy.commit_group()
 
         # ---- conv + LayerNorm of this tile, fp32, (BLOCK_L, C) -------------------------------------------------
         pid = gl.program_id(0)
@@ -247,15 +253,16 @@ if gluon is not None:
             residual = gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
         acc = gl.convert_layout(residual, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
         acc = warpgroup_mma_init(acc)
-        async_copy.wait_group(STAGES - 3)  # chunks 0 and 1 (this thread's copies)
-        gl.thread_barrier()  # everyone's copies, and all of z
-        fence_async_shared()
+        async_copy.wait_group(STAGES - 2)  # chunks 0 and 1 (this thread's copies)
+        gl.thread_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
         pre = _first_gemm(z_smem, w1_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
         pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+        gl.thread_barrier()  # every warp group is done with W1[0]
+        if STAGES < n_chunks:
+            _load_w1(w1_smem, w1_ptr, STAGES, STAGES, C, BLOCK_E, W1_LAYOUT)
+        async_copy.commit_group()
         if n_chunks > 1:
             next_pre = _first_gemm(z_smem, w1_smem, 1, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
-        _load_weight_chunk(w1_smem, w2_smem, w1_ptr, w2_ptr, STAGES - 1, STAGES - 1, n_chunks, C, HIDDEN, BLOCK_E,
-                           W1_LAYOUT, W2_LAYOUT)
         acc = _second_gemm(pre, acc, 0, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
         for j in gl.static_range(1, n_chunks - 1):
             next_pre, pre, acc = _mlp_step(next_pre, pre, acc, j, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr,
@@ -263,6 +270,8 @@ if gluon is not None:
                                            W1_LAYOUT, W2_LAYOUT)
         if n_chunks > 1:
             pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
+            async_copy.wait_group(0)  # W2 of the last chunk may be in the newest group
+            gl.thread_barrier()
             acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         async_copy.wait_group(0)
