@@ -140,22 +140,28 @@ if gluon is not None:
                              is_async=True)
 
     @gluon.jit
-    def _second_gemm(pre, acc, chunk, w2_smem, b1_ptr, STAGES: gl.constexpr, BLOCK_E: gl.constexpr,
-                     PRE: gl.constexpr, H_OPERAND: gl.constexpr):
-        """acc += GELU(pre + b1[chunk]) @ W2[:, chunk]^T, issued asynchronously; pre is a finished tensor."""
-        offs_e = chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, PRE))
-        hidden = _gelu_poly(pre, gl.expand_dims(gl.load(b1_ptr + offs_e).to(gl.float32), 0))
+    def _load_bias(b1_ptr, chunk, BLOCK_E: gl.constexpr, PRE: gl.constexpr):
+        """b1[chunk] in fp32, in the pre-activation's column layout. Loaded a step before its GELU needs it: a
+        global load right before the GELU put an L2 round trip on every step's critical path."""
+        return gl.load(b1_ptr + chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, PRE))).to(gl.float32)
+
+    @gluon.jit
+    def _second_gemm(pre, acc, chunk, w2_smem, bias, STAGES: gl.constexpr, H_OPERAND: gl.constexpr):
+        """acc += GELU(pre + bias) @ W2[:, chunk]^T, issued asynchronously; pre is a finished tensor."""
+        hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
         h = gl.convert_layout(hidden.to(gl.bfloat16), H_OPERAND)
         return warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
 
     @gluon.jit
-    def _mlp_step(pre, spare, acc, j: gl.constexpr, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr, n_chunks: gl.constexpr,
+    def _mlp_step(pre, spare, acc, bias, j: gl.constexpr, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr,
+                  n_chunks: gl.constexpr,
                   C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                   STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr, W1_LAYOUT: gl.constexpr,
                   W2_LAYOUT: gl.constexpr):
         """Chunk j (1 <= j, j + 1 < n_chunks): issue chunk j+1's first GEMM, finish chunk j's, refill W1[j]'s and
-        W2[j-1]'s ring slots (STAGES chunks ahead), then GELU and chunk j's second GEMM. Returns (chunk j+1's pre-activation token, chunk j's finished
-        pre-activation: the next step's spare, acc token)."""
+        W2[j-1]'s ring slots (STAGES chunks ahead), then GELU and chunk j's second GEMM. `bias` is b1[j]. Returns
+        (chunk j+1's pre-activation token, chunk j's finished pre-activation: the next step's spare, acc token,
+        b1[j+1])."""
         async_copy.wait_group(STAGES - 2)  # W1[j+1] and W2[j] have landed (this thread's part)
         gl.thread_barrier()  # ... and everyone's. (No proxy fence: its MEMBAR would wait for the refills in flight)
         next_pre = _first_gemm(z_smem, w1_smem, j + 1, spare, STAGES)
@@ -167,8 +173,9 @@ if gluon is not None:
         if j - 1 + STAGES < n_chunks:
             _load_w2(w2_smem, w2_ptr, j - 1 + STAGES, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT)
         async_copy.commit_group()  # one group per step, empty or not: wait_group counts stay static
-        acc = _second_gemm(pre, acc, j, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
-        return next_pre, pre, acc
+        next_bias = _load_bias(b1_ptr, j + 1, BLOCK_E, PRE)
+        acc = _second_gemm(pre, acc, j, w2_smem, bias, STAGES, H_OPERAND)
+        return next_pre, pre, acc, next_bias
 
     @gluon.jit
     def cheri_block_kernel(
@@ -255,6 +262,7 @@ if gluon is not None:
         acc = warpgroup_mma_init(acc)
         async_copy.wait_group(STAGES - 2)  # chunks 0 and 1 (this thread's copies)
         gl.thread_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
+        bias = _load_bias(b1_ptr, 0, BLOCK_E, PRE)
         pre = _first_gemm(z_smem, w1_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
         pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
         gl.thread_barrier()  # every warp group is done with W1[0]
@@ -263,16 +271,20 @@ if gluon is not None:
         async_copy.commit_group()
         if n_chunks > 1:
             next_pre = _first_gemm(z_smem, w1_smem, 1, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
-        acc = _second_gemm(pre, acc, 0, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
+        if n_chunks > 1:
+            next_bias = _load_bias(b1_ptr, 1, BLOCK_E, PRE)
+        acc = _second_gemm(pre, acc, 0, w2_smem, bias, STAGES, H_OPERAND)
+        if n_chunks > 1:
+            bias = next_bias
         for j in gl.static_range(1, n_chunks - 1):
-            next_pre, pre, acc = _mlp_step(next_pre, pre, acc, j, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr,
+            next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr,
                                            n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE, H_OPERAND,
                                            W1_LAYOUT, W2_LAYOUT)
         if n_chunks > 1:
             pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
             async_copy.wait_group(0)  # W2 of the last chunk may be in the newest group
             gl.thread_barrier()
-            acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, b1_ptr, STAGES, BLOCK_E, PRE, H_OPERAND)
+            acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, bias, STAGES, H_OPERAND)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         async_copy.wait_group(0)
 
