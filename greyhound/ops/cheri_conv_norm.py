@@ -53,7 +53,8 @@ _tuning.register(
     stages=(int, "fused block kernel: num_stages"),
     layout=(str, "fused block kernel: lc ((L, C) tiles), cl (transposed: weights as A operands) or split (z from "
                  "the conv + LayerNorm kernel)"),
-    maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only)"),
+    maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
+                  "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
@@ -1019,7 +1020,10 @@ def _forced_config(base, hidden_width):
     values = {name: _tuning.get(TUNING_OP, name) for name in _FUSED_TUNABLES}
     if all(value is None for value in values.values()):
         return None
+    if values["layout"] not in (None, base[4]) and values["maxnreg"] is None:
+        values["maxnreg"] = 0  # another layout's register cap is not this one's (it silently starved the Gluon kernel)
     config = tuple(base[i] if values[name] is None else values[name] for i, name in enumerate(_FUSED_TUNABLES))
+    config = config[:5] + (config[5] or None,)
     block_l, block_e, _, _, layout, _ = config
     if block_l < 16 or block_l & (block_l - 1):
         raise ValueError(f"tuning: {TUNING_OP}.block_l must be a power of 2 >= 16, got {block_l}")
