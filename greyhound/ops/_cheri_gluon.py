@@ -16,6 +16,7 @@ under a 128-register cap), so there the GELU and the tensor cores take turns; do
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
 and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
 """
+import functools
 import warnings
 
 import torch
@@ -40,11 +41,16 @@ def available():
 _WARNED = set()
 
 
+@functools.lru_cache(maxsize=None)
+def _capability(device_index):
+    return torch.cuda.get_device_capability(device_index)
+
+
 def unsupported(x, channels, hidden_width, kernel_size, mode, training, block_l, block_e, num_warps, stages, gelu):
     """Why this kernel cannot run this call (a string), or None when it can."""
     if gluon is None:
         return f"this Triton has no Gluon Hopper API ({_IMPORT_ERROR})"
-    if x.device.type != "cuda" or torch.cuda.get_device_capability(x.device)[0] != 9:
+    if x.device.type != "cuda" or _capability(x.device.index)[0] != 9:
         return f"it needs a CUDA device of compute capability 9.x, got {x.device}"
     if mode != "bf16" or training or gelu != "poly":
         return f"it is the inference kernel with bf16 dots and the poly GELU, got mode {mode!r}, " \

@@ -912,6 +912,22 @@ def _default_config(channels, hidden_width, dot_mode, training):
     return block_l, block_e, num_warps, num_stages, layout, max_registers
 
 
+# The Gluon kernel's tile for inference with bf16 dots (docs/perf/cheri_block.md, session 13: 64 positions x 64 hidden
+# columns, 4 warps, a 2-deep weight ring, 215 registers -> 2 programs per SM: 0.506 ms at N=512 against 0.524 for the
+# Triton kernel's (128, 64, 8, 2, maxnreg 128), one process). It is tried first where it applies (run_fused).
+_GLUON_CONFIG = (64, 64, 4, 2, "gluon", None)
+
+
+def _gluon_default(channels, hidden_width, dot_mode, training):
+    """[the Gluon candidate] for bf16-dot inference (its block_e halved until it divides the hidden width), else []."""
+    if training or dot_mode != "bf16" or not _cheri_gluon.available():
+        return []
+    block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIG
+    while block_e > 16 and hidden_width % block_e:
+        block_e //= 2
+    return [(block_l, block_e, num_warps, num_stages, layout, max_registers)]
+
+
 # The fused kernels launch through FastLaunch (greyhound/_launch.py): one launcher per kernel, so layouts that share
 # a kernel ("lc" and "split") share its launcher.
 _LAUNCHERS = {kernel: FastLaunch(kernel) for kernel in set(_KERNELS.values())}
@@ -949,16 +965,20 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     if interpreting and config is None:  # the interpreter: few, mid-sized tiles run fastest
         config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
     key = (channels, hidden_width, kernel_size, mlp_weights.mode, training, x.dtype, x.device)
+    default = _default_config(channels, hidden_width, mlp_weights.mode, training)
+    fallbacks = [default] + [c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0]
     if config is not None:
-        candidates = [(tuple(config) + ("lc", None)[len(config) - 4:])[:6]]
-    elif key in _chosen_configs:
-        candidates = [_chosen_configs[key]]
-    else:
-        candidates = [_default_config(channels, hidden_width, mlp_weights.mode, training)] + [
-            c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0]
-    forced = _forced_config(candidates[0], hidden_width)
+        config = (tuple(config) + ("lc", None)[len(config) - 4:])[:6]
+    forced = _forced_config(default if config is None else config, hidden_width)
     if forced is not None:  # a tuning variant: exactly this config, never remembered as the shape's choice
         candidates, config = [forced], forced
+    elif config is not None:
+        candidates = [config]
+    elif key in _chosen_configs:  # a Gluon choice keeps the Triton kernels behind it (e.g. for a forced gelu)
+        chosen = _chosen_configs[key]
+        candidates = [chosen] + (fallbacks if chosen[4] == "gluon" else [])
+    else:
+        candidates = _gluon_default(channels, hidden_width, mlp_weights.mode, training) + fallbacks
     tuned_gelu = _tuning.get(TUNING_OP, "gelu")
     if tuned_gelu is not None:
         if tuned_gelu not in ("poly", "erf", "tanh"):  # "none" is wrong on purpose: no gate would pass it
@@ -982,7 +1002,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                 raise ValueError(f"layout gluon does not apply here: {unsupported}")
             else:
                 continue
-            if config is None:
+            if config is None and tuned_gelu is None:
                 _chosen_configs[key] = candidates[i]
             break
         z = out  # never read unless the layout is "split"
@@ -1008,9 +1028,11 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
             if i + 1 == len(candidates):
                 raise
             continue
-        if config is None:
+        if config is None and tuned_gelu is None:  # tuning variants are never the shape's choice
             _chosen_configs[key] = candidates[i]
         break
+    else:  # never reached with a Triton candidate last (it raises instead); kept so no path returns `out` unwritten
+        raise RuntimeError(f"no fused Cheri Block kernel ran for {tuple(x.shape)} (candidates {candidates})")
     return (out, hidden, mean, rstd) if training else out
 
 

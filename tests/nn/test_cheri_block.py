@@ -698,3 +698,27 @@ def test_gpu_gluon_kernel_matches_the_triton_kernel(channels, expansion, kernel_
     # same bf16 operands and fp32 accumulation, different summation order: a few bf16 ulps of the output at most
     assert max_abs(gluon_out, triton_out) <= 4 * max_abs(triton_out, ref) + 2e-2
     assert rel_err(gluon_out, ref) < 1.5 * rel_err(triton_out, ref) + 1e-3
+
+
+@pytest.mark.gpu
+def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch):
+    """On the H200 bf16 inference runs the Gluon kernel by default; if it fails (e.g. a Triton whose Gluon API moved)
+    the call warns once and the Triton kernel answers instead, never an unwritten output."""
+    block = make_block(64, 3, 4, expansion=4, dtype=torch.bfloat16, device="cuda")
+    x = torch.randn(2, 64, 512, device="cuda", dtype=torch.bfloat16)
+    ref = fp64_twin(block).reference_forward(x.double())
+    monkeypatch.setattr(cheri_ops, "_chosen_configs", {})
+    with torch.no_grad():
+        out = block.eval()(x)
+    assert [c[4] for c in cheri_ops._chosen_configs.values()] == ["gluon"]
+    assert max_abs(out, ref) < HALF_BOUNDS[torch.bfloat16]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("PassManager::run failed")
+    monkeypatch.setattr(cheri_ops._cheri_gluon, "launch", broken)
+    monkeypatch.setattr(cheri_ops._cheri_gluon, "_WARNED", set())
+    monkeypatch.setattr(cheri_ops, "_chosen_configs", {})
+    with torch.no_grad(), pytest.warns(RuntimeWarning, match="Gluon Cheri Block kernel failed"):
+        fallback = block(x)
+    assert [c[4] for c in cheri_ops._chosen_configs.values()] == ["lc"]
+    assert max_abs(fallback, ref) < HALF_BOUNDS[torch.bfloat16]
