@@ -7,7 +7,8 @@ The block, on x of shape (N, C, L) (docs/kernels/cheri_block.md is the full defi
 
 Paths:
   * `cheri_block_megakernel` (inference): conv, LayerNorm, MLP and residual in one kernel; the E-wide hidden
-    layer is produced BLOCK_E columns at a time and consumed at once, so it never leaves the chip.
+    layer is produced BLOCK_E columns at a time and consumed at once, so it never leaves the chip. With bf16 dots
+    on Hopper the Gluon version of it (greyhound/ops/_cheri_gluon.py, software-pipelined) is tried first.
   * `cheri_block_forward` (training): the same kernel, also writing the hidden activations (and, in its default
     "split" layout, reading z and the LayerNorm statistics from the conv + LayerNorm kernel) for its backward
     (cuBLAS GEMMs, the exact-erf GELU backward, two Triton conv + LayerNorm kernels).
@@ -913,7 +914,7 @@ def _default_config(channels, hidden_width, dot_mode, training):
 
 
 # The Gluon kernel's tile for inference with bf16 dots (docs/perf/cheri_block.md, session 13: 64 positions x 64 hidden
-# columns, 4 warps, a 2-deep weight ring, 215 registers -> 2 programs per SM: 0.506 ms at N=512 against 0.524 for the
+# columns, 4 warps, a 2-deep weight ring, 234 registers -> 2 programs per SM: 0.506 ms at N=512 against 0.524 for the
 # Triton kernel's (128, 64, 8, 2, maxnreg 128), one process). It is tried first where it applies (run_fused).
 _GLUON_CONFIG = (64, 64, 4, 2, "gluon", None)
 
