@@ -987,8 +987,8 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         gelu = tuned_gelu
     for i, (block_l, block_e, num_warps, num_stages, layout, max_registers) in enumerate(candidates):
         if layout == "gluon":
-            unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, kernel_size, mlp_weights.mode, training,
-                                                   block_l, block_e, num_warps, num_stages, gelu)
+            unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, mlp_weights.mode, training, block_l,
+                                                   block_e, num_warps, num_stages, gelu)
             if unsupported is None:
                 try:
                     _cheri_gluon.launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias,
