@@ -22,7 +22,8 @@ import functools
 import warnings
 
 import torch
-import triton
+
+from greyhound._launch import FastLaunch, cdiv
 
 try:  # Gluon is experimental: its API moves between Triton releases, so every use is guarded
     from triton.experimental import gluon
@@ -76,7 +77,7 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
     options = {"num_warps": num_warps}
     if max_registers is not None:
         options["maxnreg"] = max_registers
-    cheri_block_kernel[(batch * triton.cdiv(length, block_l),)](
+    _LAUNCHER[(cdiv(length, block_l) * batch,)](
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
         length, eps, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2], DILATION=dilation,
         EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages, **options)
@@ -302,3 +303,6 @@ if gluon is not None:
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty))
         else:
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range)
+
+    # Triton's own launch path costs tens of microseconds of host time a call, a visible part of small-N calls
+    _LAUNCHER = FastLaunch(cheri_block_kernel)

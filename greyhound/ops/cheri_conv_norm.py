@@ -967,7 +967,6 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
     key = (channels, hidden_width, kernel_size, mlp_weights.mode, training, x.dtype, x.device)
     default = _default_config(channels, hidden_width, mlp_weights.mode, training)
-    fallbacks = [default] + [c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0]
     if config is not None:
         config = (tuple(config) + ("lc", None)[len(config) - 4:])[:6]
     forced = _forced_config(default if config is None else config, hidden_width)
@@ -975,11 +974,11 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         candidates, config = [forced], forced
     elif config is not None:
         candidates = [config]
-    elif key in _chosen_configs:  # a Gluon choice keeps the Triton kernels behind it (e.g. for a forced gelu)
-        chosen = _chosen_configs[key]
-        candidates = [chosen] + (fallbacks if chosen[4] == "gluon" else [])
-    else:
-        candidates = _gluon_default(channels, hidden_width, mlp_weights.mode, training) + fallbacks
+    elif key in _chosen_configs and _chosen_configs[key][4] != "gluon":
+        candidates = [_chosen_configs[key]]
+    else:  # a Gluon choice keeps the Triton kernels behind it (e.g. for a forced gelu, which it does not run)
+        candidates = (_gluon_default(channels, hidden_width, mlp_weights.mode, training) + [default]
+                      + [c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0])
     tuned_gelu = _tuning.get(TUNING_OP, "gelu")
     if tuned_gelu is not None:
         if tuned_gelu not in ("poly", "erf", "tanh"):  # "none" is wrong on purpose: no gate would pass it
