@@ -52,8 +52,9 @@ _tuning.register(
     block_e=(int, "fused block kernel: hidden columns per step (power of 2 dividing the hidden width)"),
     warps=(int, "fused block kernel: num_warps"),
     stages=(int, "fused block kernel: num_stages"),
-    layout=(str, "fused block kernel: lc ((L, C) tiles), cl (transposed: weights as A operands) or split (z from "
-                 "the conv + LayerNorm kernel)"),
+    layout=(str, "fused block kernel: lc ((L, C) tiles), cl (transposed: weights as A operands), split (z from "
+                 "the conv + LayerNorm kernel) or gluon (the Hopper Gluon kernel: bf16-dot inference; stages = its "
+                 "weight ring's depth)"),
     maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
                   "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
