@@ -22,6 +22,7 @@ import functools
 import warnings
 
 import torch
+import triton.language
 
 from greyhound._launch import FastLaunch, cdiv
 
@@ -35,6 +36,15 @@ try:  # Gluon is experimental: its API moves between Triton releases, so every u
 except Exception as error:  # pragma: no cover - depends on the installed Triton
     gluon = None
     _IMPORT_ERROR = error
+
+
+# log2 erfc(|u|/sqrt 2) = a * P(a), a = |u|/2: P's coefficients, highest degree first. Both Cheri kernels' polynomial
+# GELU read them (this module is the leaf of the two; greyhound/ops/cheri_conv_norm.py:_gelu_erf documents the fit
+# and its accuracy).
+_COEFFICIENTS = (-0.0002296021111298399, 0.003886459236891913, -0.029541895977814654, 0.13562948692196355,
+                 -0.4311274590691493, -1.8341663513528101, -2.302428738391304)
+ERFC_LOG2_POLY = triton.language.constexpr(_COEFFICIENTS)
+ERFC_LOG2_TERMS = triton.language.constexpr(len(_COEFFICIENTS))
 
 
 def available():
@@ -113,12 +123,9 @@ if gluon is not None:
         """erf-GELU of pre + bias without erf: `_gelu_erf`'s polynomial form (see there), fp32."""
         half = gl.fma(pre, 0.5, bias * 0.5)
         a = gl.abs(half)
-        f = gl.fma(a, -0.0002296021111298399, 0.003886459236891913)
-        f = gl.fma(f, a, -0.029541895977814654)
-        f = gl.fma(f, a, 0.13562948692196355)
-        f = gl.fma(f, a, -0.4311274590691493)
-        f = gl.fma(f, a, -1.8341663513528101)
-        f = gl.fma(f, a, -2.302428738391304)
+        f = gl.fma(a, ERFC_LOG2_POLY[0], ERFC_LOG2_POLY[1])
+        for k in gl.static_range(2, ERFC_LOG2_TERMS):
+            f = gl.fma(f, a, ERFC_LOG2_POLY[k])
         erfc_abs = gl.exp2(f * a)
         return gl.fma(a, -erfc_abs, half + a)
 

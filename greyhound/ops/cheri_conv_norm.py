@@ -28,6 +28,7 @@ from triton.runtime.errors import OutOfResources
 
 from greyhound import _library, _tuning
 from greyhound.ops import _cheri_gluon
+from greyhound.ops._cheri_gluon import ERFC_LOG2_POLY, ERFC_LOG2_TERMS
 from greyhound._launch import FastLaunch, cdiv, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
 
@@ -206,12 +207,9 @@ def _gelu_erf(pre, bias, GELU_VARIANT: tl.constexpr, EMULATE: tl.constexpr = Fal
     if GELU_VARIANT == 0:
         half = tl.fma(pre, 0.5, tl.broadcast_to(bias * 0.5, pre.shape))  # the bias add, halved
         a = tl.abs(half)
-        f = tl.fma(a, -0.0002296021111298399, 0.003886459236891913)
-        f = tl.fma(f, a, -0.029541895977814654)
-        f = tl.fma(f, a, 0.13562948692196355)
-        f = tl.fma(f, a, -0.4311274590691493)
-        f = tl.fma(f, a, -1.8341663513528101)
-        f = tl.fma(f, a, -2.302428738391304)
+        f = tl.fma(a, ERFC_LOG2_POLY[0], ERFC_LOG2_POLY[1])
+        for k in tl.static_range(2, ERFC_LOG2_TERMS):
+            f = tl.fma(f, a, ERFC_LOG2_POLY[k])
         erfc_abs = tl.exp2(f * a)
         gelu = tl.fma(a, -erfc_abs, half + a)  # negate E, not |h|: -|x| would cost an FADD of its own
     elif GELU_VARIANT == 1:
@@ -920,14 +918,19 @@ def _default_config(channels, hidden_width, dot_mode, training):
 _GLUON_CONFIG = (64, 64, 4, 2, "gluon", None)
 
 
-def _gluon_default(channels, hidden_width, dot_mode, training):
-    """[the Gluon candidate] for bf16-dot inference (its block_e halved until it divides the hidden width), else []."""
-    if training or dot_mode != "bf16" or not _cheri_gluon.available():
-        return []
-    block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIG
-    while block_e > 16 and hidden_width % block_e:
-        block_e //= 2
-    return [(block_l, block_e, num_warps, num_stages, layout, max_registers)]
+@functools.lru_cache(maxsize=None)
+def _candidate_configs(channels, hidden_width, dot_mode, training):
+    """The configs a shape tries in order, computed once per shape: for bf16-dot inference the Gluon tile (its
+    block_e halved until it divides the hidden width), then the Triton default (_default_config, always present
+    and the base tuning overrides start from), then the smaller Triton fallbacks that divide the hidden width."""
+    configs = []
+    if not training and dot_mode == "bf16" and _cheri_gluon.available():
+        block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIG
+        while block_e > 16 and hidden_width % block_e:
+            block_e //= 2
+        configs.append((block_l, block_e, num_warps, num_stages, layout, max_registers))
+    configs.append(_default_config(channels, hidden_width, dot_mode, training))
+    return tuple(configs + [c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0])
 
 
 # The fused kernels launch through FastLaunch (greyhound/_launch.py): one launcher per kernel, so layouts that share
@@ -967,9 +970,10 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     if interpreting and config is None:  # the interpreter: few, mid-sized tiles run fastest
         config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
     key = (channels, hidden_width, kernel_size, mlp_weights.mode, training, x.dtype, x.device)
-    default = _default_config(channels, hidden_width, mlp_weights.mode, training)
+    shape_candidates = _candidate_configs(channels, hidden_width, mlp_weights.mode, training)
     if config is not None:
         config = (tuple(config) + ("lc", None)[len(config) - 4:])[:6]
+    default = shape_candidates[1] if shape_candidates[0][4] == "gluon" else shape_candidates[0]
     forced = _forced_config(default if config is None else config, hidden_width)
     if forced is not None:  # a tuning variant: exactly this config, never remembered as the shape's choice
         candidates, config = [forced], forced
@@ -978,8 +982,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     elif key in _chosen_configs and _chosen_configs[key][4] != "gluon":
         candidates = [_chosen_configs[key]]
     else:  # a Gluon choice keeps the Triton kernels behind it (e.g. for a forced gelu, which it does not run)
-        candidates = (_gluon_default(channels, hidden_width, mlp_weights.mode, training) + [default]
-                      + [c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0])
+        candidates = shape_candidates
     tuned_gelu = _tuning.get(TUNING_OP, "gelu")
     if tuned_gelu is not None:
         if tuned_gelu not in ("poly", "erf", "tanh"):  # "none" is wrong on purpose: no gate would pass it

@@ -264,8 +264,10 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
         per_token_loss, lse = _vocab_major_loss(x, weight, bias, target,
                                                 chunk_size if forward_schedule == "vocab" else None, **options)
         return per_token_loss, lse, None, None, None
+    # fp16 never takes one chunk: its scale must come after the GEMMs (module docstring), which needs the fp32 sum
+    one_chunk_dtype = x.dtype != torch.float16
     chunk = chunk_size or _tuning.get(TUNING_OP, "chunk_rows", _auto_chunk_rows(
-        rows, V, x.element_size(), with_grad, one_chunk=x.dtype != torch.float16))
+        rows, V, x.element_size(), with_grad, one_chunk=one_chunk_dtype))
     per_token_loss = torch.empty(rows, device=x.device, dtype=torch.float32)
     lse = torch.empty(rows, device=x.device, dtype=torch.float32)
     logits_buffer = torch.empty(min(chunk, rows), V, device=x.device, dtype=x.dtype)
@@ -273,7 +275,7 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
     # accumulator is the fp32 sum, written once in the weight's dtype: no fp32 V x H buffer, no narrowing. The
     # scale then goes into d loss / d logits (in the kernel, before the one rounding), except in fp16, where a
     # 1 / BT factor would push small entries below its range.
-    direct = 0 < rows <= chunk and x.dtype != torch.float16
+    direct = 0 < rows <= chunk and one_chunk_dtype
     grad_x = torch.empty(x.shape, device=x.device, dtype=x.dtype) if need_x else None
     grad_weight = None
     if need_weight and not direct:
