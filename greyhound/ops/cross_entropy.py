@@ -15,6 +15,7 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, next_power_of_2
+from greyhound.ops import _ce_gluon
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_reference"]
@@ -29,6 +30,12 @@ _tuning.register(
     loss_warps=(int, "loss kernel: num_warps"),
     prefetch=(bool, "loss kernel: issue the next block's load before this block's math"),
     grad_block_v=(int, "gradient kernel: vocabulary block (power of 2; num_warps = block / 512, at most 8)"),
+    one_pass=(bool, "with a gradient on compute capability 9.x: the one-pass Gluon kernel (else loss + gradient "
+                    "kernels)"),
+    one_pass_tile_rows=(int, "one-pass kernel: tile = tile_rows x 256 x num_warps entries (power of 2, <= 16)"),
+    one_pass_warps=(int, "one-pass kernel: num_warps (4, 8 or 16)"),
+    one_pass_stages=(int, "one-pass kernel: tiles in the shared-memory ring (>= 2)"),
+    one_pass_programs=(int, "one-pass kernel: persistent programs (default: one per SM)"),
 )
 
 
@@ -199,6 +206,23 @@ class _Config(NamedTuple):
     gradient_block_v: int = 2048  # gradient kernel (num_warps = block / 512)
 
 
+class _OnePassConfig(NamedTuple):
+    enabled: bool
+    tile_rows: int
+    num_warps: int
+    stages: int
+    programs: Optional[int]  # None: one per SM
+
+
+def _one_pass_config(element_size: int) -> _OnePassConfig:
+    """The one-pass kernel's config: 32 KB tiles (8 x 256 x 8 warps entries of bf16/fp16, 4 x 256 x 8 of fp32), a
+    4-tile ring (96 KB in flight a program), one program per SM; tuning overrides (op "cross_entropy_with_grad")
+    replace any field."""
+    get = functools.partial(_tuning.get, TUNING_OP)
+    return _OnePassConfig(get("one_pass", False), get("one_pass_tile_rows", 16 // element_size), get("one_pass_warps", 8),
+                          get("one_pass_stages", 4), get("one_pass_programs", None))
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(device: torch.device) -> int:
     if device.type != "cuda":
@@ -264,6 +288,10 @@ def _cross_entropy_rows(
     if rows == 0:
         return per_token_loss, lse
     config = _launch_config(V)
+    if grad is not None and bad_target_flag is None and _one_pass(
+            logits, grad, target, per_token_loss, lse, *_grad_scale_arg(grad_scale, rows, logits), ignore_index,
+            label_smoothing, softcap, lse_square_scale):
+        return per_token_loss, lse
     options = dict(HAS_SOFTCAP=softcap is not None, HAS_Z_LOSS=lse_square_scale > 0)
     scalars = (V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale))
     _run_cross_entropy[(rows,)](
@@ -280,6 +308,29 @@ def _cross_entropy_rows(
             BLOCK_V=block_v, num_warps=max(1, min(8, block_v // 512)), **options,
         )
     return per_token_loss, lse
+
+
+def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
+              label_smoothing, softcap, lse_square_scale) -> bool:
+    """Runs the one-pass Gluon kernel (greyhound/ops/_ce_gluon.py) when it is enabled and can run this call;
+    False when the two-kernel path must run instead (not enabled, not applicable, or it failed to compile: that
+    warns once)."""
+    config = _one_pass_config(logits.element_size())
+    if not config.enabled:
+        return False
+    why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages)
+    if why_not is not None:
+        if _tuning.get(TUNING_OP, "one_pass", None):  # asked for by name: say why it did not run
+            _ce_gluon.warn_fallback(ValueError(why_not))
+        return False
+    try:
+        _ce_gluon.launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
+                         label_smoothing, softcap, lse_square_scale, config.programs or _sm_count(logits.device),
+                         config.tile_rows, config.num_warps, config.stages)
+    except Exception as error:  # Gluon is experimental: a compile failure falls back (nothing was written)
+        _ce_gluon.warn_fallback(error)
+        return False
+    return True
 
 
 def _scale_rows_(grad: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:

@@ -483,3 +483,89 @@ def test_gpu_inplace_backward():
     assert rel_err(loss, expected) < 1e-5
     assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
     assert torch.equal(scaled.detach(), leaf.grad)  # the gradient was written into the logits' own storage
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The one-pass Gluon kernel (greyhound/ops/_ce_gluon.py): Hopper only
+# ------------------------------------------------------------------------------------------------------------------
+def test_one_pass_kernel_says_why_it_cannot_run():
+    logits = torch.randn(4, 64)
+    why = ce._ce_gluon.unsupported(logits, logits, 8, 8, 4)
+    assert why is not None and ("compute capability" in why or "Gluon" in why)
+
+
+def test_one_pass_forced_on_cpu_falls_back_with_a_warning(device):
+    if device != "cpu":
+        pytest.skip("the CPU fallback")
+    logits, target = make_inputs(5, 300, torch.float32, device, ignored=(1,))
+    ce._ce_gluon._WARNED.clear()
+    with _tuning.override(ce.TUNING_OP, one_pass=True), pytest.warns(RuntimeWarning, match="compute capability|no Gluon"):
+        check_against_reference(logits, target, label_smoothing=0.1)
+
+
+def _one_pass(**options):
+    """Forces the one-pass kernel; any fallback warning becomes an error, so a test cannot pass on the two-kernel
+    path by accident."""
+    import contextlib
+    import warnings
+    stack = contextlib.ExitStack()
+    stack.enter_context(_tuning.override(ce.TUNING_OP, one_pass=True, **options))
+    stack.enter_context(warnings.catch_warnings())
+    warnings.simplefilter("error", RuntimeWarning)
+    return stack
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows,vocab", [(3, 128256), (300, 32768), (140, 50304), (9, 16)])
+@pytest.mark.parametrize("options", [{}, ALL_OPTIONS, {"label_smoothing": 0.2}, {"softcap": 5.0},
+                                     {"lse_square_scale": 1e-3}], ids=["plain", "all", "smoothing", "softcap", "zloss"])
+def test_gpu_one_pass_matches_reference(dtype, rows, vocab, options):
+    # rows below and above the grid (programs walk several rows), vocabularies of several tiles, a ragged last tile
+    # (50304 = 3 x 16384 + 1152) and a vocabulary smaller than one tile
+    logits, target = make_inputs(rows, vocab, dtype, "cuda", ignored=(1,))
+    target[-1] = vocab - 1  # the last entry of the last tile
+    with _one_pass():
+        check_against_reference(logits, target, reduction="none", **options)
+        check_against_reference(logits, target, reduction="mean", **options)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [dict(one_pass_tile_rows=4, one_pass_warps=4, one_pass_stages=3),
+                                    dict(one_pass_tile_rows=8, one_pass_warps=16, one_pass_stages=2),
+                                    dict(one_pass_programs=7), dict(one_pass_tile_rows=1, one_pass_stages=6)])
+def test_gpu_one_pass_tuning_variants(config):
+    logits, target = make_inputs(64, 128256, torch.bfloat16, "cuda", ignored=(3,))
+    with _one_pass(**config):
+        check_against_reference(logits, target, **ALL_OPTIONS)
+
+
+@pytest.mark.gpu
+def test_gpu_one_pass_inplace_and_unchecked_targets():
+    logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda", ignored=(9,))
+    bad_target = target.clone()
+    bad_target[[3, 17]] = torch.tensor([128256, -5], device="cuda")
+    good = torch.ones(48, dtype=torch.bool, device="cuda")
+    good[[3, 17]] = False
+    ref_leaf = logits.double().requires_grad_()
+    expected = cross_entropy_reference(ref_leaf, target, reduction="none", **ALL_OPTIONS)
+    expected.sum().backward()
+    leaf = logits.clone().requires_grad_()
+    scaled = leaf * 1.0
+    with _one_pass():
+        loss = cross_entropy_with_grad(scaled, bad_target, reduction="none", inplace_backward=True,
+                                       check_target=False, **ALL_OPTIONS)
+    loss.sum().backward()
+    assert torch.equal(scaled.detach(), leaf.grad)  # written into the logits' own storage
+    assert loss[~good].isnan().all() and leaf.grad[~good].isnan().all()
+    assert rel_err(loss[good], expected[good]) < 1e-5
+    assert rel_err(leaf.grad[good], ref_leaf.grad[good]) < TOLERANCE[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_one_pass_unaligned_vocab_takes_two_kernels():
+    # V = 1001: rows are not 16-byte aligned, so the default path runs the two kernels, silently; forced, it warns
+    logits, target = make_inputs(16, 1001, torch.bfloat16, "cuda")
+    ce._ce_gluon._WARNED.clear()
+    with _tuning.override(ce.TUNING_OP, one_pass=True), pytest.warns(RuntimeWarning, match="multiple of 16"):
+        check_against_reference(logits, target)

@@ -1,0 +1,273 @@
+"""Cross-entropy loss and gradient in one pass over HBM, for Hopper, written in Gluon (Triton's explicit-layout dialect).
+
+The two-kernel path (loss kernel, then gradient kernel) reads the logits twice from HBM and writes the gradient
+once: 6.3 GB at BT=8192, V=128256 bf16, 1.48 ms at the H200's copy rate. This kernel reads them from HBM once. Each
+program is persistent and walks whole rows; for each row it streams the tiles of the row twice:
+
+  * sweep 1, tiles in order, loaded `evict_last`: the row's online max and sum of exp (and for label smoothing the
+    sum of the logits), per thread, then one cross-warp combine: the lse, the loss;
+  * sweep 2, tiles in reverse order (the freshest in L2 first), loaded `evict_first`: the gradient, stored
+    `evict_first`.
+
+Tiles reach shared memory by cp.async, STAGES - 1 items ahead along the program's whole stream of (row, sweep,
+tile) items, so the next row's first tiles are in flight while this row's gradient is written; registers hold only
+the tile being worked on. Each thread reads back exactly the bytes it copied (the same layout for the copy and the
+read), so the ring needs no barrier: `wait_group` on the thread's own copies orders them.
+
+The sweep-2 re-read hits L2 only while the row is still there: rows in flight x row bytes (132 x 250 KB at the
+issue's shape, 33 MB) must stay well under the 50 MB L2, so the grid is one program per SM and the tile ring is
+deep enough for one program to stream an SM's share of HBM bandwidth.
+
+Only for CUDA devices of compute capability 9.x with a Triton that has Gluon; the caller runs the two-kernel path
+otherwise, and when this kernel fails to compile (Gluon's API moves between Triton releases).
+"""
+import functools
+import warnings
+
+import torch
+
+from greyhound._launch import FastLaunch
+
+try:  # Gluon is experimental: every use is guarded
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+    _IMPORT_ERROR = None
+except Exception as error:  # pragma: no cover - depends on the installed Triton
+    gluon = None
+    _IMPORT_ERROR = error
+
+_WARNED = set()
+LOG2E = 1.4426950408889634
+
+
+def available():
+    return gluon is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(device_index):
+    return torch.cuda.get_device_capability(device_index)
+
+
+def unsupported(logits, grad, tile_rows, num_warps, stages):
+    """Why this kernel cannot run this call (a string), or None when it can. 16-byte copies need 16-byte aligned
+    rows: the vocabulary, both row strides and both base addresses a multiple of 16 bytes... of 16 elements, so that
+    Triton's argument specialisation proves it."""
+    if gluon is None:
+        return f"this Triton has no Gluon ({_IMPORT_ERROR})"
+    if logits.device.type != "cuda" or _capability(logits.device.index)[0] != 9:
+        return f"it needs a CUDA device of compute capability 9.x, got {logits.device}"
+    V = logits.shape[1]
+    for name, value in (("the vocabulary size", V), ("the logits' row stride", logits.stride(0)),
+                        ("the gradient's row stride", grad.stride(0))):
+        if value % 16:
+            return f"{name} must be a multiple of 16 for 16-byte copies, got {value}"
+    for name, tensor in (("logits", logits), ("gradient", grad)):
+        if tensor.data_ptr() % 16:
+            return f"the {name}' base address must be 16-byte aligned"
+    if num_warps not in (4, 8, 16) or tile_rows & (tile_rows - 1) or not 1 <= tile_rows <= 16 or stages < 2:
+        return f"needs num_warps in (4, 8, 16), a power-of-2 tile_rows <= 16 and stages >= 2, got {num_warps}, " \
+               f"{tile_rows}, {stages}"
+    tile_bytes = tile_rows * 8 * 32 * num_warps * logits.element_size()
+    if stages * tile_bytes > 200 * 1024:
+        return f"the tile ring ({stages} x {tile_bytes} bytes) does not fit in shared memory"
+    return None
+
+
+def warn_fallback(error):
+    """Once per kind of failure: the Gluon kernel did not run and the two-kernel path runs instead."""
+    kind = type(error).__name__
+    if kind not in _WARNED:
+        _WARNED.add(kind)
+        warnings.warn(f"greyhound: the Gluon one-pass cross-entropy kernel failed ({kind}: {str(error)[:300]}); "
+                      "running the two-kernel path instead", RuntimeWarning, stacklevel=3)
+
+
+def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
+           label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages):
+    """One launch: loss, lse and grad_scale * d loss / d logits of every row (see cross_entropy._cross_entropy_rows
+    for the arguments' meaning; `softcap` None for none)."""
+    rows, V = logits.shape
+    _LAUNCHER[(max(1, min(programs, rows)),)](
+        logits, logits.stride(0), grad, grad.stride(0), target, per_token_loss, lse, grad_scale, grad_scale_stride,
+        rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale),
+        HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
+        TILE_R=tile_rows, STAGES=stages, num_warps=num_warps)
+
+
+if gluon is not None:
+
+    @gluon.constexpr_function
+    def _tile_layout(tile_r, num_warps):
+        """(TILE_R, 32 * num_warps, 8) tiles, row-major over one row's TILE contiguous entries: each thread holds 8
+        contiguous entries (16 bytes of bf16) in each of TILE_R slabs, so copies and stores are 16-byte vectors,
+        coalesced per warp, and a thread's reductions over axes 0 and 2 stay in its registers."""
+        return gl.BlockedLayout([tile_r, 1, 8], [1, 32, 1], [1, num_warps, 1], [2, 1, 0])
+
+    @gluon.jit
+    def _tanh(x):
+        return 1.0 - 2.0 / (1.0 + gl.exp2(x * 2.8853900817779268))  # 2 * log2(e)
+
+    @gluon.jit
+    def _tile_offsets(TILE_R: gl.constexpr, num_warps: gl.constexpr, LAYOUT: gl.constexpr):
+        """Entry offsets of a tile within its row, in LAYOUT."""
+        r = gl.arange(0, TILE_R, layout=gl.SliceLayout(1, gl.SliceLayout(2, LAYOUT)))
+        t = gl.arange(0, 32 * num_warps, layout=gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT)))
+        e = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, LAYOUT)))
+        slab = gl.expand_dims(gl.expand_dims(r, 1), 2) * (256 * num_warps)
+        return slab + gl.expand_dims(gl.expand_dims(t, 0), 2) * 8 + gl.expand_dims(gl.expand_dims(e, 0), 1)
+
+    @gluon.jit
+    def _issue(ring, logits_ptr, stride, item, n_items, first_row, n_programs, n_tiles, V,
+               TILE_R: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr, LAYOUT: gl.constexpr):
+        """cp.async of stream item `item` (row first_row + (item // (2 n_tiles)) * n_programs; sweep 1 tile t for
+        item % (2 n_tiles) = t, sweep 2 tile t for 2 n_tiles - 1 - t) into ring slot item % STAGES, as one commit
+        group (empty past the stream's end, so that wait_group counts stay static)."""
+        TILE: gl.constexpr = TILE_R * 256 * num_warps
+        if item < n_items:
+            per_row = 2 * n_tiles
+            row = first_row + (item // per_row) * n_programs
+            within = item % per_row
+            tile = gl.where(within < n_tiles, within, per_row - 1 - within)
+            offsets = tile * TILE + _tile_offsets(TILE_R, num_warps, LAYOUT)
+            pointers = logits_ptr + row.to(gl.int64) * stride + offsets
+            slot = ring.index(item % STAGES)
+            if within < n_tiles:  # sweep 1: kept in L2 for sweep 2
+                async_copy.async_copy_global_to_shared(slot, pointers, mask=offsets < V, eviction_policy="evict_last")
+            else:  # sweep 2: the last use
+                async_copy.async_copy_global_to_shared(slot, pointers, mask=offsets < V,
+                                                       eviction_policy="evict_first")
+        async_copy.commit_group()
+
+    @gluon.jit
+    def _sweep1_tile(z, offsets, V, col_max, sum_exp, sum_z, softcap, MASKED: gl.constexpr,
+                     HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
+        """Folds one tile (fp32, LAYOUT) into the thread's running max, sum of exp and sum of logits."""
+        if HAS_SOFTCAP:
+            z = softcap * _tanh(z / softcap)
+        if MASKED:
+            z = gl.where(offsets < V, z, float("-inf"))
+        new_max = gl.maximum(col_max, gl.max(gl.max(z, axis=2), axis=0))
+        # clamped so that -FLT_MAX - max never overflows; exp2 of it is 0 either way
+        rescale = gl.exp2(gl.maximum(col_max - new_max, -1000.0) * 1.4426950408889634)
+        shift = gl.expand_dims(gl.expand_dims(new_max * 1.4426950408889634, 0), 2)
+        p = gl.exp2(z * 1.4426950408889634 - shift)
+        sum_exp = sum_exp * rescale + gl.sum(gl.sum(p, axis=2), axis=0)
+        if HAS_SMOOTHING:
+            if MASKED:
+                z = gl.where(offsets < V, z, 0.0)
+            sum_z += gl.sum(gl.sum(z, axis=2), axis=0)
+        return new_max, sum_exp, sum_z
+
+    @gluon.jit
+    def _sweep2_tile(x, offsets, tile_start, target, lse_log2, softmax_coef, target_coef, uniform, softcap,
+                     TILE: gl.constexpr, HAS_SOFTCAP: gl.constexpr):
+        """The gradient of one tile (fp32, LAYOUT): p * softmax_coef - uniform - target_coef [j = target], times the
+        soft-cap's derivative."""
+        z = x
+        if HAS_SOFTCAP:
+            capped = _tanh(x / softcap)
+            z = softcap * capped
+        grad = gl.exp2(z * 1.4426950408889634 - lse_log2) * softmax_coef - uniform
+        local_target = target - tile_start
+        if (local_target >= 0) & (local_target < TILE):  # the target's tile only
+            grad = gl.where(offsets == local_target.to(gl.int32), grad - target_coef, grad)
+        if HAS_SOFTCAP:
+            grad = grad * (1.0 - capped * capped)
+        return grad
+
+    @gluon.jit
+    def cross_entropy_one_pass_kernel(
+        logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
+        grad_scale_ptr, grad_scale_stride, n_rows, V, ignore_index, label_smoothing, softcap, lse_square_scale,
+        HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr,
+        TILE_R: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+    ):
+        """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits of rows pid, pid + G, ... (G the grid).
+        Same contract as cross_entropy._cross_entropy_kernel + _gradient_kernel: an ignored row has loss 0 and a 0
+        gradient; a target outside [0, V) that is not ignore_index gives nan loss, lse and gradient, and is never
+        read. grad_ptr may equal logits_ptr (each tile is read before it is written)."""
+        gl.static_assert(STAGES >= 2, "the ring holds the tile in use and the next one")
+        LAYOUT: gl.constexpr = _tile_layout(TILE_R, num_warps)
+        COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))
+        TILE: gl.constexpr = TILE_R * 256 * num_warps
+        ring = gl.allocate_shared_memory(logits_ptr.dtype.element_ty, [STAGES, TILE_R, 32 * num_warps, 8],
+                                         gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))
+        offsets = _tile_offsets(TILE_R, num_warps, LAYOUT)
+
+        pid = gl.program_id(0)
+        n_programs = gl.num_programs(0)
+        n_tiles = gl.cdiv(V, TILE)
+        n_full = V // TILE
+        my_rows = gl.cdiv(n_rows - pid, n_programs)
+        n_items = my_rows * 2 * n_tiles
+        for s in gl.static_range(STAGES - 1):
+            _issue(ring, logits_ptr, logits_row_stride, s, n_items, pid, n_programs, n_tiles, V, TILE_R, STAGES,
+                   num_warps, LAYOUT)
+        item = 0
+        for i in range(my_rows):
+            row = (pid + i * n_programs).to(gl.int64)
+            target = gl.load(target_ptr + row).to(gl.int64)
+            row_scale = gl.load(grad_scale_ptr + row * grad_scale_stride).to(gl.float32)
+            col_max = gl.full([32 * num_warps], -3.4028234663852886e38, gl.float32, COLS)
+            sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
+            sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
+            # ---- sweep 1: the row's max and sum of exp -------------------------------------------------------
+            for t in range(n_tiles):
+                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, pid, n_programs, n_tiles, V,
+                       TILE_R, STAGES, num_warps, LAYOUT)
+                async_copy.wait_group(STAGES - 1)  # item's copies (this thread's, the only ones it reads)
+                z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
+                if t < n_full:
+                    col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
+                                                           softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
+                else:
+                    col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
+                                                           softcap, True, HAS_SOFTCAP, HAS_SMOOTHING)
+                item += 1
+            row_max = gl.max(col_max, axis=0)
+            lse = row_max + gl.log(gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0)
+                                                            * 1.4426950408889634), axis=0))
+            is_valid = target != ignore_index
+            in_range = (target >= 0) & (target < V)
+            is_bad = is_valid & ((target < 0) | (target >= V))
+            z_target = gl.load(logits_ptr + row * logits_row_stride + gl.where(in_range, target, 0),
+                               mask=is_valid & in_range, other=0.0).to(gl.float32)
+            if HAS_SOFTCAP:
+                z_target = softcap * _tanh(z_target / softcap)
+            loss = lse - (1.0 - label_smoothing) * z_target
+            if HAS_SMOOTHING:
+                loss -= label_smoothing * gl.sum(sum_z, axis=0) / V
+            if HAS_Z_LOSS:
+                loss += lse_square_scale * lse * lse
+            lse = gl.where(is_bad, float("nan"), lse)
+            gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)))
+            gl.store(lse_ptr + row, lse)
+            # ---- sweep 2: the gradient, tiles in reverse order --------------------------------------------------
+            row_scale = gl.where(is_valid, row_scale, 0.0)
+            softmax_coef = row_scale
+            if HAS_Z_LOSS:
+                softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
+            target_coef = row_scale * (1.0 - label_smoothing)
+            uniform = row_scale * label_smoothing / V
+            lse_log2 = lse * 1.4426950408889634
+            grad_row = grad_ptr + row * grad_row_stride
+            for t2 in range(n_tiles):
+                t = n_tiles - 1 - t2
+                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, pid, n_programs, n_tiles, V,
+                       TILE_R, STAGES, num_warps, LAYOUT)
+                async_copy.wait_group(STAGES - 1)
+                x = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
+                grad = _sweep2_tile(x, offsets, t * TILE, target, lse_log2, softmax_coef, target_coef, uniform,
+                                    softcap, TILE, HAS_SOFTCAP)
+                pointers = grad_row + t * TILE + offsets
+                if t < n_full:
+                    gl.store(pointers, grad.to(grad_ptr.dtype.element_ty), eviction_policy="evict_first")
+                else:
+                    gl.store(pointers, grad.to(grad_ptr.dtype.element_ty), mask=offsets < V - t * TILE,
+                             eviction_policy="evict_first")
+                item += 1
+        async_copy.wait_group(0)
+
+    _LAUNCHER = FastLaunch(cross_entropy_one_pass_kernel)
