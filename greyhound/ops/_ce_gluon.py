@@ -50,6 +50,11 @@ def _capability(device_index):
     return torch.cuda.get_device_capability(device_index)
 
 
+@functools.lru_cache(maxsize=None)
+def _shared_memory(device_index):
+    return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
+
+
 def unsupported(logits, grad, tile_rows, num_warps, stages):
     """Why this kernel cannot run this call (a string), or None when it can. 16-byte copies need 16-byte aligned
     rows: the vocabulary, both row strides and both base addresses a multiple of 16 bytes... of 16 elements, so that
@@ -66,12 +71,13 @@ def unsupported(logits, grad, tile_rows, num_warps, stages):
     for name, tensor in (("logits", logits), ("gradient", grad)):
         if tensor.data_ptr() % 16:
             return f"the {name}' base address must be 16-byte aligned"
-    if num_warps not in (4, 8, 16) or tile_rows & (tile_rows - 1) or not 1 <= tile_rows <= 16 or stages < 2:
-        return f"needs num_warps in (4, 8, 16), a power-of-2 tile_rows <= 16 and stages >= 2, got {num_warps}, " \
+    if num_warps not in (4, 8, 16, 32) or tile_rows & (tile_rows - 1) or not 1 <= tile_rows <= 16 or stages < 2:
+        return f"needs num_warps in (4, 8, 16, 32), a power-of-2 tile_rows <= 16 and stages >= 2, got {num_warps}, " \
                f"{tile_rows}, {stages}"
     tile_bytes = tile_rows * 8 * 32 * num_warps * logits.element_size()
-    if stages * tile_bytes > 200 * 1024:
-        return f"the tile ring ({stages} x {tile_bytes} bytes) does not fit in shared memory"
+    limit = _shared_memory(logits.device.index) - 1024  # the cross-warp reductions' scratch
+    if stages * tile_bytes > limit:
+        return f"the tile ring ({stages} x {tile_bytes} bytes) does not fit in {limit} bytes of shared memory"
     return None
 
 
@@ -210,7 +216,8 @@ if gluon is not None:
             row = (pid + i * n_programs).to(gl.int64)
             target = gl.load(target_ptr + row).to(gl.int64)
             row_scale = gl.load(grad_scale_ptr + row * grad_scale_stride).to(gl.float32)
-            col_max = gl.full([32 * num_warps], -3.4028234663852886e38, gl.float32, COLS)
+            # finite, and finite times log2(e) too: -inf logits then give exp2(-inf) = 0, never inf - inf = nan
+            col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)
             sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
             sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
             # ---- sweep 1: the row's max and sum of exp -------------------------------------------------------

@@ -33,7 +33,7 @@ _tuning.register(
     one_pass=(bool, "with a gradient on compute capability 9.x: the one-pass Gluon kernel (else loss + gradient "
                     "kernels)"),
     one_pass_tile_rows=(int, "one-pass kernel: tile = tile_rows x 256 x num_warps entries (power of 2, <= 16)"),
-    one_pass_warps=(int, "one-pass kernel: num_warps (4, 8 or 16)"),
+    one_pass_warps=(int, "one-pass kernel: num_warps (4, 8, 16 or 32)"),
     one_pass_stages=(int, "one-pass kernel: tiles in the shared-memory ring (>= 2)"),
     one_pass_programs=(int, "one-pass kernel: persistent programs (default: one per SM)"),
 )
