@@ -55,7 +55,7 @@ def _shared_memory(device_index):
     return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
 
 
-def unsupported(logits, grad, tile_rows, num_warps, stages):
+def unsupported(logits, grad, tile_rows, num_warps, stages, split=1):
     """Why this kernel cannot run this call (a string), or None when it can. 16-byte copies need 16-byte aligned
     rows: the vocabulary, both row strides and both base addresses a multiple of 16 bytes... of 16 elements, so that
     Triton's argument specialisation proves it."""
@@ -74,6 +74,8 @@ def unsupported(logits, grad, tile_rows, num_warps, stages):
     if num_warps not in (4, 8, 16, 32) or tile_rows & (tile_rows - 1) or not 1 <= tile_rows <= 16 or stages < 2:
         return f"needs num_warps in (4, 8, 16, 32), a power-of-2 tile_rows <= 16 and stages >= 2, got {num_warps}, " \
                f"{tile_rows}, {stages}"
+    if split & (split - 1) or not 1 <= split <= 8:
+        return f"the programs sharing a row (split) must be a power of 2 in [1, 8], got {split}"
     tile_bytes = tile_rows * 8 * 32 * num_warps * logits.element_size()
     limit = _shared_memory(logits.device.index) - 1024  # the cross-warp reductions' scratch
     if stages * tile_bytes > limit:
@@ -91,15 +93,22 @@ def warn_fallback(error):
 
 
 def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
-           label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages):
+           label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1):
     """One launch: loss, lse and grad_scale * d loss / d logits of every row (see cross_entropy._cross_entropy_rows
-    for the arguments' meaning; `softcap` None for none)."""
+    for the arguments' meaning; `softcap` None for none). `programs` at most the number that can be resident at
+    once when split > 1 (a group's programs wait for each other)."""
     rows, V = logits.shape
-    _LAUNCHER[(max(1, min(programs, rows)),)](
+    programs = max(1, min(programs // split, rows)) * split
+    if split > 1:
+        partials = torch.empty(rows * 3 * split, device=logits.device, dtype=torch.float32)
+        arrivals = torch.zeros(rows, device=logits.device, dtype=torch.int32)
+    else:
+        partials = arrivals = lse  # unused
+    _LAUNCHER[(programs,)](
         logits, logits.stride(0), grad, grad.stride(0), target, per_token_loss, lse, grad_scale, grad_scale_stride,
-        rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale),
+        partials, arrivals, rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
-        TILE_R=tile_rows, STAGES=stages, num_warps=num_warps)
+        TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, num_warps=num_warps)
 
 
 if gluon is not None:
@@ -124,26 +133,35 @@ if gluon is not None:
         slab = gl.expand_dims(gl.expand_dims(r, 1), 2) * (256 * num_warps)
         return slab + gl.expand_dims(gl.expand_dims(t, 0), 2) * 8 + gl.expand_dims(gl.expand_dims(e, 0), 1)
 
+    @gluon.constexpr_function
+    def _policy(policy, bit, hint):
+        """The eviction hint of one access kind: `hint` when its bit is set in POLICY (1: sweep-1 loads, 2: sweep-2
+        loads, 4: gradient stores), else none."""
+        return hint if policy & bit else ""
+
     @gluon.jit
-    def _issue(ring, logits_ptr, stride, item, n_items, first_row, n_programs, n_tiles, V,
-               TILE_R: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr, LAYOUT: gl.constexpr):
-        """cp.async of stream item `item` (row first_row + (item // (2 n_tiles)) * n_programs; sweep 1 tile t for
-        item % (2 n_tiles) = t, sweep 2 tile t for 2 n_tiles - 1 - t) into ring slot item % STAGES, as one commit
-        group (empty past the stream's end, so that wait_group counts stay static)."""
+    def _issue(ring, logits_ptr, stride, item, n_items, first_row, n_groups, n_tiles, rank, V,
+               TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, num_warps: gl.constexpr,
+               LAYOUT: gl.constexpr, POLICY: gl.constexpr):
+        """cp.async of stream item `item` into ring slot item % STAGES, as one commit group (empty past the stream's
+        end, so that wait_group counts stay static). The program's stream: rows first_row, first_row + n_groups,
+        ...; in each, its n_tiles tiles (row tiles rank, rank + SPLIT, ...) in order (sweep 1), then in reverse
+        order (sweep 2)."""
         TILE: gl.constexpr = TILE_R * 256 * num_warps
         if item < n_items:
             per_row = 2 * n_tiles
-            row = first_row + (item // per_row) * n_programs
+            row = first_row + (item // per_row) * n_groups
             within = item % per_row
-            tile = gl.where(within < n_tiles, within, per_row - 1 - within)
+            tile = rank + SPLIT * gl.where(within < n_tiles, within, per_row - 1 - within)
             offsets = tile * TILE + _tile_offsets(TILE_R, num_warps, LAYOUT)
             pointers = logits_ptr + row.to(gl.int64) * stride + offsets
             slot = ring.index(item % STAGES)
             if within < n_tiles:  # sweep 1: kept in L2 for sweep 2
-                async_copy.async_copy_global_to_shared(slot, pointers, mask=offsets < V, eviction_policy="evict_last")
+                async_copy.async_copy_global_to_shared(slot, pointers, mask=offsets < V,
+                                                       eviction_policy=_policy(POLICY, 1, "evict_last"))
             else:  # sweep 2: the last use
                 async_copy.async_copy_global_to_shared(slot, pointers, mask=offsets < V,
-                                                       eviction_policy="evict_first")
+                                                       eviction_policy=_policy(POLICY, 2, "evict_first"))
         async_copy.commit_group()
 
     @gluon.jit
@@ -186,12 +204,17 @@ if gluon is not None:
     @gluon.jit
     def cross_entropy_one_pass_kernel(
         logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
-        grad_scale_ptr, grad_scale_stride, n_rows, V, ignore_index, label_smoothing, softcap, lse_square_scale,
+        grad_scale_ptr, grad_scale_stride, partial_ptr, arrivals_ptr, n_rows, V, ignore_index, label_smoothing,
+        softcap, lse_square_scale,
         HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr,
-        TILE_R: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+        TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, POLICY: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
-        """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits of rows pid, pid + G, ... (G the grid).
-        Same contract as cross_entropy._cross_entropy_kernel + _gradient_kernel: an ignored row has loss 0 and a 0
+        """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits. SPLIT programs (a group: pid // SPLIT,
+        ranks pid % SPLIT) share each of the group's rows g, g + G / SPLIT, ... (G the grid, a multiple of SPLIT),
+        rank r taking the row's tiles r, r + SPLIT, ...; with SPLIT > 1 they exchange their sweep-1 partials through
+        partial_ptr (fp32 [rows, 3, SPLIT]) and a zeroed per-row arrival counter (arrivals_ptr, int32 [rows]), all of
+        a group's programs being resident together. Same contract as cross_entropy._cross_entropy_kernel + _gradient_kernel: an ignored row has loss 0 and a 0
         gradient; a target outside [0, V) that is not ignore_index gives nan loss, lse and gradient, and is never
         read. grad_ptr may equal logits_ptr (each tile is read before it is written)."""
         gl.static_assert(STAGES >= 2, "the ring holds the tile in use and the next one")
@@ -202,18 +225,21 @@ if gluon is not None:
                                          gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))
         offsets = _tile_offsets(TILE_R, num_warps, LAYOUT)
 
+        SLOTS: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
         pid = gl.program_id(0)
-        n_programs = gl.num_programs(0)
-        n_tiles = gl.cdiv(V, TILE)
+        group = pid // SPLIT
+        rank = pid % SPLIT
+        n_groups = gl.num_programs(0) // SPLIT
         n_full = V // TILE
-        my_rows = gl.cdiv(n_rows - pid, n_programs)
+        n_tiles = gl.cdiv(gl.maximum(gl.cdiv(V, TILE) - rank, 0), SPLIT)  # this program's tiles of a row
+        my_rows = gl.cdiv(gl.maximum(n_rows - group, 0), n_groups)
         n_items = my_rows * 2 * n_tiles
         for s in gl.static_range(STAGES - 1):
-            _issue(ring, logits_ptr, logits_row_stride, s, n_items, pid, n_programs, n_tiles, V, TILE_R, STAGES,
-                   num_warps, LAYOUT)
+            _issue(ring, logits_ptr, logits_row_stride, s, n_items, group, n_groups, n_tiles, rank, V, TILE_R, STAGES,
+                   SPLIT, num_warps, LAYOUT, POLICY)
         item = 0
         for i in range(my_rows):
-            row = (pid + i * n_programs).to(gl.int64)
+            row = (group + i * n_groups).to(gl.int64)
             target = gl.load(target_ptr + row).to(gl.int64)
             row_scale = gl.load(grad_scale_ptr + row * grad_scale_stride).to(gl.float32)
             # finite, and finite times log2(e) too: -inf logits then give exp2(-inf) = 0, never inf - inf = nan
@@ -221,9 +247,10 @@ if gluon is not None:
             sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
             sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
             # ---- sweep 1: the row's max and sum of exp -------------------------------------------------------
-            for t in range(n_tiles):
-                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, pid, n_programs, n_tiles, V,
-                       TILE_R, STAGES, num_warps, LAYOUT)
+            for j in range(n_tiles):
+                t = rank + SPLIT * j
+                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
                 async_copy.wait_group(STAGES - 1)  # item's copies (this thread's, the only ones it reads)
                 z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
                 if t < n_full:
@@ -234,8 +261,26 @@ if gluon is not None:
                                                            softcap, True, HAS_SOFTCAP, HAS_SMOOTHING)
                 item += 1
             row_max = gl.max(col_max, axis=0)
-            lse = row_max + gl.log(gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0)
-                                                            * 1.4426950408889634), axis=0))
+            row_sum = gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0) * 1.4426950408889634), axis=0)
+            row_sum_z = gl.sum(sum_z, axis=0)
+            if SPLIT > 1:  # publish this program's partials, count it on the row, wait for the group's others
+                partial_row = partial_ptr + row * (3 * SPLIT)
+                gl.store(partial_row + rank, row_max)
+                gl.store(partial_row + SPLIT + rank, row_sum)
+                gl.store(partial_row + 2 * SPLIT + rank, row_sum_z)
+                gl.thread_barrier()  # the partials are stored before the arrival is counted (release)
+                gl.atomic_add(arrivals_ptr + row, 1, sem="release", scope="gpu")
+                arrived = gl.atomic_add(arrivals_ptr + row, 0, sem="acquire", scope="gpu")
+                while arrived < SPLIT:
+                    arrived = gl.atomic_add(arrivals_ptr + row, 0, sem="acquire", scope="gpu")
+                gl.thread_barrier()
+                slots = gl.arange(0, SPLIT, layout=SLOTS)
+                maxes = gl.load(partial_row + slots, volatile=True)
+                row_max = gl.max(maxes, axis=0)
+                row_sum = gl.sum(gl.load(partial_row + SPLIT + slots, volatile=True)
+                                 * gl.exp2(gl.maximum(maxes - row_max, -1000.0) * 1.4426950408889634), axis=0)
+                row_sum_z = gl.sum(gl.load(partial_row + 2 * SPLIT + slots, volatile=True), axis=0)
+            lse = row_max + gl.log(row_sum)
             is_valid = target != ignore_index
             in_range = (target >= 0) & (target < V)
             is_bad = is_valid & ((target < 0) | (target >= V))
@@ -245,12 +290,13 @@ if gluon is not None:
                 z_target = softcap * _tanh(z_target / softcap)
             loss = lse - (1.0 - label_smoothing) * z_target
             if HAS_SMOOTHING:
-                loss -= label_smoothing * gl.sum(sum_z, axis=0) / V
+                loss -= label_smoothing * row_sum_z / V
             if HAS_Z_LOSS:
                 loss += lse_square_scale * lse * lse
             lse = gl.where(is_bad, float("nan"), lse)
-            gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)))
-            gl.store(lse_ptr + row, lse)
+            gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)),
+                     mask=rank == 0)
+            gl.store(lse_ptr + row, lse, mask=rank == 0)
             # ---- sweep 2: the gradient, tiles in reverse order --------------------------------------------------
             row_scale = gl.where(is_valid, row_scale, 0.0)
             softmax_coef = row_scale
@@ -260,20 +306,21 @@ if gluon is not None:
             uniform = row_scale * label_smoothing / V
             lse_log2 = lse * 1.4426950408889634
             grad_row = grad_ptr + row * grad_row_stride
-            for t2 in range(n_tiles):
-                t = n_tiles - 1 - t2
-                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, pid, n_programs, n_tiles, V,
-                       TILE_R, STAGES, num_warps, LAYOUT)
+            for j2 in range(n_tiles):
+                t = rank + SPLIT * (n_tiles - 1 - j2)
+                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
                 async_copy.wait_group(STAGES - 1)
                 x = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
                 grad = _sweep2_tile(x, offsets, t * TILE, target, lse_log2, softmax_coef, target_coef, uniform,
                                     softcap, TILE, HAS_SOFTCAP)
                 pointers = grad_row + t * TILE + offsets
                 if t < n_full:
-                    gl.store(pointers, grad.to(grad_ptr.dtype.element_ty), eviction_policy="evict_first")
+                    gl.store(pointers, grad.to(grad_ptr.dtype.element_ty),
+                             eviction_policy=_policy(POLICY, 4, "evict_first"))
                 else:
                     gl.store(pointers, grad.to(grad_ptr.dtype.element_ty), mask=offsets < V - t * TILE,
-                             eviction_policy="evict_first")
+                             eviction_policy=_policy(POLICY, 4, "evict_first"))
                 item += 1
         async_copy.wait_group(0)
 

@@ -36,6 +36,9 @@ _tuning.register(
     one_pass_warps=(int, "one-pass kernel: num_warps (4, 8, 16 or 32)"),
     one_pass_stages=(int, "one-pass kernel: tiles in the shared-memory ring (>= 2)"),
     one_pass_programs=(int, "one-pass kernel: persistent programs (default: one per SM)"),
+    one_pass_split=(int, "one-pass kernel: programs sharing a row (power of 2; they exchange partials)"),
+    one_pass_policy=(int, "one-pass kernel: L2 eviction hints, bits 1 sweep-1 loads evict_last, 2 sweep-2 loads "
+                          "evict_first, 4 gradient stores evict_first (default 7; 8 means none)"),
 )
 
 
@@ -212,6 +215,8 @@ class _OnePassConfig(NamedTuple):
     num_warps: int
     stages: int
     programs: Optional[int]  # None: one per SM
+    policy: int  # L2 eviction hints (see the tunable)
+    split: int  # programs sharing a row
 
 
 def _one_pass_config(element_size: int) -> _OnePassConfig:
@@ -220,7 +225,8 @@ def _one_pass_config(element_size: int) -> _OnePassConfig:
     replace any field."""
     get = functools.partial(_tuning.get, TUNING_OP)
     return _OnePassConfig(get("one_pass", False), get("one_pass_tile_rows", 16 // element_size), get("one_pass_warps", 8),
-                          get("one_pass_stages", 4), get("one_pass_programs", None))
+                          get("one_pass_stages", 4), get("one_pass_programs", None),
+                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1))
 
 
 @functools.lru_cache(maxsize=None)
@@ -318,15 +324,18 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     config = _one_pass_config(logits.element_size())
     if not config.enabled:
         return False
-    why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages)
+    why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split)
     if why_not is not None:
         if _tuning.get(TUNING_OP, "one_pass", None):  # asked for by name: say why it did not run
             _ce_gluon.warn_fallback(ValueError(why_not))
         return False
+    sm_count = _sm_count(logits.device)
     try:
         _ce_gluon.launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
-                         label_smoothing, softcap, lse_square_scale, config.programs or _sm_count(logits.device),
-                         config.tile_rows, config.num_warps, config.stages)
+                         label_smoothing, softcap, lse_square_scale,
+                         # a group's programs wait for each other: never more programs than SMs when split > 1
+                         min(config.programs or sm_count, sm_count) if config.split > 1 else config.programs or sm_count,
+                         config.tile_rows, config.num_warps, config.stages, config.policy, config.split)
     except Exception as error:  # Gluon is experimental: a compile failure falls back (nothing was written)
         _ce_gluon.warn_fallback(error)
         return False

@@ -533,11 +533,26 @@ def test_gpu_one_pass_matches_reference(dtype, rows, vocab, options):
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [dict(one_pass_tile_rows=4, one_pass_warps=4, one_pass_stages=3),
                                     dict(one_pass_tile_rows=8, one_pass_warps=16, one_pass_stages=2),
-                                    dict(one_pass_programs=7), dict(one_pass_tile_rows=1, one_pass_stages=6)])
+                                    dict(one_pass_programs=7), dict(one_pass_tile_rows=1, one_pass_stages=6),
+                                    dict(one_pass_policy=8), dict(one_pass_policy=2)])
 def test_gpu_one_pass_tuning_variants(config):
     logits, target = make_inputs(64, 128256, torch.bfloat16, "cuda", ignored=(3,))
     with _one_pass(**config):
         check_against_reference(logits, target, **ALL_OPTIONS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split", [2, 4])
+@pytest.mark.parametrize("rows,vocab", [(3, 128256), (300, 50304), (9, 16), (200, 32768)])
+@pytest.mark.parametrize("options", [{}, ALL_OPTIONS], ids=["plain", "all"])
+def test_gpu_one_pass_split_rows(split, rows, vocab, options):
+    # programs sharing a row exchange their partials: ranks with no tile (V = 16 is one tile), fewer rows than
+    # groups, programs walking several rows, a group's ranks with unequal tile counts (50304: 4 tiles of 16384)
+    logits, target = make_inputs(rows, vocab, torch.bfloat16, "cuda", ignored=(1,))
+    with _one_pass(one_pass_split=split, one_pass_programs=16 * split):
+        check_against_reference(logits, target, reduction="none", **options)
+    with _one_pass(one_pass_split=split):
+        check_against_reference(logits, target, reduction="mean", **options)
 
 
 @pytest.mark.gpu
