@@ -219,13 +219,17 @@ class _OnePassConfig(NamedTuple):
     split: int  # programs sharing a row
 
 
-def _one_pass_config(element_size: int) -> _OnePassConfig:
-    """The one-pass kernel's config: 32 KB tiles (8 x 256 x 8 warps entries of bf16/fp16, 4 x 256 x 8 of fp32), a
-    4-tile ring (96 KB in flight a program), one program per SM; tuning overrides (op "cross_entropy_with_grad")
-    replace any field."""
+def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
+    """The one-pass kernel's config: 16 warps, tiles of up to 64 KB (8 x 256 x 16 entries of bf16/fp16, 4 x 256 x 16
+    of fp32; fewer slabs when the row is shorter), a 3-tile ring (two tiles in flight a program), one program per SM:
+    the fastest of 14 variants measured on the H200 at BT=8192, V=128256 bf16 (docs/perf/cross_entropy.md, session
+    14). On by default where the kernel can run (see _ce_gluon.unsupported). Tuning overrides (op
+    "cross_entropy_with_grad") replace any field."""
     get = functools.partial(_tuning.get, TUNING_OP)
-    return _OnePassConfig(get("one_pass", False), get("one_pass_tile_rows", 16 // element_size), get("one_pass_warps", 8),
-                          get("one_pass_stages", 4), get("one_pass_programs", None),
+    num_warps = get("one_pass_warps", 16)
+    tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
+    return _OnePassConfig(get("one_pass", True), get("one_pass_tile_rows", tile_rows), num_warps,
+                          get("one_pass_stages", 3), get("one_pass_programs", None),
                           get("one_pass_policy", 7) & 7, get("one_pass_split", 1))
 
 
@@ -321,7 +325,7 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     """Runs the one-pass Gluon kernel (greyhound/ops/_ce_gluon.py) when it is enabled and can run this call;
     False when the two-kernel path must run instead (not enabled, not applicable, or it failed to compile: that
     warns once)."""
-    config = _one_pass_config(logits.element_size())
+    config = _one_pass_config(logits.shape[1], logits.element_size())
     if not config.enabled:
         return False
     why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split)

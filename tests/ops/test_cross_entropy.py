@@ -20,7 +20,8 @@ def rel_err(out, ref):
 def small_blocks():
     """Force 128-wide loss blocks (prefetching) and 64-wide gradient blocks, so that small vocabularies still take
     several blocks plus a ragged tail."""
-    with _tuning.override(ce.TUNING_OP, loss_block_v=128, loss_warps=4, prefetch=True, grad_block_v=64):
+    with _tuning.override(ce.TUNING_OP, loss_block_v=128, loss_warps=4, prefetch=True, grad_block_v=64,
+                          one_pass=False):
         yield
 
 
@@ -423,13 +424,16 @@ ALL_OPTIONS = dict(label_smoothing=0.1, softcap=30.0, lse_square_scale=1e-4)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("one_pass", [True, False], ids=["one-pass", "two-kernels"])
 @pytest.mark.parametrize("vocab", [32768, 128256])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-def test_gpu_vocabularies(dtype, vocab):
+def test_gpu_vocabularies(dtype, vocab, one_pass):
+    # the default (the one-pass kernel on Hopper) and the two-kernel path it replaces there
     logits, target = make_inputs(64, vocab, dtype, "cuda", ignored=(5,))
-    check_against_reference(logits, target)
-    if dtype == torch.bfloat16:
-        check_against_reference(logits, target, reduction="sum", **ALL_OPTIONS)
+    with _tuning.override(ce.TUNING_OP, one_pass=one_pass):
+        check_against_reference(logits, target)
+        if dtype == torch.bfloat16:
+            check_against_reference(logits, target, reduction="sum", **ALL_OPTIONS)
 
 
 @pytest.mark.gpu
@@ -448,7 +452,7 @@ def test_gpu_upstream_gradients(reduction, grad_output):
 def test_gpu_tuning_variants(options):
     # the config variants a sweep times (`greyhound[loss_block_v=4096,loss_warps=8]`, ...) give the same results
     logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda", ignored=(7,))
-    with _tuning.override(ce.TUNING_OP, **options):
+    with _tuning.override(ce.TUNING_OP, one_pass=False, **options):
         check_against_reference(logits, target, **ALL_OPTIONS)
 
 
@@ -488,6 +492,17 @@ def test_gpu_inplace_backward():
 # ------------------------------------------------------------------------------------------------------------------
 # The one-pass Gluon kernel (greyhound/ops/_ce_gluon.py): Hopper only
 # ------------------------------------------------------------------------------------------------------------------
+def test_one_pass_default_config():
+    # 64 KB tiles for long rows (8 slabs of bf16, 4 of fp32, 16 warps), fewer slabs for short ones; on by default
+    config = ce._one_pass_config(128256, 2)
+    assert config.enabled and (config.tile_rows, config.num_warps, config.stages, config.split) == (8, 16, 3, 1)
+    assert ce._one_pass_config(128256, 4).tile_rows == 4
+    assert ce._one_pass_config(5000, 2).tile_rows == 2 and ce._one_pass_config(4096, 2).tile_rows == 1
+    with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2):
+        config = ce._one_pass_config(128256, 2)
+        assert not config.enabled and config.tile_rows == 2 and config.split == 2
+
+
 def test_one_pass_kernel_says_why_it_cannot_run():
     logits = torch.randn(4, 64)
     why = ce._ce_gluon.unsupported(logits, logits, 8, 8, 4)
