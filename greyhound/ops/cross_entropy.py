@@ -3,8 +3,9 @@
 `cross_entropy_with_grad(logits, target)` matches `F.cross_entropy(logits.float(), target, ...)` and adds a tanh
 soft-cap and a z-loss. A loss kernel (one program per row) finds each row's log-sum-exp online; when a gradient is
 needed, an elementwise kernel then writes d loss / d logits from that lse, so `backward` only rescales the saved
-gradient, on the device, and does nothing for `loss.backward()`. (A fused kernel that re-read its row from L2 in a
-second sweep measured slower on the H200 at every vocabulary tried: docs/perf/cross_entropy.md.)
+gradient, on the device, and does nothing for `loss.backward()`. On Hopper, when the rows in flight fit in L2, one
+Gluon kernel does both (greyhound/ops/_ce_gluon.py): each persistent program streams its row through shared memory
+twice, the second sweep from L2, so HBM sees the logits once (docs/perf/cross_entropy.md, session 14).
 """
 import functools
 from typing import NamedTuple, Optional
@@ -210,7 +211,7 @@ class _Config(NamedTuple):
 
 
 class _OnePassConfig(NamedTuple):
-    enabled: bool
+    enabled: Optional[bool]  # None: when the rows in flight fit in L2 (see _one_pass)
     tile_rows: int
     num_warps: int
     stages: int
@@ -223,14 +224,19 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
     """The one-pass kernel's config: 16 warps, tiles of up to 64 KB (8 x 256 x 16 entries of bf16/fp16, 4 x 256 x 16
     of fp32; fewer slabs when the row is shorter), a 3-tile ring (two tiles in flight a program), one program per SM:
     the fastest of 14 variants measured on the H200 at BT=8192, V=128256 bf16 (docs/perf/cross_entropy.md, session
-    14). On by default where the kernel can run (see _ce_gluon.unsupported). Tuning overrides (op
-    "cross_entropy_with_grad") replace any field."""
+    14). On by default where the kernel can run (see _ce_gluon.unsupported) and its sweep-2 re-reads can hit L2 (see
+    _one_pass). Tuning overrides (op "cross_entropy_with_grad") replace any field."""
     get = functools.partial(_tuning.get, TUNING_OP)
     num_warps = get("one_pass_warps", 16)
     tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
-    return _OnePassConfig(get("one_pass", True), get("one_pass_tile_rows", tile_rows), num_warps,
+    return _OnePassConfig(get("one_pass", None), get("one_pass_tile_rows", tile_rows), num_warps,
                           get("one_pass_stages", 3), get("one_pass_programs", None),
                           get("one_pass_policy", 7) & 7, get("one_pass_split", 1))
+
+
+@functools.lru_cache(maxsize=None)
+def _l2_bytes(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).L2_cache_size
 
 
 @functools.lru_cache(maxsize=None)
@@ -326,8 +332,15 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     False when the two-kernel path must run instead (not enabled, not applicable, or it failed to compile: that
     warns once)."""
     config = _one_pass_config(logits.shape[1], logits.element_size())
-    if not config.enabled:
+    if config.enabled is False:
         return False
+    if config.enabled is None and logits.is_cuda:
+        # Sweep 2 re-reads each row from L2 only while it is still there: one row in flight a program. Where they
+        # do not fit, HBM sees the second read too and the two-kernel path is faster (H200, BT=8192 V=128256 full:
+        # bf16 rows, 33 MB in flight, 1.37 vs 1.61 ms; fp32 rows, 66 MB, 3.32 vs 3.13 ms).
+        programs = config.programs or _sm_count(logits.device)
+        if programs * logits.shape[1] * logits.element_size() > _l2_bytes(logits.device):
+            return False
     why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split)
     if why_not is not None:
         if _tuning.get(TUNING_OP, "one_pass", None):  # asked for by name: say why it did not run

@@ -494,8 +494,9 @@ def test_gpu_inplace_backward():
 # ------------------------------------------------------------------------------------------------------------------
 def test_one_pass_default_config():
     # 64 KB tiles for long rows (8 slabs of bf16, 4 of fp32, 16 warps), fewer slabs for short ones; on by default
+    # where the rows in flight fit in L2 (decided at the call)
     config = ce._one_pass_config(128256, 2)
-    assert config.enabled and (config.tile_rows, config.num_warps, config.stages, config.split) == (8, 16, 3, 1)
+    assert config.enabled is None and (config.tile_rows, config.num_warps, config.stages, config.split) == (8, 16, 3, 1)
     assert ce._one_pass_config(128256, 4).tile_rows == 4
     assert ce._one_pass_config(5000, 2).tile_rows == 2 and ce._one_pass_config(4096, 2).tile_rows == 1
     with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2):
@@ -600,3 +601,19 @@ def test_gpu_one_pass_unaligned_vocab_takes_two_kernels():
     ce._ce_gluon._WARNED.clear()
     with _tuning.override(ce.TUNING_OP, one_pass=True), pytest.warns(RuntimeWarning, match="multiple of 16"):
         check_against_reference(logits, target)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,expected", [(torch.bfloat16, True), (torch.float32, False)])
+def test_gpu_default_takes_one_pass_where_rows_fit_l2(monkeypatch, dtype, expected):
+    # 132 bf16 rows of V=128256 (33 MB) fit the H200's 50 MB L2: one pass; fp32 rows (66 MB) do not: two kernels
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the one-pass kernel is for Hopper")
+    calls = []
+    launch = ce._ce_gluon.launch
+    monkeypatch.setattr(ce._ce_gluon, "launch", lambda *args, **kwargs: calls.append(1) or launch(*args, **kwargs))
+    logits, target = make_inputs(32, 128256, dtype, "cuda", ignored=(2,))
+    fits = ce._sm_count(logits.device) * 128256 * logits.element_size() <= ce._l2_bytes(logits.device)
+    assert fits == expected
+    check_against_reference(logits, target)
+    assert bool(calls) == expected
