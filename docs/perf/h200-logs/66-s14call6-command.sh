@@ -1,0 +1,10 @@
+#!/bin/bash
+# session 14 call 6: the asv tracked tier of HEAD (one-pass CE default on Hopper), then pytest -m gpu in full
+S=$SECONDS
+TAG=s14a DEADLINE=230 bash scripts/h200_asv.sh "HEAD^! @tracked" 2>&1 | grep -v "^WARNING" | tail -3
+echo "asv t=$((SECONDS-S))"
+rm -rf /tmp/t && git clone -q .carry/repo.bundle /tmp/t && cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1
+export PYTHONPATH=/tmp/site:/tmp/t PYTHONUNBUFFERED=1
+timeout 230 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests > $OUT/pytest-gpu.txt 2>&1; echo "pytest rc=$? t=$((SECONDS-S))"
+grep -E "passed|failed|FAILED|Error" $OUT/pytest-gpu.txt | tail -8
+echo "done t=$((SECONDS-S))"
