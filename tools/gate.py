@@ -14,9 +14,15 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
   between-process spread, within-process noise included), never less than what the two runs' own samples give
   (standard error of each median); with fewer than MIN_HISTORY differences a prior of PRIOR_BETWEEN per process
   is added to the samples' part;
-* a series regressed when r > max(Z x sigma, FLOOR, FLOOR_SECONDS) (memory: FLOOR_MEMORY and 1 MiB), i.e. beyond Z
-  standard deviations of its own A/A differences and beyond a minimum effect, relative and absolute: a few-µs call
-  is launch latency, which differs by ~1.3 µs between H200 machines on unchanged code;
+* a series regressed when r > max(Z x sigma, FLOOR, FLOOR_SECONDS, toggle) (memory: FLOOR_MEMORY and 1 MiB), i.e.
+  beyond Z standard deviations of its own A/A differences and beyond a minimum effect, relative and absolute: a
+  few-µs call is launch latency, which differs by ~1.3 µs between H200 machines on unchanged code;
+* toggle: the largest move the series made both ways over its last TOGGLE_WINDOW runs, min(largest rise, largest
+  fall) of its log-medians. A bimodal series (a host-bound call reads host time on a slow host, GPU time on a fast
+  one) has gone up by that much and come back on its own, which the MAD above, robust to exactly those jumps, does
+  not see: the torch.compile'd causal_conv1d forward read 0.083 or 0.19 ms on unchanged code (5834995 -> b03d363,
+  +134%, against a 3-sigma threshold of +82%). A single step (an improvement, or a regression) is a move one way
+  only and widens nothing;
 * drift control: the peers of a kernel (e.g. fla, torch.compile) do not change with a greyhound commit, so a peer of
   the same benchmark, mode and shape is the greyhound series' control. When the control moved beyond its own
   threshold in the same direction, the greyhound series is judged on r - r_control instead, and a move that the
@@ -44,6 +50,7 @@ FLOOR_SECONDS = 2e-6  # ... and 2 µs: cross_entropy_with_grad's no-op backward 
 FLOOR_MEMORY = 0.01  # memory: 1% ...
 FLOOR_MEMORY_BYTES = 2**20  # ... and 1 MiB
 MIN_HISTORY = 3  # successive differences needed to trust a series' own noise estimate
+TOGGLE_WINDOW = 12  # a series' last runs searched for a move made both ways
 PRIOR_BETWEEN = 0.01  # between-process noise per run assumed where the history is too short (1%)
 CONTROL_MAJORITY = 0.5  # this share of controls moving the same way is machine or environment drift
 Z_CONTROL = 2.0  # a control beyond this many of its standard deviations has moved (and explains what moved with it)
@@ -149,6 +156,22 @@ def _add_values(run, result, benchmarks, tier):
 
 
 # --- statistics ---------------------------------------------------------------------------------------------------
+def toggle_range(series, history, base):
+    """min(largest rise, largest fall) of the series' log-medians over its last TOGGLE_WINDOW runs of `history`
+    (runs in commit order) up to `base`'s: the largest move it made both ways before the change being judged; 0 with
+    fewer than MIN_HISTORY + 1 runs."""
+    logs = [math.log(run.values[series][0]) for run in history
+            if series in run.values and (run.date, run.commit) <= (base.date, base.commit)][-TOGGLE_WINDOW:]
+    if len(logs) <= MIN_HISTORY:
+        return 0.0
+    rise = fall = 0.0
+    low = high = logs[0]
+    for value in logs[1:]:
+        rise, fall = max(rise, value - low), max(fall, high - value)
+        low, high = min(low, value), max(high, value)
+    return min(rise, fall)
+
+
 def series_threshold(series, base, head, history):
     """(threshold on r, sigma, history size) of one series between two runs."""
     _, base_samples, is_memory = base.values[series]
@@ -160,7 +183,7 @@ def series_threshold(series, base, head, history):
         floor = max(FLOOR_MEMORY, math.log1p(FLOOR_MEMORY_BYTES / base.values[series][0]))
     else:
         floor = max(FLOOR, math.log1p(FLOOR_SECONDS / base.values[series][0]))
-    return max(Z * sigma, floor), sigma, n
+    return max(Z * sigma, floor, toggle_range(series, history, base)), sigma, n
 
 
 def controls_of(series, base, head):

@@ -177,3 +177,37 @@ def test_a_microsecond_series_is_judged_beyond_launch_latency():
         assert verdict.status == verdict_expected, (micro, verdict)
     long_series = gate.Series(BENCH, ("'greyhound'", "'full'", "8192", "128256", "'bfloat16'"))
     assert gate.series_threshold(long_series, base, head, history)[0] < 0.05
+
+
+def _scaled_history(rng, levels):
+    """Runs whose greyhound series sit at `levels` (one factor per run), peers unchanged."""
+    return [_run(f"c{i:02d}", rng, date=i, factor={"'greyhound'": level}) for i, level in enumerate(levels)]
+
+
+def test_a_bimodal_series_returning_to_its_other_mode_is_not_a_regression():
+    # a host-bound call reads ~0.083 or ~0.19 ms on unchanged code, depending on the machine: its MAD-based noise
+    # is small (most successive runs stay in one mode), but it has made the jump both ways before
+    rng = random.Random(7)
+    history = _scaled_history(rng, [1, 1, 2.3, 2.35, 1, 1, 1, 2.3, 1, 1])
+    head = _run("head", rng, date=99, factor={"'greyhound'": 2.3})
+    report = gate.judge(history[-1], head, history)
+    assert not report.regressions
+
+
+def test_a_step_back_after_an_improvement_is_still_a_regression():
+    # a move made one way only (an improvement) does not widen the threshold: undoing it is caught
+    rng = random.Random(8)
+    history = _scaled_history(rng, [2, 2, 2, 2, 1, 1, 1, 1])
+    head = _run("head", rng, date=99, factor={"'greyhound'": 2})
+    report = gate.judge(history[-1], head, history)
+    slowed = {v.series for v in report.regressions}
+    assert all(s in slowed for s in head.values if s.is_greyhound and s.benchmark == BENCH)
+
+
+def test_toggles_after_the_base_do_not_widen_the_threshold():
+    # evaluation of an old pair with later runs in the history: only runs up to the base count
+    rng = random.Random(9)
+    history = _scaled_history(rng, [1, 1, 1, 1, 1, 2, 1, 2, 1])
+    series = next(s for s in history[0].values if s.is_greyhound and s.benchmark == BENCH)
+    assert gate.toggle_range(series, history, history[4]) < 0.05
+    assert gate.toggle_range(series, history, history[-1]) > 0.6
