@@ -552,7 +552,7 @@ def test_gpu_one_pass_matches_reference(dtype, rows, vocab, options):
                                     dict(one_pass_programs=7), dict(one_pass_tile_rows=1, one_pass_stages=6),
                                     dict(one_pass_policy=8), dict(one_pass_policy=2)])
 def test_gpu_one_pass_tuning_variants(config):
-    logits, target = make_inputs(64, 128256, torch.bfloat16, "cuda", ignored=(3,))
+    logits, target = make_inputs(64, 128256, torch.bfloat16, "cuda", ignored=(3,), target_dtype=torch.int32)
     with _one_pass(**config):
         check_against_reference(logits, target, **ALL_OPTIONS)
 
