@@ -32,6 +32,10 @@ try:  # Gluon is experimental: every use is guarded
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.ampere import async_copy
+    # cp.async global -> shared: `async_load` from Triton 3.7 on, `async_copy_global_to_shared` before (same arguments)
+    _async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+    # the CTA-wide barrier: `thread_barrier` up to Triton 3.6, `barrier` after
+    _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
     _IMPORT_ERROR = None
 except Exception as error:  # pragma: no cover - depends on the installed Triton
     gluon = None
@@ -157,10 +161,10 @@ if gluon is not None:
             pointers = logits_ptr + row.to(gl.int64) * stride + offsets
             slot = ring.index(item % STAGES)
             if within < n_tiles:  # sweep 1: kept in L2 for sweep 2
-                async_copy.async_copy_global_to_shared(slot, pointers, mask=offsets < V,
+                _async_load(slot, pointers, mask=offsets < V,
                                                        eviction_policy=_policy(POLICY, 1, "evict_last"))
             else:  # sweep 2: the last use
-                async_copy.async_copy_global_to_shared(slot, pointers, mask=offsets < V,
+                _async_load(slot, pointers, mask=offsets < V,
                                                        eviction_policy=_policy(POLICY, 2, "evict_first"))
         async_copy.commit_group()
 
@@ -268,12 +272,12 @@ if gluon is not None:
                 gl.store(partial_row + rank, row_max)
                 gl.store(partial_row + SPLIT + rank, row_sum)
                 gl.store(partial_row + 2 * SPLIT + rank, row_sum_z)
-                gl.thread_barrier()  # the partials are stored before the arrival is counted (release)
+                _cta_barrier()  # the partials are stored before the arrival is counted (release)
                 gl.atomic_add(arrivals_ptr + row, 1, sem="release", scope="gpu")
                 arrived = gl.atomic_add(arrivals_ptr + row, 0, sem="acquire", scope="gpu")
                 while arrived < SPLIT:
                     arrived = gl.atomic_add(arrivals_ptr + row, 0, sem="acquire", scope="gpu")
-                gl.thread_barrier()
+                _cta_barrier()
                 slots = gl.arange(0, SPLIT, layout=SLOTS)
                 maxes = gl.load(partial_row + slots, volatile=True)
                 row_max = gl.max(maxes, axis=0)

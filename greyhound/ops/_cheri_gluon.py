@@ -32,6 +32,10 @@ try:  # Gluon is experimental: its API moves between Triton releases, so every u
     from triton.experimental.gluon.language.nvidia.ampere import async_copy
     from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, warpgroup_mma,
                                                                   warpgroup_mma_init, warpgroup_mma_wait)
+    # cp.async global -> shared: `async_load` from Triton 3.7 on, `async_copy_global_to_shared` before (same arguments)
+    _async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+    # the CTA-wide barrier: `thread_barrier` up to Triton 3.6, `barrier` after
+    _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
     _IMPORT_ERROR = None
 except Exception as error:  # pragma: no cover - depends on the installed Triton
     gluon = None
@@ -135,7 +139,7 @@ if gluon is not None:
         """cp.async of W1[chunk] (BLOCK_E, C rows of W1) into its ring slot (not committed here)."""
         rows = chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
         cols = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
-        async_copy.async_copy_global_to_shared(w1_smem.index(chunk % STAGES),
+        _async_load(w1_smem.index(chunk % STAGES),
                                                w1_ptr + gl.expand_dims(rows, 1) * C + gl.expand_dims(cols, 0))
 
     @gluon.jit
@@ -144,7 +148,7 @@ if gluon is not None:
         """cp.async of W2[:, chunk] (C, BLOCK_E columns of W2) into its ring slot (not committed here)."""
         rows = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
         cols = chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
-        async_copy.async_copy_global_to_shared(w2_smem.index(chunk % STAGES),
+        _async_load(w2_smem.index(chunk % STAGES),
                                                w2_ptr + gl.expand_dims(rows, 1) * HIDDEN + gl.expand_dims(cols, 0))
 
     @gluon.jit
@@ -179,11 +183,11 @@ if gluon is not None:
         (chunk j+1's pre-activation token, chunk j's finished pre-activation: the next step's spare, acc token,
         b1[j+1])."""
         async_copy.wait_group(STAGES - 2)  # W1[j+1] and W2[j] have landed (this thread's part)
-        gl.thread_barrier()  # ... and everyone's. (No proxy fence: its MEMBAR would wait for the refills in flight)
+        _cta_barrier()  # ... and everyone's. (No proxy fence: its MEMBAR would wait for the refills in flight)
         next_pre = _first_gemm(z_smem, w1_smem, j + 1, spare, STAGES)
         # all but the newest wgmma group are done: pre (chunk j) and chunk j-1's second GEMM
         pre, acc = warpgroup_mma_wait(num_outstanding=1, deps=(pre, acc))
-        gl.thread_barrier()  # every warp group is done with W1[j] and W2[j-1]: their slots can be refilled
+        _cta_barrier()  # every warp group is done with W1[j] and W2[j-1]: their slots can be refilled
         if j + STAGES < n_chunks:
             _load_w1(w1_smem, w1_ptr, j + STAGES, STAGES, C, BLOCK_E, W1_LAYOUT)
         if j - 1 + STAGES < n_chunks:
@@ -277,11 +281,11 @@ if gluon is not None:
         acc = gl.convert_layout(residual, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
         acc = warpgroup_mma_init(acc)
         async_copy.wait_group(STAGES - 2)  # chunks 0 and 1 (this thread's copies)
-        gl.thread_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
+        _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
         bias = _load_bias(b1_ptr, 0, BLOCK_E, PRE)
         pre = _first_gemm(z_smem, w1_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
         pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
-        gl.thread_barrier()  # every warp group is done with W1[0]
+        _cta_barrier()  # every warp group is done with W1[0]
         if STAGES < n_chunks:
             _load_w1(w1_smem, w1_ptr, STAGES, STAGES, C, BLOCK_E, W1_LAYOUT)
         async_copy.commit_group()
@@ -299,7 +303,7 @@ if gluon is not None:
         if n_chunks > 1:
             pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
             async_copy.wait_group(0)  # W2 of the last chunk may be in the newest group
-            gl.thread_barrier()
+            _cta_barrier()
             acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, bias, STAGES, H_OPERAND)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         async_copy.wait_group(0)

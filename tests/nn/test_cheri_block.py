@@ -727,3 +727,20 @@ def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch
         fallback = block(x)
     assert [c[4] for c in cheri_ops._chosen_configs.values()] == ["lc"]
     assert max_abs(fallback, ref) < HALF_BOUNDS[torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype,channels,block_e,even", [("bf16", 128, 64, True), ("fp32", 64, 32, False)])
+def test_gluon_kernel_compiles_for_hopper(dtype, channels, block_e, even):
+    # the default Gluon config and another: valid for this Triton's Gluon, wgmma on the tensor cores, 16-byte weight
+    # copies, within the H200's shared memory
+    from tests.gluon_compile import compile_for_hopper
+    types = dict(x_ptr=f"*{dtype}", out_ptr=f"*{dtype}", conv_w_ptr=f"*{dtype}", conv_b_ptr=f"*{dtype}",
+                 gamma_ptr=f"*{dtype}", beta_ptr=f"*{dtype}", w1_ptr="*bf16", b1_ptr=f"*{dtype}", w2_ptr="*bf16",
+                 b2_ptr=f"*{dtype}", L="i32", eps="fp32")
+    constexprs = dict(C=channels, HIDDEN=4 * channels, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64,
+                      BLOCK_E=block_e, STAGES=2, num_warps=4)
+    facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_kernel", types, constexprs, 4,
+                               divisible=("L",) if even else ())
+    assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
+    ring = 2 * 2 * block_e * channels * 2  # two W1 and two W2 slices of bf16
+    assert ring + 64 * channels * 2 <= facts["shared"] <= 232448

@@ -1,0 +1,46 @@
+"""Compile a Gluon kernel for Hopper (sm_90a) with the installed Triton, on a machine without a GPU.
+
+The Gluon kernels run only on the H200; CI's Triton cannot execute them. Compiling them here checks that their
+source is valid for this Triton's Gluon API (which moves between releases; the runtime would otherwise warn and fall
+back to the plain Triton kernels there) and lets a test read facts off the PTX. The compile runs in a subprocess:
+under TRITON_INTERPRET=1, how CI runs the kernels, `gluon.jit` functions are interpreter objects that cannot be
+compiled.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_SCRIPT = r"""
+import json, re, sys
+import triton
+from triton.experimental.gluon._runtime import GluonASTSource
+from triton.backends.compiler import GPUTarget
+module_name, kernel_name, types, constexprs, num_warps, divisible = json.loads(sys.argv[1])
+module = __import__(module_name, fromlist=[kernel_name])
+kernel = getattr(module, kernel_name)
+names = kernel.arg_names
+signature = {n: ("constexpr" if n in constexprs else types[n]) for n in names}
+# what Triton's launcher specialises at run time for arguments divisible by 16
+attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if types.get(n, "").startswith("*") or n in divisible}
+source = GluonASTSource(kernel, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
+compiled = triton.compile(source, target=GPUTarget("cuda", 90, 128), options={"num_warps": num_warps})
+ptx = compiled.asm["ptx"]
+copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\S*\s+\[[^]]*\],\s*\[[^]]*\],\s*(0x[0-9a-f]+|\d+)", ptx)
+print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm.get("cubin")),
+                  "copy_bytes": sorted({int(c, 0) for c in copies}), "copies": len(copies),
+                  "wgmma": ptx.count("wgmma.mma_async"), "acquire_release": len(re.findall(r"\b(?:atom|red)\.\S*(?:release|acquire)|ld\.\S*acquire", ptx))}))
+"""
+
+
+def compile_for_hopper(module_name, kernel_name, types, constexprs, num_warps, divisible=()):
+    """Facts about `module_name.kernel_name` compiled for sm_90a: shared memory bytes, whether a cubin was made,
+    the sizes of its cp.async copies, their count, its wgmma count and its acquire/release memory operations."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    result = subprocess.run([sys.executable, "-c", _SCRIPT,
+                             json.dumps([module_name, kernel_name, types, constexprs, num_warps, list(divisible)])],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, f"compiling {kernel_name} for sm_90a failed:\n{result.stderr[-3000:]}"
+    return json.loads(result.stdout.strip().splitlines()[-1])
