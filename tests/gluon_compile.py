@@ -23,14 +23,17 @@ kernel = getattr(module, kernel_name)
 names = kernel.arg_names
 signature = {n: ("constexpr" if n in constexprs else types[n]) for n in names}
 # what Triton's launcher specialises at run time for arguments divisible by 16
-attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if types.get(n, "").startswith("*") or n in divisible}
-source = GluonASTSource(kernel, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
+attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names)
+         if types.get(n, "").startswith("*") or n in divisible}
+source = GluonASTSource(kernel, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()},
+                        attrs=attrs)
 compiled = triton.compile(source, target=GPUTarget("cuda", 90, 128), options={"num_warps": num_warps})
 ptx = compiled.asm["ptx"]
 copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\S*\s+\[[^]]*\],\s*\[[^]]*\],\s*(0x[0-9a-f]+|\d+)", ptx)
 print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm.get("cubin")),
                   "copy_bytes": sorted({int(c, 0) for c in copies}), "copies": len(copies),
-                  "wgmma": ptx.count("wgmma.mma_async"), "acquire_release": len(re.findall(r"\b(?:atom|red)\.\S*(?:release|acquire)|ld\.\S*acquire", ptx))}))
+                  "wgmma": ptx.count("wgmma.mma_async"),
+                  "acquire_release": len(re.findall(r"\b(?:atom|red)\.\S*(?:release|acquire)|ld\.\S*acquire", ptx))}))
 """
 
 

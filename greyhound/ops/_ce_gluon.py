@@ -1,4 +1,4 @@
-"""Cross-entropy loss and gradient in one pass over HBM, for Hopper, written in Gluon (Triton's explicit-layout dialect).
+"""Cross-entropy loss and gradient in one pass over HBM, for Hopper, in Gluon (Triton's explicit-layout dialect).
 
 The two-kernel path (loss kernel, then gradient kernel) reads the logits twice from HBM and writes the gradient
 once: 6.3 GB at BT=8192, V=128256 bf16, 1.48 ms at the H200's copy rate. This kernel reads them from HBM once. Each
@@ -12,11 +12,13 @@ program is persistent and walks whole rows; for each row it streams the tiles of
 Tiles reach shared memory by cp.async, STAGES - 1 items ahead along the program's whole stream of (row, sweep,
 tile) items, so the next row's first tiles are in flight while this row's gradient is written; registers hold only
 the tile being worked on. Each thread reads back exactly the bytes it copied (the same layout for the copy and the
-read), so the ring needs no barrier: `wait_group` on the thread's own copies orders them.
+read), so `wait_group` on the thread's own copies would order the ring (Triton's membar pass still adds two CTA
+barriers a tile).
 
-The sweep-2 re-read hits L2 only while the row is still there: rows in flight x row bytes (132 x 250 KB at the
-issue's shape, 33 MB) must stay well under the 50 MB L2, so the grid is one program per SM and the tile ring is
-deep enough for one program to stream an SM's share of HBM bandwidth.
+The sweep-2 re-read hits L2 only while the row is still there: rows in flight x row bytes (132 x 250 KB at
+BT=8192, V=128256 bf16: 33 MB) against the H200's 50 MB L2, so the grid is one program per SM and the caller takes
+this kernel only where that product fits in L2. Even then ncu found about half of the re-reads hitting (1.37 ms
+against 1.61 for two kernels; docs/perf/cross_entropy.md, session 14).
 
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon; the caller runs the two-kernel path
 otherwise, and when this kernel fails to compile (Gluon's API moves between Triton releases).
@@ -32,9 +34,9 @@ try:  # Gluon is experimental: every use is guarded
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.ampere import async_copy
-    # cp.async global -> shared: `async_load` from Triton 3.7 on, `async_copy_global_to_shared` before (same arguments)
+    # cp.async global -> shared: `async_load` in newer Tritons (3.9), `async_copy_global_to_shared` in 3.6
     _async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
-    # the CTA-wide barrier: `thread_barrier` up to Triton 3.6, `barrier` after
+    # the CTA-wide barrier: `thread_barrier` in Triton 3.6, `barrier` in newer ones (3.9)
     _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
     _IMPORT_ERROR = None
 except Exception as error:  # pragma: no cover - depends on the installed Triton
@@ -42,7 +44,6 @@ except Exception as error:  # pragma: no cover - depends on the installed Triton
     _IMPORT_ERROR = error
 
 _WARNED = set()
-LOG2E = 1.4426950408889634
 
 
 def available():
@@ -60,9 +61,9 @@ def _shared_memory(device_index):
 
 
 def unsupported(logits, grad, tile_rows, num_warps, stages, split=1):
-    """Why this kernel cannot run this call (a string), or None when it can. 16-byte copies need 16-byte aligned
-    rows: the vocabulary, both row strides and both base addresses a multiple of 16 bytes... of 16 elements, so that
-    Triton's argument specialisation proves it."""
+    """Why this kernel cannot run this call (a string), or None when it can. Its 16-byte copies need the vocabulary
+    and both row strides to be multiples of 16 elements (what Triton's argument specialisation proves) and both base
+    addresses 16-byte aligned."""
     if gluon is None:
         return f"this Triton has no Gluon ({_IMPORT_ERROR})"
     if logits.device.type != "cuda" or _capability(logits.device.index)[0] != 9:
@@ -72,9 +73,9 @@ def unsupported(logits, grad, tile_rows, num_warps, stages, split=1):
                         ("the gradient's row stride", grad.stride(0))):
         if value % 16:
             return f"{name} must be a multiple of 16 for 16-byte copies, got {value}"
-    for name, tensor in (("logits", logits), ("gradient", grad)):
+    for name, tensor in (("logits'", logits), ("gradient's", grad)):
         if tensor.data_ptr() % 16:
-            return f"the {name}' base address must be 16-byte aligned"
+            return f"the {name} base address must be 16-byte aligned, got {tensor.data_ptr() % 16} bytes past"
     if num_warps not in (4, 8, 16, 32) or tile_rows & (tile_rows - 1) or not 1 <= tile_rows <= 16 or stages < 2:
         return f"needs num_warps in (4, 8, 16, 32), a power-of-2 tile_rows <= 16 and stages >= 2, got {num_warps}, " \
                f"{tile_rows}, {stages}"
@@ -110,7 +111,8 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
         partials = arrivals = lse  # unused
     _LAUNCHER[(programs,)](
         logits, logits.stride(0), grad, grad.stride(0), target, per_token_loss, lse, grad_scale, grad_scale_stride,
-        partials, arrivals, rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale),
+        partials, arrivals, rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0),
+        float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
         TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, num_warps=num_warps)
 
@@ -218,9 +220,9 @@ if gluon is not None:
         ranks pid % SPLIT) share each of the group's rows g, g + G / SPLIT, ... (G the grid, a multiple of SPLIT),
         rank r taking the row's tiles r, r + SPLIT, ...; with SPLIT > 1 they exchange their sweep-1 partials through
         partial_ptr (fp32 [rows, 3, SPLIT]) and a zeroed per-row arrival counter (arrivals_ptr, int32 [rows]), all of
-        a group's programs being resident together. Same contract as cross_entropy._cross_entropy_kernel + _gradient_kernel: an ignored row has loss 0 and a 0
-        gradient; a target outside [0, V) that is not ignore_index gives nan loss, lse and gradient, and is never
-        read. grad_ptr may equal logits_ptr (each tile is read before it is written)."""
+        a group's programs being resident together. Same contract as cross_entropy._cross_entropy_kernel +
+        _gradient_kernel: an ignored row has loss 0 and a 0 gradient; a target outside [0, V) that is not
+        ignore_index gives nan loss, lse and gradient, and is never read. grad_ptr may equal logits_ptr (each tile is read before it is written)."""
         gl.static_assert(STAGES >= 2, "the ring holds the tile in use and the next one")
         LAYOUT: gl.constexpr = _tile_layout(TILE_R, num_warps)
         COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))

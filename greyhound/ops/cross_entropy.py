@@ -334,11 +334,13 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     config = _one_pass_config(logits.shape[1], logits.element_size())
     if config.enabled is False:
         return False
+    sm_count = _sm_count(logits.device)
+    # a group's programs wait for each other: never more programs than SMs when split > 1
+    programs = min(config.programs or sm_count, sm_count) if config.split > 1 else config.programs or sm_count
     if config.enabled is None and logits.is_cuda:
         # Sweep 2 re-reads each row from L2 only while it is still there: one row in flight a program. Where they
         # do not fit, HBM sees the second read too and the two-kernel path is faster (H200, BT=8192 V=128256 full:
         # bf16 rows, 33 MB in flight, 1.37 vs 1.61 ms; fp32 rows, 66 MB, 3.32 vs 3.13 ms).
-        programs = config.programs or _sm_count(logits.device)
         if programs * logits.shape[1] * logits.element_size() > _l2_bytes(logits.device):
             return False
     why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split)
@@ -346,13 +348,10 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
         if _tuning.get(TUNING_OP, "one_pass", None):  # asked for by name: say why it did not run
             _ce_gluon.warn_fallback(ValueError(why_not))
         return False
-    sm_count = _sm_count(logits.device)
     try:
         _ce_gluon.launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
-                         label_smoothing, softcap, lse_square_scale,
-                         # a group's programs wait for each other: never more programs than SMs when split > 1
-                         min(config.programs or sm_count, sm_count) if config.split > 1 else config.programs or sm_count,
-                         config.tile_rows, config.num_warps, config.stages, config.policy, config.split)
+                         label_smoothing, softcap, lse_square_scale, programs, config.tile_rows, config.num_warps,
+                         config.stages, config.policy, config.split)
     except Exception as error:  # Gluon is experimental: a compile failure falls back (nothing was written)
         _ce_gluon.warn_fallback(error)
         return False

@@ -515,7 +515,8 @@ def test_one_pass_forced_on_cpu_falls_back_with_a_warning(device):
         pytest.skip("the CPU fallback")
     logits, target = make_inputs(5, 300, torch.float32, device, ignored=(1,))
     ce._ce_gluon._WARNED.clear()
-    with _tuning.override(ce.TUNING_OP, one_pass=True), pytest.warns(RuntimeWarning, match="compute capability|no Gluon"):
+    with _tuning.override(ce.TUNING_OP, one_pass=True), \
+            pytest.warns(RuntimeWarning, match="compute capability|no Gluon"):
         check_against_reference(logits, target, label_smoothing=0.1)
 
 
