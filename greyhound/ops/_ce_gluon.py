@@ -222,7 +222,8 @@ if gluon is not None:
         partial_ptr (fp32 [rows, 3, SPLIT]) and a zeroed per-row arrival counter (arrivals_ptr, int32 [rows]), all of
         a group's programs being resident together. Same contract as cross_entropy._cross_entropy_kernel +
         _gradient_kernel: an ignored row has loss 0 and a 0 gradient; a target outside [0, V) that is not
-        ignore_index gives nan loss, lse and gradient, and is never read. grad_ptr may equal logits_ptr (each tile is read before it is written)."""
+        ignore_index gives nan loss, lse and gradient, and is never read. grad_ptr may equal logits_ptr (each tile
+        is read before it is written)."""
         gl.static_assert(STAGES >= 2, "the ring holds the tile in use and the next one")
         LAYOUT: gl.constexpr = _tile_layout(TILE_R, num_warps)
         COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))
