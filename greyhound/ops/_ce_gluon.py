@@ -24,35 +24,18 @@ Only for CUDA devices of compute capability 9.x with a Triton that has Gluon; th
 otherwise, and when this kernel fails to compile (Gluon's API moves between Triton releases).
 """
 import functools
-import warnings
 
 import torch
 
 from greyhound._launch import FastLaunch
-
-try:  # Gluon is experimental: every use is guarded
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.ampere import async_copy
-    # cp.async global -> shared: `async_load` in newer Tritons (3.9), `async_copy_global_to_shared` in 3.6
-    _async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
-    # the CTA-wide barrier: `thread_barrier` in Triton 3.6, `barrier` in newer ones (3.9)
-    _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
-    _IMPORT_ERROR = None
-except Exception as error:  # pragma: no cover - depends on the installed Triton
-    gluon = None
-    _IMPORT_ERROR = error
+from greyhound.ops._gluon import async_copy, async_load as _async_load, cta_barrier as _cta_barrier, gl, gluon
+from greyhound.ops._gluon import warn_fallback as _warn_fallback, why_not_hopper
 
 _WARNED = set()
 
 
 def available():
     return gluon is not None
-
-
-@functools.lru_cache(maxsize=None)
-def _capability(device_index):
-    return torch.cuda.get_device_capability(device_index)
 
 
 @functools.lru_cache(maxsize=None)
@@ -64,10 +47,9 @@ def unsupported(logits, grad, tile_rows, num_warps, stages, split=1):
     """Why this kernel cannot run this call (a string), or None when it can. Its 16-byte copies need the vocabulary
     and both row strides to be multiples of 16 elements (what Triton's argument specialisation proves) and both base
     addresses 16-byte aligned."""
-    if gluon is None:
-        return f"this Triton has no Gluon ({_IMPORT_ERROR})"
-    if logits.device.type != "cuda" or _capability(logits.device.index)[0] != 9:
-        return f"it needs a CUDA device of compute capability 9.x, got {logits.device}"
+    why_not = why_not_hopper(logits.device)
+    if why_not is not None:
+        return why_not
     V = logits.shape[1]
     for name, value in (("the vocabulary size", V), ("the logits' row stride", logits.stride(0)),
                         ("the gradient's row stride", grad.stride(0))):
@@ -90,11 +72,7 @@ def unsupported(logits, grad, tile_rows, num_warps, stages, split=1):
 
 def warn_fallback(error):
     """Once per kind of failure: the Gluon kernel did not run and the two-kernel path runs instead."""
-    kind = type(error).__name__
-    if kind not in _WARNED:
-        _WARNED.add(kind)
-        warnings.warn(f"greyhound: the Gluon one-pass cross-entropy kernel failed ({kind}: {str(error)[:300]}); "
-                      "running the two-kernel path instead", RuntimeWarning, stacklevel=3)
+    _warn_fallback(_WARNED, "one-pass cross-entropy", "the two-kernel path", error)
 
 
 def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,

@@ -18,28 +18,19 @@ latencies at two programs per SM, not the overlap (docs/perf/cheri_block.md, ses
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
 and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
 """
-import functools
-import warnings
-
 import torch
 import triton.language
 
 from greyhound._launch import FastLaunch, cdiv
+from greyhound.ops._gluon import async_copy, async_load as _async_load, cta_barrier as _cta_barrier, gl, gluon
+from greyhound.ops._gluon import warn_fallback as _warn_fallback, why_not_hopper
 
-try:  # Gluon is experimental: its API moves between Triton releases, so every use is guarded
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+try:  # the Hopper part of Gluon's API, on top of what greyhound.ops._gluon imports
     from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, warpgroup_mma,
                                                                   warpgroup_mma_init, warpgroup_mma_wait)
-    # cp.async global -> shared: `async_load` from Triton 3.7 on, `async_copy_global_to_shared` before (same arguments)
-    _async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
-    # the CTA-wide barrier: `thread_barrier` up to Triton 3.6, `barrier` after
-    _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
-    _IMPORT_ERROR = None
+    _HOPPER_ERROR = None
 except Exception as error:  # pragma: no cover - depends on the installed Triton
-    gluon = None
-    _IMPORT_ERROR = error
+    _HOPPER_ERROR = error
 
 
 # log2 erfc(|u|/sqrt 2) = a * P(a), a = |u|/2: P's coefficients, highest degree first. Both Cheri kernels' polynomial
@@ -52,23 +43,17 @@ ERFC_LOG2_TERMS = triton.language.constexpr(len(_COEFFICIENTS))
 
 
 def available():
-    return gluon is not None
+    return gluon is not None and _HOPPER_ERROR is None
 
 
 _WARNED = set()
 
 
-@functools.lru_cache(maxsize=None)
-def _capability(device_index):
-    return torch.cuda.get_device_capability(device_index)
-
-
 def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu):
     """Why this kernel cannot run this call (a string), or None when it can."""
-    if gluon is None:
-        return f"this Triton has no Gluon Hopper API ({_IMPORT_ERROR})"
-    if x.device.type != "cuda" or _capability(x.device.index)[0] != 9:
-        return f"it needs a CUDA device of compute capability 9.x, got {x.device}"
+    why_not = why_not_hopper(x.device)
+    if why_not is not None or _HOPPER_ERROR is not None:
+        return why_not or f"this Triton has no Gluon Hopper API ({_HOPPER_ERROR})"
     if mode != "bf16" or training or gelu != "poly":
         return f"it is the inference kernel with bf16 dots and the poly GELU, got mode {mode!r}, " \
                f"training={training}, gelu={gelu!r}"
@@ -99,14 +84,10 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
 
 def warn_fallback(error):
     """Once per kind of failure: the Gluon kernel did not run and the plain Triton kernel runs instead."""
-    kind = type(error).__name__
-    if kind not in _WARNED:
-        _WARNED.add(kind)
-        warnings.warn(f"greyhound: the Gluon Cheri Block kernel failed ({kind}: {str(error)[:300]}); "
-                      "running the Triton kernel instead", RuntimeWarning, stacklevel=3)
+    _warn_fallback(_WARNED, "Cheri Block", "the Triton kernel", error)
 
 
-if gluon is not None:
+if available():
 
     @gluon.constexpr_function
     def _tile_layout(block_l, block_c, num_warps):
