@@ -33,11 +33,13 @@ except Exception as error:  # pragma: no cover - depends on the installed Triton
     _HOPPER_ERROR = error
 
 
-# log2 erfc(|u|/sqrt 2) = a * P(a), a = |u|/2: P's coefficients, highest degree first. Both Cheri kernels' polynomial
-# GELU read them (this module is the leaf of the two; greyhound/ops/cheri_conv_norm.py:_gelu_erf documents the fit
-# and its accuracy).
-_COEFFICIENTS = (-0.0002296021111298399, 0.003886459236891913, -0.029541895977814654, 0.13562948692196355,
-                 -0.4311274590691493, -1.8341663513528101, -2.302428738391304)
+# log2(erfc(|u|/sqrt 2) / 2) = |u| * Q(|u|) - 1: Q's coefficients, highest degree first. (Fitted as log2 erfc = a * P(a)
+# in a = |u|/2; Q(v) = P(v/2)/2 has the same coefficients times powers of 2, so the same fp32 values.) Both Cheri
+# kernels' polynomial GELU read them (this module is the leaf of the two; greyhound/ops/cheri_conv_norm.py:_gelu_erf
+# documents the fit and its accuracy).
+_FIT = (-0.0002296021111298399, 0.003886459236891913, -0.029541895977814654, 0.13562948692196355,
+        -0.4311274590691493, -1.8341663513528101, -2.302428738391304)
+_COEFFICIENTS = tuple(c / 2 ** (len(_FIT) - i) for i, c in enumerate(_FIT))
 ERFC_LOG2_POLY = triton.language.constexpr(_COEFFICIENTS)
 ERFC_LOG2_TERMS = triton.language.constexpr(len(_COEFFICIENTS))
 
@@ -98,6 +100,10 @@ if available():
         return gl.BlockedLayout([per_thread, 1], [lanes_l, 32 // lanes_l], [1, num_warps], [0, 1])
 
     @gluon.constexpr_function
+    def _next_power_of_2(n):
+        return 1 << (n - 1).bit_length()
+
+    @gluon.constexpr_function
     def _row_major_layout(rows, cols, num_warps):
         """(rows, cols) blocks read along their contiguous last axis, 8 elements (16 bytes) per thread."""
         lanes_c = min(32, max(1, cols // 8))
@@ -105,14 +111,13 @@ if available():
 
     @gluon.jit
     def _gelu_poly(pre, bias):
-        """erf-GELU of pre + bias without erf: `_gelu_erf`'s polynomial form (see there), fp32."""
-        half = gl.fma(pre, 0.5, bias * 0.5)
-        a = gl.abs(half)
-        f = gl.fma(a, ERFC_LOG2_POLY[0], ERFC_LOG2_POLY[1])
+        """erf-GELU of u = pre + bias without erf: `_gelu_erf`'s polynomial form (see there), fp32."""
+        u = pre + bias
+        f = gl.fma(gl.abs(u), ERFC_LOG2_POLY[0], ERFC_LOG2_POLY[1])
         for k in gl.static_range(2, ERFC_LOG2_TERMS):
-            f = gl.fma(f, a, ERFC_LOG2_POLY[k])
-        erfc_abs = gl.exp2(f * a)
-        return gl.fma(a, -erfc_abs, half + a)
+            f = gl.fma(f, gl.abs(u), ERFC_LOG2_POLY[k])
+        half_erfc = gl.exp2(gl.fma(f, gl.abs(u), -1.0))
+        return gl.fma(gl.abs(u) * -1.0, half_erfc, gl.maximum(u, 0.0))  # * -1.0: a negation ptxas folds
 
     @gluon.jit
     def _load_w1(w1_smem, w1_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
@@ -141,10 +146,11 @@ if available():
                              is_async=True)
 
     @gluon.jit
-    def _load_bias(b1_ptr, chunk, BLOCK_E: gl.constexpr, PRE: gl.constexpr):
-        """b1[chunk] in fp32, in the pre-activation's column layout. Loaded a step before its GELU needs it: a
-        global load right before the GELU put an L2 round trip on every step's critical path."""
-        return gl.load(b1_ptr + chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, PRE))).to(gl.float32)
+    def _load_bias(b1_smem, chunk, BLOCK_E: gl.constexpr, PRE: gl.constexpr):
+        """b1[chunk] (fp32, from the shared-memory copy the prologue made) in the pre-activation's column layout.
+        Loaded a step before its GELU needs it. From global memory it cost an L2 round trip, and its bf16 -> fp32
+        conversion about one instruction per hidden element."""
+        return b1_smem.slice(chunk * BLOCK_E, BLOCK_E).load(gl.SliceLayout(0, PRE))
 
     @gluon.jit
     def _second_gemm(pre, acc, chunk, w2_smem, bias, STAGES: gl.constexpr, H_OPERAND: gl.constexpr):
@@ -154,7 +160,7 @@ if available():
         return warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
 
     @gluon.jit
-    def _mlp_step(pre, spare, acc, bias, j: gl.constexpr, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr,
+    def _mlp_step(pre, spare, acc, bias, j: gl.constexpr, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_smem,
                   n_chunks: gl.constexpr,
                   C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                   STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr, W1_LAYOUT: gl.constexpr,
@@ -174,7 +180,7 @@ if available():
         if j - 1 + STAGES < n_chunks:
             _load_w2(w2_smem, w2_ptr, j - 1 + STAGES, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT)
         async_copy.commit_group()  # one group per step, empty or not: wait_group counts stay static
-        next_bias = _load_bias(b1_ptr, j + 1, BLOCK_E, PRE)
+        next_bias = _load_bias(b1_smem, j + 1, BLOCK_E, PRE)
         acc = _second_gemm(pre, acc, j, w2_smem, bias, STAGES, H_OPERAND)
         return next_pre, pre, acc, next_bias
 
@@ -207,6 +213,12 @@ if available():
         w1_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_E, C], W1_SHARED)
         w2_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, C, BLOCK_E], W2_SHARED)
         z_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
+        HIDDEN_P2: gl.constexpr = _next_power_of_2(HIDDEN)  # gl.arange's length
+        HIDDEN_ROW: gl.constexpr = gl.BlockedLayout([max(1, HIDDEN_P2 // (32 * num_warps))], [32], [num_warps], [0])
+        offs_hidden = gl.arange(0, HIDDEN_P2, layout=HIDDEN_ROW)
+        b1_smem = gl.allocate_shared_memory(  # b1 in fp32, read from here by every chunk's GELU
+            gl.float32, [HIDDEN_P2], gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
+            gl.load(b1_ptr + offs_hidden, mask=offs_hidden < HIDDEN, other=0.0).to(gl.float32))
         # Weight ring: W1[k] and W2[k] each sit in slot k % STAGES. The first STAGES chunks of both load under the
         # conv + LayerNorm prologue, one commit group per chunk; after that each step refills the W1 slot its first
         # GEMM freed and the W2 slot the previous step's second GEMM freed, as one group: data STAGES - 1 steps
@@ -263,7 +275,7 @@ if available():
         acc = warpgroup_mma_init(acc)
         async_copy.wait_group(STAGES - 2)  # chunks 0 and 1 (this thread's copies)
         _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
-        bias = _load_bias(b1_ptr, 0, BLOCK_E, PRE)
+        bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
         pre = _first_gemm(z_smem, w1_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
         pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
         _cta_barrier()  # every warp group is done with W1[0]
@@ -273,13 +285,13 @@ if available():
         if n_chunks > 1:
             next_pre = _first_gemm(z_smem, w1_smem, 1, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
         if n_chunks > 1:
-            next_bias = _load_bias(b1_ptr, 1, BLOCK_E, PRE)
+            next_bias = _load_bias(b1_smem, 1, BLOCK_E, PRE)
         acc = _second_gemm(pre, acc, 0, w2_smem, bias, STAGES, H_OPERAND)
         if n_chunks > 1:
             bias = next_bias
         for j in gl.static_range(1, n_chunks - 1):
-            next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_ptr,
-                                           n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE, H_OPERAND,
+            next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_smem, w1_smem, w2_smem, w1_ptr,
+                                                 w2_ptr, b1_smem, n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE, H_OPERAND,
                                            W1_LAYOUT, W2_LAYOUT)
         if n_chunks > 1:
             pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
