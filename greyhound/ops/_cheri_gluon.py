@@ -18,6 +18,8 @@ latencies at two programs per SM, not the overlap (docs/perf/cheri_block.md, ses
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
 and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
 """
+import functools
+
 import torch
 import triton.language
 
@@ -26,7 +28,7 @@ from greyhound.ops._gluon import async_copy, async_load as _async_load, cta_barr
 from greyhound.ops._gluon import warn_fallback as _warn_fallback, why_not_hopper
 
 try:  # the Hopper part of Gluon's API, on top of what greyhound.ops._gluon imports
-    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, warpgroup_mma,
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, warpgroup_mma,
                                                                   warpgroup_mma_init, warpgroup_mma_wait)
     _HOPPER_ERROR = None
 except Exception as error:  # pragma: no cover - depends on the installed Triton
@@ -84,6 +86,47 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
         EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages, **options)
 
 
+# The warp-specialised kernel's partitions: two consumer warp groups of CONSUMER_REGS registers and a producer warp
+# group of _PRODUCER_REGS, one CTA per SM: 2 * 128 * 232 + 128 * 40 = 64512 of the SM's 65536 registers.
+_PRODUCER_WARPS, _PRODUCER_REGS = 4, 40
+WS_CONSUMER_REGS = (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS) // (2 * 128) // 8 * 8  # 232, the most they can have
+
+
+def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
+                   consumer_regs):
+    """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
+    why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu)
+    if why_not is not None:
+        return why_not
+    if num_warps != 4:
+        return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
+    if (hidden_width // block_e) % stages:
+        return f"its ring depth (num_stages) must divide the chunk count {hidden_width // block_e}, got {stages}"
+    if consumer_regs % 8 or not 24 <= consumer_regs <= WS_CONSUMER_REGS:
+        return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {WS_CONSUMER_REGS}], got " \
+               f"{consumer_regs}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index):
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+              dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None):
+    """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per tile pair)."""
+    batch, channels, length = x.shape
+    num_tiles = cdiv(length, block_l) * batch
+    grid = min(cdiv(num_tiles, 2), _sm_count(x.device.index if x.device.index is not None else 0))
+    _WS_LAUNCHER[(grid,)](
+        x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+        length, eps, num_tiles, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
+        DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
+        CONSUMER_REGS=consumer_regs or WS_CONSUMER_REGS, PRODUCER_WARPS=_PRODUCER_WARPS, PRODUCER_REGS=_PRODUCER_REGS,
+        num_warps=num_warps)
+
+
 def warn_fallback(error):
     """Once per kind of failure: the Gluon kernel did not run and the plain Triton kernel runs instead."""
     _warn_fallback(_WARNED, "Cheri Block", "the Triton kernel", error)
@@ -95,17 +138,22 @@ if available():
     def _tile_layout(block_l, block_c, num_warps):
         """(BLOCK_L, C) tiles of x / z / out: 8 positions (16 bytes of bf16) per thread along L, which is x's
         contiguous axis, so the tap loads and the output store are vectorised."""
+        # (warp_specialize hands its partitions constexprs wrapped twice, and constexpr functions unwrap once)
+        block_l = getattr(getattr(block_l, "value", block_l), "value", getattr(block_l, "value", block_l))
+        num_warps = getattr(getattr(num_warps, "value", num_warps), "value", getattr(num_warps, "value", num_warps))
         per_thread = min(8, block_l // 16) if block_l >= 16 else 1
         lanes_l = min(32, block_l // per_thread)
         return gl.BlockedLayout([per_thread, 1], [lanes_l, 32 // lanes_l], [1, num_warps], [0, 1])
 
     @gluon.constexpr_function
     def _next_power_of_2(n):
-        return 1 << (n - 1).bit_length()
+        return 1 << (getattr(getattr(n, "value", n), "value", getattr(n, "value", n)) - 1).bit_length()
 
     @gluon.constexpr_function
     def _row_major_layout(rows, cols, num_warps):
         """(rows, cols) blocks read along their contiguous last axis, 8 elements (16 bytes) per thread."""
+        cols = getattr(getattr(cols, "value", cols), "value", getattr(cols, "value", cols))  # as in _tile_layout
+        num_warps = getattr(getattr(num_warps, "value", num_warps), "value", getattr(num_warps, "value", num_warps))
         lanes_c = min(32, max(1, cols // 8))
         return gl.BlockedLayout([1, 8], [32 // lanes_c, lanes_c], [num_warps, 1], [1, 0])
 
@@ -185,6 +233,31 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
+    def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
+                        C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr, EVEN_L: gl.constexpr,
+                        BLOCK_L: gl.constexpr, TILE: gl.constexpr):
+        """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE."""
+        y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
+        for k in gl.static_range(KERNEL_SIZE):
+            shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
+            w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
+            tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
+            if k == KERNEL_SIZE - 1:
+                if EVEN_L:
+                    x_tap = gl.load(tap_ptrs)
+                else:
+                    x_tap = gl.load(tap_ptrs, mask=in_range, other=0.0)
+            else:
+                x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
+            y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
+        mean = gl.sum(y, axis=1) / C
+        centered = y - gl.expand_dims(mean, 1)
+        rstd = gl.rsqrt(gl.sum(centered * centered, axis=1) / C + eps)
+        gamma = gl.load(gamma_ptr + offs_c).to(gl.float32)
+        beta = gl.load(beta_ptr + offs_c).to(gl.float32)
+        return (centered * gl.expand_dims(rstd, 1)) * gl.expand_dims(gamma, 0) + gl.expand_dims(beta, 0)
+
+    @gluon.jit
     def cheri_block_kernel(
         x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
         L, eps,
@@ -238,25 +311,8 @@ if available():
         row = n.to(gl.int64) * C * L
         x_row = x_ptr + row
         in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-        y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
-        for k in gl.static_range(KERNEL_SIZE):
-            shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
-            w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
-            tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
-            if k == KERNEL_SIZE - 1:
-                if EVEN_L:
-                    x_tap = gl.load(tap_ptrs)
-                else:
-                    x_tap = gl.load(tap_ptrs, mask=in_range, other=0.0)
-            else:
-                x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
-            y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
-        mean = gl.sum(y, axis=1) / C
-        centered = y - gl.expand_dims(mean, 1)
-        rstd = gl.rsqrt(gl.sum(centered * centered, axis=1) / C + eps)
-        gamma = gl.load(gamma_ptr + offs_c).to(gl.float32)
-        beta = gl.load(beta_ptr + offs_c).to(gl.float32)
-        z = (centered * gl.expand_dims(rstd, 1)) * gl.expand_dims(gamma, 0) + gl.expand_dims(beta, 0)
+        z = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps, C,
+                            KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
         z_smem.store(z.to(gl.bfloat16))
         fence_async_shared()
 
@@ -310,3 +366,149 @@ if available():
 
     # Triton's own launch path costs tens of microseconds of host time a call, a visible part of small-N calls
     _LAUNCHER = FastLaunch(cheri_block_kernel)
+
+    # ---- the warp-specialised, persistent version ----------------------------------------------------------------
+    # One CTA per SM walks pairs of (n, BLOCK_L positions) tiles. Three partitions: two consumer warp groups, one
+    # tile of each pair each, and a producer warp group that streams W1/W2 chunks into a STAGES-deep ring by
+    # cp.async. Each ring slot holds W1[k] and W2[k]; `ready[s]` completes when the producer's copies into slot s land
+    # (one cp.async arrival per producer thread), `empty[s]` when both consumers are done with it (one arrival each). So each weight chunk
+    # crosses L2 -> SM once per 2 * BLOCK_L positions (the kernel above: once per BLOCK_L), and the consumers wait on
+    # mbarriers, not on CTA-wide barriers: they drift out of phase and one's GELU and conv run under the other's GEMMs.
+
+    @gluon.jit
+    def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
+                     C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
+                     WARPS: gl.constexpr):
+        W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
+        W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
+        n_chunks: gl.constexpr = HIDDEN // BLOCK_E
+        rounds: gl.constexpr = n_chunks // STAGES  # ring rounds per tile pair
+        it = 0
+        for pair in range(gl.program_id(0), gl.cdiv(num_tiles, 2), gl.num_programs(0)):
+            for k in gl.static_range(n_chunks):
+                # the consumers' (it * rounds + k // STAGES)-th release of this slot; the first round's waits (parity 1
+                # of a fresh barrier) pass at once
+                mbarrier.wait(empty.index(k % STAGES), ((it * rounds + k // STAGES) & 1) ^ 1)
+                _load_w1(w1_smem, w1_ptr, k, STAGES, C, BLOCK_E, W1_LAYOUT)
+                _load_w2(w2_smem, w2_ptr, k, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT)
+                async_copy.mbarrier_arrive(ready.index(k % STAGES), increment_count=False)
+            it += 1
+
+    @gluon.jit
+    def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_smem,
+                     b1_smem, ready, empty, L, eps, num_tiles, CONSUMER: gl.constexpr,
+                     C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
+                     EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
+                     WARPS: gl.constexpr):
+        """Consumer CONSUMER (0 or 1) of every tile pair: tile 2 * pair + CONSUMER, end to end. A pair's missing
+        second tile (odd tile counts) is computed on the last tile and not stored, so that both consumers release
+        every ring slot."""
+        TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
+        ACC: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
+                                                      instr_shape=[16, C, 16])
+        PRE: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
+                                                      instr_shape=[16, BLOCK_E, 16])
+        H_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=ACC, k_width=2)
+        n_chunks: gl.constexpr = HIDDEN // BLOCK_E
+        rounds: gl.constexpr = n_chunks // STAGES
+        num_l_blocks = gl.cdiv(L, BLOCK_L)
+        offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
+        offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
+        it = 0
+        for pair in range(gl.program_id(0), gl.cdiv(num_tiles, 2), gl.num_programs(0)):
+            tile = 2 * pair + CONSUMER
+            valid = tile < num_tiles
+            tile = gl.minimum(tile, num_tiles - 1)
+            n = tile // num_l_blocks
+            offs_l = (tile % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
+            row = n.to(gl.int64) * C * L
+            x_row = x_ptr + row
+            in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
+            z = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
+                                eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
+            _cta_barrier()  # (this partition's warps) the previous tile's first GEMMs have all read z
+            z_smem.store(z.to(gl.bfloat16))
+            fence_async_shared()
+            tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
+            if EVEN_L:
+                residual = gl.load(x_row + tile_offsets).to(gl.float32)
+            else:
+                residual = gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
+            acc = gl.convert_layout(residual, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
+            acc = warpgroup_mma_init(acc)
+            _cta_barrier()  # all of z is in shared memory
+            phase = it * rounds  # chunk k waits for parity (phase + k // STAGES) & 1 of ready[k % STAGES]
+            mbarrier.wait(ready.index(0), phase & 1)
+            pre = _first_gemm(z_smem, w1_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
+            pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+            bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
+            if n_chunks > 1:
+                mbarrier.wait(ready.index(1 % STAGES), (phase + 1 // STAGES) & 1)
+                next_pre = _first_gemm(z_smem, w1_smem, 1, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
+                next_bias = _load_bias(b1_smem, 1, BLOCK_E, PRE)
+            acc = _second_gemm(pre, acc, 0, w2_smem, bias, STAGES, H_OPERAND)
+            if n_chunks > 1:
+                bias = next_bias
+            for j in gl.static_range(1, n_chunks - 1):
+                mbarrier.wait(ready.index((j + 1) % STAGES), (phase + (j + 1) // STAGES) & 1)
+                following = _first_gemm(z_smem, w1_smem, j + 1, pre, STAGES)
+                pre, acc = warpgroup_mma_wait(num_outstanding=1, deps=(next_pre, acc))  # chunk j, G2(j - 1)
+                mbarrier.arrive(empty.index((j - 1) % STAGES))  # W1[j - 1] and W2[j - 1] are free
+                next_bias = _load_bias(b1_smem, j + 1, BLOCK_E, PRE)
+                acc = _second_gemm(pre, acc, j, w2_smem, bias, STAGES, H_OPERAND)
+                next_pre = following
+                bias = next_bias
+            if n_chunks > 1:
+                pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
+                mbarrier.arrive(empty.index((n_chunks - 2) % STAGES))
+                acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, bias, STAGES, H_OPERAND)
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+            mbarrier.arrive(empty.index((n_chunks - 1) % STAGES))
+            out = gl.convert_layout(acc, TILE)
+            gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
+            it += 1
+
+    @gluon.jit
+    def cheri_block_ws_kernel(
+        x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+        L, eps, num_tiles,
+        C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
+        EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
+        CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+        num_warps: gl.constexpr,
+    ):
+        """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
+        BLOCK_L), BLOCK_L = 16 * num_warps, and STAGES divides HIDDEN // BLOCK_E."""
+        gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
+        gl.static_assert((HIDDEN // BLOCK_E) % STAGES == 0, "static ring slots: STAGES divides the chunk count")
+        Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], gl.bfloat16)
+        W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], gl.bfloat16)
+        W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], gl.bfloat16)
+        w1_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_E, C], W1_SHARED)
+        w2_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, C, BLOCK_E], W2_SHARED)
+        z0_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
+        z1_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
+        HIDDEN_P2: gl.constexpr = _next_power_of_2(HIDDEN)
+        HIDDEN_ROW: gl.constexpr = gl.BlockedLayout([max(1, HIDDEN_P2 // (32 * num_warps))], [32], [num_warps], [0])
+        offs_hidden = gl.arange(0, HIDDEN_P2, layout=HIDDEN_ROW)
+        b1_smem = gl.allocate_shared_memory(
+            gl.float32, [HIDDEN_P2], gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
+            gl.load(b1_ptr + offs_hidden, mask=offs_hidden < HIDDEN, other=0.0).to(gl.float32))
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for s in gl.static_range(STAGES):
+            mbarrier.init(ready.index(s), count=32 * PRODUCER_WARPS)  # the producer's cp.async arrivals, per thread
+            mbarrier.init(empty.index(s), count=2)  # one per consumer
+        # (explicit tuples: a tuple built by + turns its constexprs into tensors)
+        gl.warp_specialize([
+            (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                            z0_smem, b1_smem, ready, empty, L, eps, num_tiles, 0, C, HIDDEN, KERNEL_SIZE, DILATION,
+                            EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+            (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                            z1_smem, b1_smem, ready, empty, L, eps, num_tiles, 1, C, HIDDEN, KERNEL_SIZE, DILATION,
+                            EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+            (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E, STAGES,
+                            PRODUCER_WARPS)),
+        ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
+
+    _WS_LAUNCHER = FastLaunch(cheri_block_ws_kernel)
