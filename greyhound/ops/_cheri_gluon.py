@@ -100,8 +100,10 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
         return why_not
     if num_warps != 4:
         return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
-    if (hidden_width // block_e) % stages:
-        return f"its ring depth (num_stages) must divide the chunk count {hidden_width // block_e}, got {stages}"
+    if stages < 3 or (hidden_width // block_e) % stages:
+        # a slot frees when its W2 chunk's GEMM is done, a step after the next chunk's W1 was needed: 3 slots in use
+        return f"its ring depth (num_stages) must be >= 3 and divide the chunk count {hidden_width // block_e}, got " \
+               f"{stages}"
     if consumer_regs % 8 or not 24 <= consumer_regs <= WS_CONSUMER_REGS:
         return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {WS_CONSUMER_REGS}], got " \
                f"{consumer_regs}"
@@ -478,9 +480,10 @@ if available():
         num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
-        BLOCK_L), BLOCK_L = 16 * num_warps, and STAGES divides HIDDEN // BLOCK_E."""
+        BLOCK_L), BLOCK_L = 16 * num_warps, and STAGES >= 3 divides HIDDEN // BLOCK_E."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert((HIDDEN // BLOCK_E) % STAGES == 0, "static ring slots: STAGES divides the chunk count")
+        gl.static_assert(STAGES >= 3, "chunk j-1's slot is released after chunk j+1's is waited for")
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], gl.bfloat16)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], gl.bfloat16)
         W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], gl.bfloat16)
