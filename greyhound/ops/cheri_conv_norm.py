@@ -200,19 +200,18 @@ def _tanh_approx(x, EMULATE: tl.constexpr):
 def _gelu_erf(pre, bias, GELU_VARIANT: tl.constexpr, EMULATE: tl.constexpr = False):
     """GELU(u) = u * Phi(u) = u/2 * (1 + erf(u/sqrt 2)) of u = pre + bias (bias broadcasts), fp32, without erf.
 
-    With E = erfc(|u|/sqrt 2) = 2^F(|u|/2), F a degree-7 polynomial (F(0) = 0), GELU(u) is u - |u|E/2 for u >= 0
-    and |u|E/2 for u < 0, i.e. max(u, 0) - |u| (E/2) in both cases: no cancellation in either tail. E/2 is one ex2
-    of |u| Q(|u|) - 1 (Q: F's coefficients rescaled by powers of 2, ERFC_LOG2_POLY). E is within 3.9e-6 relative
-    of erfc for |u| <= 6 (beyond, E < 1e-9 and falls on), so the result is within ~8e-7 absolute of fp64 GELU: an
-    add, 7 FMAs, a max and one ex2, where libdevice erff takes ~30. (The sign of -|u| is a multiply by -1.0, which
-    LLVM turns into a negation that ptxas folds into the FMA; `-x` is 0 - x, an FADD of its own.)"""
+    With h = u/2 and E = erfc(|u|/sqrt 2) = 2^F(|h|), F a degree-7 polynomial (F(0) = 0), GELU(u) is 2h - |h|E
+    for u >= 0 and hE for u < 0, i.e. (h + |h|) - |h|E in both cases: no cancellation in either tail. E is
+    within 3.9e-6 relative of erfc for |u| <= 6 (beyond, E < 1e-9 and falls on), so the result is within
+    ~8e-7 absolute of fp64 GELU: 10 FP32 operations and one ex2, where libdevice erff takes ~30."""
     if GELU_VARIANT == 0:
-        u = pre + bias
-        f = tl.fma(tl.abs(u), ERFC_LOG2_POLY[0], ERFC_LOG2_POLY[1])
+        half = tl.fma(pre, 0.5, tl.broadcast_to(bias * 0.5, pre.shape))  # the bias add, halved
+        a = tl.abs(half)
+        f = tl.fma(a, ERFC_LOG2_POLY[0], ERFC_LOG2_POLY[1])
         for k in tl.static_range(2, ERFC_LOG2_TERMS):
-            f = tl.fma(f, tl.abs(u), ERFC_LOG2_POLY[k])
-        half_erfc = tl.exp2(tl.fma(f, tl.abs(u), -1.0))
-        gelu = tl.fma(tl.abs(u) * -1.0, half_erfc, tl.maximum(u, 0.0))
+            f = tl.fma(f, a, ERFC_LOG2_POLY[k])
+        erfc_abs = tl.exp2(f * a)
+        gelu = tl.fma(a, -erfc_abs, half + a)  # negate E, not |h|: -|x| would cost an FADD of its own
     elif GELU_VARIANT == 1:
         u = pre + bias
         gelu = 0.5 * u * (1.0 + tl.math.erf(u * 0.7071067811865476))
