@@ -101,10 +101,6 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
         return why_not
     if num_warps != 4:
         return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
-    if stages < 3 or (hidden_width // block_e) % stages:
-        # a slot frees when its W2 chunk's GEMM is done, a step after the next chunk's W1 was needed: 3 slots in use
-        return f"its ring depth (num_stages) must be >= 3 and divide the chunk count {hidden_width // block_e}, got " \
-               f"{stages}"
     if consumer_regs % 8 or not 24 <= consumer_regs <= WS_CONSUMER_REGS:
         return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {WS_CONSUMER_REGS}], got " \
                f"{consumer_regs}"
@@ -378,9 +374,12 @@ if available():
     # One CTA per SM walks pairs of (n, BLOCK_L positions) tiles. Three partitions: two consumer warp groups, one
     # tile of each pair each, and a producer warp group that streams W1/W2 chunks into a STAGES-deep ring by
     # cp.async. Each ring slot holds W1[k] and W2[k]; `ready[s]` completes when the producer's copies into slot s land
-    # (one cp.async arrival per producer thread), `empty[s]` when both consumers are done with it (one arrival each). So each weight chunk
-    # crosses L2 -> SM once per 2 * BLOCK_L positions (the kernel above: once per BLOCK_L), and the consumers wait on
-    # mbarriers, not on CTA-wide barriers: they drift out of phase and one's GELU and conv run under the other's GEMMs.
+    # (one cp.async arrival per producer thread), `empty[s]` when both consumers are done with it (one arrival each).
+    # So each weight chunk crosses L2 -> SM once per 2 * BLOCK_L positions (cheri_block_kernel: once per BLOCK_L).
+    # A consumer runs each chunk in order (first GEMM, GELU, second GEMM) with no overlap of its own: the overlap is
+    # between the two consumers, which synchronise only through the ring's mbarriers, so one's GELU and conv run
+    # under the other's GEMMs. The chunk loop is a loop, not unrolled: two unrolled consumers (6,000 SASS instructions
+    # each) missed the instruction cache (ncu, session 15).
 
     @gluon.jit
     def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
@@ -389,17 +388,23 @@ if available():
         W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
         W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
-        rounds: gl.constexpr = n_chunks // STAGES  # ring rounds per tile pair
-        it = 0
+        w1_rows = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
+        w1_cols = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
+        w1_offsets = gl.expand_dims(w1_rows, 1) * C + gl.expand_dims(w1_cols, 0)
+        w2_rows = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
+        w2_cols = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
+        w2_offsets = gl.expand_dims(w2_rows, 1) * HIDDEN + gl.expand_dims(w2_cols, 0)
+        count = 0  # chunks filled so far: slot count % STAGES, its (count // STAGES)-th fill
         for pair in range(gl.program_id(0), gl.cdiv(num_tiles, 2), gl.num_programs(0)):
-            for k in gl.static_range(n_chunks):
-                # the consumers' (it * rounds + k // STAGES)-th release of this slot; the first round's waits (parity 1
-                # of a fresh barrier) pass at once
-                mbarrier.wait(empty.index(k % STAGES), ((it * rounds + k // STAGES) & 1) ^ 1)
-                _load_w1(w1_smem, w1_ptr, k, STAGES, C, BLOCK_E, W1_LAYOUT)
-                _load_w2(w2_smem, w2_ptr, k, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT)
-                async_copy.mbarrier_arrive(ready.index(k % STAGES), increment_count=False)
-            it += 1
+            for k in range(n_chunks):
+                slot = count % STAGES
+                # the consumers' release of this slot's previous fill; the first round's waits (parity 1 of a fresh
+                # barrier) pass at once
+                mbarrier.wait(empty.index(slot), ((count // STAGES) & 1) ^ 1)
+                _async_load(w1_smem.index(slot), w1_ptr + k * BLOCK_E * C + w1_offsets)
+                _async_load(w2_smem.index(slot), w2_ptr + k * BLOCK_E + w2_offsets)
+                async_copy.mbarrier_arrive(ready.index(slot), increment_count=False)
+                count += 1
 
     @gluon.jit
     def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_smem,
@@ -417,11 +422,10 @@ if available():
                                                       instr_shape=[16, BLOCK_E, 16])
         H_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=ACC, k_width=2)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
-        rounds: gl.constexpr = n_chunks // STAGES
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
         offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
-        it = 0
+        count = 0  # chunks consumed so far, as the producer counts them
         for pair in range(gl.program_id(0), gl.cdiv(num_tiles, 2), gl.num_programs(0)):
             tile = 2 * pair + CONSUMER
             valid = tile < num_tiles
@@ -442,38 +446,22 @@ if available():
             else:
                 residual = gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
             acc = gl.convert_layout(residual, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
-            acc = warpgroup_mma_init(acc)
             _cta_barrier()  # all of z is in shared memory
-            phase = it * rounds  # chunk k waits for parity (phase + k // STAGES) & 1 of ready[k % STAGES]
-            mbarrier.wait(ready.index(0), phase & 1)
-            pre = _first_gemm(z_smem, w1_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
-            pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
-            bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
-            if n_chunks > 1:
-                mbarrier.wait(ready.index(1 % STAGES), (phase + 1 // STAGES) & 1)
-                next_pre = _first_gemm(z_smem, w1_smem, 1, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
-                next_bias = _load_bias(b1_smem, 1, BLOCK_E, PRE)
-            acc = _second_gemm(pre, acc, 0, w2_smem, bias, STAGES, H_OPERAND)
-            if n_chunks > 1:
-                bias = next_bias
-            for j in gl.static_range(1, n_chunks - 1):
-                mbarrier.wait(ready.index((j + 1) % STAGES), (phase + (j + 1) // STAGES) & 1)
-                following = _first_gemm(z_smem, w1_smem, j + 1, pre, STAGES)
-                pre, acc = warpgroup_mma_wait(num_outstanding=1, deps=(next_pre, acc))  # chunk j, G2(j - 1)
-                mbarrier.arrive(empty.index((j - 1) % STAGES))  # W1[j - 1] and W2[j - 1] are free
-                next_bias = _load_bias(b1_smem, j + 1, BLOCK_E, PRE)
-                acc = _second_gemm(pre, acc, j, w2_smem, bias, STAGES, H_OPERAND)
-                next_pre = following
-                bias = next_bias
-            if n_chunks > 1:
-                pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
-                mbarrier.arrive(empty.index((n_chunks - 2) % STAGES))
-                acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, bias, STAGES, H_OPERAND)
-            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-            mbarrier.arrive(empty.index((n_chunks - 1) % STAGES))
+            for k in range(n_chunks):
+                slot = count % STAGES
+                mbarrier.wait(ready.index(slot), (count // STAGES) & 1)
+                pre = warpgroup_mma(z_smem, w1_smem.index(slot).permute((1, 0)),
+                                    gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
+                pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+                bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
+                hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
+                h = gl.convert_layout(hidden.to(gl.bfloat16), H_OPERAND)
+                acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+                mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
+                count += 1
             out = gl.convert_layout(acc, TILE)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
-            it += 1
 
     @gluon.jit
     def cheri_block_ws_kernel(
@@ -485,10 +473,9 @@ if available():
         num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
-        BLOCK_L), BLOCK_L = 16 * num_warps, and STAGES >= 3 divides HIDDEN // BLOCK_E."""
+        BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
-        gl.static_assert((HIDDEN // BLOCK_E) % STAGES == 0, "static ring slots: STAGES divides the chunk count")
-        gl.static_assert(STAGES >= 3, "chunk j-1's slot is released after chunk j+1's is waited for")
+        gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], gl.bfloat16)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], gl.bfloat16)
         W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], gl.bfloat16)
@@ -496,12 +483,11 @@ if available():
         w2_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, C, BLOCK_E], W2_SHARED)
         z0_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
         z1_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
-        HIDDEN_P2: gl.constexpr = _next_power_of_2(HIDDEN)
-        HIDDEN_ROW: gl.constexpr = gl.BlockedLayout([max(1, HIDDEN_P2 // (32 * num_warps))], [32], [num_warps], [0])
-        offs_hidden = gl.arange(0, HIDDEN_P2, layout=HIDDEN_ROW)
-        b1_smem = gl.allocate_shared_memory(
-            gl.float32, [HIDDEN_P2], gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
-            gl.load(b1_ptr + offs_hidden, mask=offs_hidden < HIDDEN, other=0.0).to(gl.float32))
+        B1_ROW: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
+        b1_smem = gl.allocate_shared_memory(  # b1 in fp32, one row per hidden chunk (the chunk loop indexes it)
+            gl.float32, [HIDDEN // BLOCK_E, BLOCK_E], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        for k in gl.static_range(HIDDEN // BLOCK_E):
+            b1_smem.index(k).store(gl.load(b1_ptr + k * BLOCK_E + gl.arange(0, BLOCK_E, layout=B1_ROW)).to(gl.float32))
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for s in gl.static_range(STAGES):

@@ -703,7 +703,7 @@ def test_gpu_gluon_kernel_matches_the_triton_kernel(channels, expansion, kernel_
 @pytest.mark.gpu
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", [
     (128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)])
-@pytest.mark.parametrize("block_e,stages", [(32, 4), (64, 4), (32, 3), (16, 4)])
+@pytest.mark.parametrize("block_e,stages", [(32, 2), (64, 4), (32, 3), (16, 4)])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
                                                               batch, block_e, stages):
     """The warp-specialised persistent kernel (layout gluon_ws) computes each tile exactly as the Gluon kernel with the
@@ -711,8 +711,8 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     a wrong phase on a later tile (batch 40: 640 tiles, several per CTA), or a lost odd tile would show. Both stay
     within bf16 bounds of fp64."""
     hidden = channels * expansion
-    if hidden % block_e or (hidden // block_e) % stages:
-        pytest.skip("BLOCK_E must divide the hidden width, and the ring depth (>= 3) the chunk count")
+    if hidden % block_e:
+        pytest.skip("BLOCK_E must divide the hidden width")
     block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=torch.bfloat16, device="cuda")
     x = torch.randn(batch, channels, length, device="cuda", dtype=torch.bfloat16)
     params = block._params()
