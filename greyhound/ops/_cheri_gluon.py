@@ -11,9 +11,13 @@ tensor cores and the FP32 units work at the same time:
     (acc += GELU(.) @ W2[:, j]^T) stays in flight while the next iteration starts.
 
 `tl.dot` in the plain Triton kernel waits for every wgmma right after issuing it (ptxas serialises them outright
-under a 128-register cap), so there the GELU and the tensor cores take turns. Measured on the H200 at N=512 bf16:
-0.506 ms against the Triton kernel's 0.524 (one process); what bounds it now is each program's chain of dependent
-latencies at two programs per SM, not the overlap (docs/perf/cheri_block.md, session 13).
+under a 128-register cap), so there the GELU and the tensor cores take turns. Measured on the H200 at N=512 bf16
+(asv): 0.498 ms (session 15: a cheaper GELU form, b1 from shared memory) against the Triton kernel's 0.52; what
+bounds it is each program's chain of dependent latencies at two programs per SM, not the overlap
+(docs/perf/cheri_block.md, sessions 13 and 15).
+
+`cheri_block_ws_kernel` below is a warp-specialised, persistent version (layout "gluon_ws", a tuning variant): two
+consumer warp groups share the weight chunks one producer warp group streams in.
 
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
 and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
