@@ -91,23 +91,30 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
         EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages, **options)
 
 
-# The warp-specialised kernel's partitions: two consumer warp groups of CONSUMER_REGS registers and a producer warp
-# group of _PRODUCER_REGS, one CTA per SM: 2 * 128 * 232 + 128 * 40 = 64512 of the SM's 65536 registers.
+# The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
+# warp group of _PRODUCER_REGS, one CTA per SM (two consumers: 2 * 128 * 232 + 128 * 40 = 64512 of 65536 registers).
 _PRODUCER_WARPS, _PRODUCER_REGS = 4, 40
-WS_CONSUMER_REGS = (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS) // (2 * 128) // 8 * 8  # 232, the most they can have
+
+
+def ws_consumer_regs(consumers):
+    """The most registers each of `consumers` consumer warp groups can have beside the producer: 232 for 2, 152 for 3
+    (setmaxnreg counts in multiples of 8; an SM has 65536)."""
+    return (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS) // (consumers * 128) // 8 * 8
 
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
-                   consumer_regs):
+                   consumers, consumer_regs):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu)
     if why_not is not None:
         return why_not
     if num_warps != 4:
         return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
-    if consumer_regs % 8 or not 24 <= consumer_regs <= WS_CONSUMER_REGS:
-        return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {WS_CONSUMER_REGS}], got " \
-               f"{consumer_regs}"
+    if consumers not in (2, 3):
+        return f"it has 2 or 3 consumer warp groups, got {consumers}"
+    if consumer_regs % 8 or not 24 <= consumer_regs <= ws_consumer_regs(consumers):
+        return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, " \
+               f"{ws_consumer_regs(consumers)}] with {consumers} consumers, got {consumer_regs}"
     return None
 
 
@@ -117,17 +124,18 @@ def _sm_count(device_index):
 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
-              dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None):
-    """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per tile pair)."""
+              dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2):
+    """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
+    tiles)."""
     batch, channels, length = x.shape
     num_tiles = cdiv(length, block_l) * batch
-    grid = min(cdiv(num_tiles, 2), _sm_count(x.device.index if x.device.index is not None else 0))
+    grid = min(cdiv(num_tiles, consumers), _sm_count(x.device.index if x.device.index is not None else 0))
     _WS_LAUNCHER[(grid,)](
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
         length, eps, num_tiles, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
-        CONSUMER_REGS=consumer_regs or WS_CONSUMER_REGS, PRODUCER_WARPS=_PRODUCER_WARPS, PRODUCER_REGS=_PRODUCER_REGS,
-        num_warps=num_warps)
+        CONSUMERS=consumers, CONSUMER_REGS=consumer_regs or ws_consumer_regs(consumers), PRODUCER_WARPS=_PRODUCER_WARPS,
+        PRODUCER_REGS=_PRODUCER_REGS, num_warps=num_warps)
 
 
 def warn_fallback(error):
@@ -388,7 +396,7 @@ if available():
     @gluon.jit
     def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
                      C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-                     WARPS: gl.constexpr):
+                     CONSUMERS: gl.constexpr, WARPS: gl.constexpr):
         W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
         W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
@@ -399,7 +407,7 @@ if available():
         w2_cols = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
         w2_offsets = gl.expand_dims(w2_rows, 1) * HIDDEN + gl.expand_dims(w2_cols, 0)
         count = 0  # chunks filled so far: slot count % STAGES, its (count // STAGES)-th fill
-        for pair in range(gl.program_id(0), gl.cdiv(num_tiles, 2), gl.num_programs(0)):
+        for group in range(gl.program_id(0), gl.cdiv(num_tiles, CONSUMERS), gl.num_programs(0)):
             for k in range(n_chunks):
                 slot = count % STAGES
                 # the consumers' release of this slot's previous fill; the first round's waits (parity 1 of a fresh
@@ -412,13 +420,13 @@ if available():
 
     @gluon.jit
     def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_smem,
-                     b1_smem, ready, empty, L, eps, num_tiles, CONSUMER: gl.constexpr,
+                     b1_smem, ready, empty, L, eps, num_tiles, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
                      C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
                      EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
                      WARPS: gl.constexpr):
-        """Consumer CONSUMER (0 or 1) of every tile pair: tile 2 * pair + CONSUMER, end to end. A pair's missing
-        second tile (odd tile counts) is computed on the last tile and not stored, so that both consumers release
-        every ring slot."""
+        """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
+        group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
+        releases every ring slot."""
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         ACC: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                       instr_shape=[16, C, 16])
@@ -430,8 +438,8 @@ if available():
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
         offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
         count = 0  # chunks consumed so far, as the producer counts them
-        for pair in range(gl.program_id(0), gl.cdiv(num_tiles, 2), gl.num_programs(0)):
-            tile = 2 * pair + CONSUMER
+        for group in range(gl.program_id(0), gl.cdiv(num_tiles, CONSUMERS), gl.num_programs(0)):
+            tile = CONSUMERS * group + CONSUMER
             valid = tile < num_tiles
             tile = gl.minimum(tile, num_tiles - 1)
             n = tile // num_l_blocks
@@ -473,20 +481,20 @@ if available():
         L, eps, num_tiles,
         C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-        CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-        num_warps: gl.constexpr,
+        CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
+        PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
-        BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2."""
+        BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
+        gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], gl.bfloat16)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], gl.bfloat16)
         W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], gl.bfloat16)
         w1_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_E, C], W1_SHARED)
         w2_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, C, BLOCK_E], W2_SHARED)
-        z0_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
-        z1_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
+        z_smem = gl.allocate_shared_memory(gl.bfloat16, [CONSUMERS, BLOCK_L, C], Z_SHARED)  # one tile per consumer
         B1_ROW: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
         b1_smem = gl.allocate_shared_memory(  # b1 in fp32, one row per hidden chunk (the chunk loop indexes it)
             gl.float32, [HIDDEN // BLOCK_E, BLOCK_E], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
@@ -496,17 +504,32 @@ if available():
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for s in gl.static_range(STAGES):
             mbarrier.init(ready.index(s), count=32 * PRODUCER_WARPS)  # the producer's cp.async arrivals, per thread
-            mbarrier.init(empty.index(s), count=2)  # one per consumer
+            mbarrier.init(empty.index(s), count=CONSUMERS)  # one per consumer
         # (explicit tuples: a tuple built by + turns its constexprs into tensors)
-        gl.warp_specialize([
-            (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                            z0_smem, b1_smem, ready, empty, L, eps, num_tiles, 0, C, HIDDEN, KERNEL_SIZE, DILATION,
-                            EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
-            (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                            z1_smem, b1_smem, ready, empty, L, eps, num_tiles, 1, C, HIDDEN, KERNEL_SIZE, DILATION,
-                            EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
-            (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E, STAGES,
-                            PRODUCER_WARPS)),
-        ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
+        if CONSUMERS == 2:
+            gl.warp_specialize([
+                (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                                z_smem.index(0), b1_smem, ready, empty, L, eps, num_tiles, 0, CONSUMERS, C, HIDDEN,
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                                z_smem.index(1), b1_smem, ready, empty, L, eps, num_tiles, 1, CONSUMERS, C, HIDDEN,
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
+                                STAGES, CONSUMERS, PRODUCER_WARPS)),
+            ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
+        else:
+            gl.warp_specialize([
+                (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                                z_smem.index(0), b1_smem, ready, empty, L, eps, num_tiles, 0, CONSUMERS, C, HIDDEN,
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                                z_smem.index(1), b1_smem, ready, empty, L, eps, num_tiles, 1, CONSUMERS, C, HIDDEN,
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                                z_smem.index(2), b1_smem, ready, empty, L, eps, num_tiles, 2, CONSUMERS, C, HIDDEN,
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
+                                STAGES, CONSUMERS, PRODUCER_WARPS)),
+            ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
 
     _WS_LAUNCHER = FastLaunch(cheri_block_ws_kernel)

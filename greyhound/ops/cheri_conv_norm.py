@@ -895,9 +895,11 @@ _KERNELS = {"lc": _cheri_block_kernel, "cl": _cheri_block_kernel_t, "split": _ch
 # "gluon": greyhound/ops/_cheri_gluon.py, the software-pipelined Hopper kernel (bf16 dots, inference, CUDA 9.x);
 # STAGES is the config's num_stages. Where it does not apply (or fails to compile: Gluon is experimental) the
 # next candidate runs instead, unless it was asked for explicitly.
-# "gluon_ws": its warp-specialised, persistent version (two consumer warp groups share each weight chunk a producer
-# streams in); the config's maxnreg is then the consumers' register count (None: the most they can have).
-_LAYOUTS = ("lc", "cl", "split", "gluon", "gluon_ws")
+# "gluon_ws" / "gluon_ws3": its warp-specialised, persistent version (two / three consumer warp groups share each
+# weight chunk a producer streams in); the config's maxnreg is then the consumers' register count (None: the most
+# they can have).
+_LAYOUTS = ("lc", "cl", "split", "gluon", "gluon_ws", "gluon_ws3")
+_WS_CONSUMERS = {"gluon_ws": 2, "gluon_ws3": 3}
 _Z_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # other dot modes keep z in fp32
 
 
@@ -991,19 +993,23 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
             raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf or tanh, got {tuned_gelu!r}")
         gelu = tuned_gelu
     for i, (block_l, block_e, num_warps, num_stages, layout, max_registers) in enumerate(candidates):
-        if layout in ("gluon", "gluon_ws"):
+        if layout == "gluon" or layout in _WS_CONSUMERS:
             if layout == "gluon":
                 unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, mlp_weights.mode, training, block_l,
                                                        block_e, num_warps, num_stages, gelu)
             else:
+                consumers = _WS_CONSUMERS[layout]
                 unsupported = _cheri_gluon.unsupported_ws(
                     x, channels, hidden_width, mlp_weights.mode, training, block_l, block_e, num_warps, num_stages,
-                    gelu, max_registers or _cheri_gluon.WS_CONSUMER_REGS)
+                    gelu, consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers))
             if unsupported is None:
                 try:
-                    launch = _cheri_gluon.launch if layout == "gluon" else _cheri_gluon.launch_ws
-                    launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi, fc2_bias,
-                           dilation, eps, block_l, block_e, num_warps, num_stages, max_registers)
+                    args = (x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi, fc2_bias,
+                            dilation, eps, block_l, block_e, num_warps, num_stages, max_registers)
+                    if layout == "gluon":
+                        _cheri_gluon.launch(*args)
+                    else:
+                        _cheri_gluon.launch_ws(*args, consumers=_WS_CONSUMERS[layout])
                 except Exception as error:  # a Gluon API this Triton lacks, or resources: the next candidate runs
                     if config is not None or i + 1 == len(candidates):
                         raise

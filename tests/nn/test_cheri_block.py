@@ -703,13 +703,14 @@ def test_gpu_gluon_kernel_matches_the_triton_kernel(channels, expansion, kernel_
 @pytest.mark.gpu
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", [
     (128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)])
-@pytest.mark.parametrize("block_e,stages", [(32, 2), (64, 4), (32, 3), (16, 4)])
+@pytest.mark.parametrize("block_e,stages,layout", [(32, 2, "gluon_ws"), (64, 4, "gluon_ws"), (32, 3, "gluon_ws3"),
+                                                  (16, 4, "gluon_ws3")])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
-                                                              batch, block_e, stages):
-    """The warp-specialised persistent kernel (layout gluon_ws) computes each tile exactly as the Gluon kernel with the
-    same tile does, so the outputs are equal bit for bit: a ring slot read before it landed or after it was refilled,
-    a wrong phase on a later tile (batch 40: 640 tiles, several per CTA), or a lost odd tile would show. Both stay
-    within bf16 bounds of fp64."""
+                                                              batch, block_e, stages, layout):
+    """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers) computes each tile exactly
+    as the Gluon kernel with the same tile does, so the outputs are equal bit for bit: a ring slot read before it
+    landed or after it was refilled, a wrong phase on a later tile (batch 40: 640 tiles, several per CTA), or a lost
+    tile at the end of the last group would show. Both stay within bf16 bounds of fp64."""
     hidden = channels * expansion
     if hidden % block_e:
         pytest.skip("BLOCK_E must divide the hidden width")
@@ -718,7 +719,7 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     params = block._params()
     with torch.no_grad():
         ws_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation,
-                                                  config=(64, block_e, 4, stages, "gluon_ws"))
+                                                  config=(64, block_e, 4, stages, layout))
         gluon_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=(64, block_e, 4, 2, "gluon"))
     assert torch.equal(ws_out, gluon_out)
     ref = fp64_twin(block).reference_forward(x[:3].double())
@@ -771,19 +772,28 @@ def test_gluon_kernel_compiles_for_hopper(dtype, channels, block_e, even):
     assert ring + 64 * channels * 2 <= facts["shared"] <= 232448
 
 
-@pytest.mark.parametrize("block_e,stages,even", [(32, 4, True), (64, 4, False)])
-def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even):
-    # three partitions (two consumer warp groups, a producer warp group): 12 warps, wgmma in the consumers, 16-byte
-    # copies in the producer, the ring and two z tiles within the H200's shared memory
+@pytest.mark.parametrize("block_e,stages,even,consumers", [(32, 4, True, 2), (64, 2, False, 2), (32, 3, True, 3)])
+def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers):
+    # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
+    # ring and one z tile per consumer within the H200's shared memory
     from tests.gluon_compile import compile_for_hopper
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
                  eps="fp32", num_tiles="i32")
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
-                      STAGES=stages, CONSUMER_REGS=cheri_ops._cheri_gluon.WS_CONSUMER_REGS, PRODUCER_WARPS=4,
+                      STAGES=stages, CONSUMERS=consumers,
+                      CONSUMER_REGS=cheri_ops._cheri_gluon.ws_consumer_regs(consumers), PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else ())
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
     ring = stages * 2 * block_e * 128 * 2  # W1 and W2 slices of bf16 per slot
-    assert ring + 2 * 64 * 128 * 2 <= facts["shared"] <= 232448
+    assert ring + consumers * 64 * 128 * 2 <= facts["shared"] <= 232448
+
+
+def test_warp_specialised_register_budget():
+    # the consumers' registers and the producer's fit an SM's 65536 (setmaxnreg counts in multiples of 8)
+    gluon_module = cheri_ops._cheri_gluon
+    for consumers, most in ((2, 232), (3, 152)):
+        assert gluon_module.ws_consumer_regs(consumers) == most
+        assert consumers * 128 * most + 128 * gluon_module._PRODUCER_REGS <= 65536
