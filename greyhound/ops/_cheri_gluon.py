@@ -362,8 +362,8 @@ if available():
             bias = next_bias
         for j in gl.static_range(1, n_chunks - 1):
             next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_smem, w1_smem, w2_smem, w1_ptr,
-                                                 w2_ptr, b1_smem, n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE, H_OPERAND,
-                                           W1_LAYOUT, W2_LAYOUT)
+                                                 w2_ptr, b1_smem, n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE,
+                                                 H_OPERAND, W1_LAYOUT, W2_LAYOUT)
         if n_chunks > 1:
             pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
             async_copy.wait_group(0)  # W2 of the last chunk may be in the newest group
@@ -383,15 +383,16 @@ if available():
     _LAUNCHER = FastLaunch(cheri_block_kernel)
 
     # ---- the warp-specialised, persistent version ----------------------------------------------------------------
-    # One CTA per SM walks pairs of (n, BLOCK_L positions) tiles. Three partitions: two consumer warp groups, one
-    # tile of each pair each, and a producer warp group that streams W1/W2 chunks into a STAGES-deep ring by
-    # cp.async. Each ring slot holds W1[k] and W2[k]; `ready[s]` completes when the producer's copies into slot s land
-    # (one cp.async arrival per producer thread), `empty[s]` when both consumers are done with it (one arrival each).
-    # So each weight chunk crosses L2 -> SM once per 2 * BLOCK_L positions (cheri_block_kernel: once per BLOCK_L).
-    # A consumer runs each chunk in order (first GEMM, GELU, second GEMM) with no overlap of its own: the overlap is
-    # between the two consumers, which synchronise only through the ring's mbarriers, so one's GELU and conv run
-    # under the other's GEMMs. The chunk loop is a loop, not unrolled: two unrolled consumers (6,000 SASS instructions
-    # each) missed the instruction cache (ncu, session 15).
+    # One CTA per SM walks groups of CONSUMERS (2 or 3) (n, BLOCK_L positions) tiles. Partitions: CONSUMERS consumer
+    # warp groups, one tile of each group each, and a producer warp group that streams W1/W2 chunks into a
+    # STAGES-deep ring by cp.async. Each ring slot holds W1[k] and W2[k]; `ready[s]` completes when the producer's
+    # copies into slot s land (one cp.async arrival per producer thread), `empty[s]` when every consumer is done with
+    # it (one arrival each). So each weight chunk crosses L2 -> SM once per CONSUMERS * BLOCK_L positions
+    # (cheri_block_kernel: once per BLOCK_L). A consumer runs each chunk in order (first GEMM, GELU, second GEMM) with
+    # no overlap of its own: the overlap is between consumers, which synchronise only through the ring's mbarriers,
+    # so one's GELU and conv run under another's GEMMs. The chunk loop is a loop, not unrolled: two unrolled,
+    # software-pipelined consumers (6,000 SASS instructions each) missed the instruction cache and spilled (ncu,
+    # session 15: 0.85 ms against the Gluon kernel's 0.50). This looped version has not run on a GPU yet.
 
     @gluon.jit
     def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
