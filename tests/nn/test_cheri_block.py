@@ -525,10 +525,11 @@ def test_tuning_override_errors_name_the_tunable(device):
     for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
-    if device == "cpu":  # the Gluon kernel is Hopper-only: asked for by name elsewhere, it says why it cannot run
-        with _tuning.override(cheri_ops.TUNING_OP, layout="gluon"), torch.no_grad():
-            with pytest.raises(ValueError, match="layout gluon does not apply here: .*compute capability 9"):
-                block.eval()(x)
+    if device == "cpu":  # the Gluon kernels are Hopper-only: asked for by name elsewhere, they say why they cannot run
+        for layout in ("gluon", "gluon_ws", "gluon_ws3"):
+            with _tuning.override(cheri_ops.TUNING_OP, layout=layout), torch.no_grad():
+                with pytest.raises(ValueError, match=f"layout {layout} does not apply here: .*compute capability 9"):
+                    block.eval()(x)
     with _tuning.override(cheri_ops.TUNING_OP, norm_block_l=24), pytest.raises(ValueError, match="norm_block_l"):
         cheri_ops.conv_norm(x, *block._params()[:4], dilation=2)
     with pytest.raises(ValueError, match="no tunable 'tile'"):
@@ -724,6 +725,44 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     assert torch.equal(ws_out, gluon_out)
     ref = fp64_twin(block).reference_forward(x[:3].double())
     assert max_abs(ws_out[:3], ref) < HALF_BOUNDS[torch.bfloat16]
+
+
+@pytest.mark.gpu
+def test_gpu_warp_specialised_kernel_rejects_what_it_cannot_run():
+    # asked for by name (a tuning override) with a config it cannot run, it names the field, what it needs and what
+    # it got, instead of launching
+    from greyhound import _tuning
+    block = make_block(128, 3, 4, expansion=4, dtype=torch.bfloat16, device="cuda").eval()
+    x = torch.randn(2, 128, 256, device="cuda", dtype=torch.bfloat16)
+    tile = dict(block_l=64, block_e=64, warps=4, stages=2)
+    cases = ((dict(tile, layout="gluon_ws", block_l=128, warps=8), "one warp group each .*got num_warps=8"),
+             (dict(tile, layout="gluon_ws", maxnreg=240), r"multiple of 8 in \[24, 232\] with 2 consumers"),
+             (dict(tile, layout="gluon_ws3", maxnreg=160), r"\[24, 152\] with 3 consumers, got 160"),
+             (dict(tile, layout="gluon_ws3", stages=1), "num_stages"))
+    for options, words in cases:
+        with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad():
+            with pytest.raises(ValueError, match=f"layout {options['layout']} does not apply here: .*{words}"):
+                block(x)
+
+
+def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
+    # its own checks, past the Hopper one (faked here: CI has no GPU): warp groups, register budget, ring depth
+    gluon_module = cheri_ops._cheri_gluon
+    monkeypatch.setattr(gluon_module, "why_not_hopper", lambda device: None)
+    monkeypatch.setattr(gluon_module, "_HOPPER_ERROR", None)
+    x = torch.randn(2, 128, 256)
+
+    def why(block_l=64, block_e=64, warps=4, stages=2, consumers=2, regs=None):
+        return gluon_module.unsupported_ws(x, 128, 512, "bf16", False, block_l, block_e, warps, stages, "poly",
+                                           consumers, regs or gluon_module.ws_consumer_regs(consumers))
+    assert why() is None and why(consumers=3, block_e=32, stages=4) is None
+    assert "one warp group each (num_warps 4), got num_warps=8" in why(block_l=128, warps=8)
+    assert "multiple of 8 in [24, 232] with 2 consumers, got 240" in why(regs=240)
+    assert "multiple of 8 in [24, 152] with 3 consumers, got 156" in why(consumers=3, regs=156)
+    assert "2 or 3 consumer warp groups, got 4" in why(consumers=4, regs=96)
+    assert "num_stages (its weight ring) >= 2, got 1" in why(stages=1)
+    assert "bf16 dots and the poly GELU" in gluon_module.unsupported_ws(x, 128, 512, "bf16x3", False, 64, 64, 4, 2,
+                                                                         "poly", 2, 232)
 
 
 @pytest.mark.gpu
