@@ -16,8 +16,8 @@ under a 128-register cap), so there the GELU and the tensor cores take turns. Me
 bounds it is each program's chain of dependent latencies at two programs per SM, not the overlap
 (docs/perf/cheri_block.md, sessions 13 and 15).
 
-`cheri_block_ws_kernel` below is a warp-specialised, persistent version (layout "gluon_ws", a tuning variant): two
-consumer warp groups share the weight chunks one producer warp group streams in.
+`cheri_block_ws_kernel` below is a warp-specialised, persistent version (layouts "gluon_ws" / "gluon_ws3", tuning
+variants): two or three consumer warp groups share the weight chunks one producer warp group streams in.
 
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
 and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
