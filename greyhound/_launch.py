@@ -13,12 +13,13 @@ took ~115 µs of a 287 µs causal_conv1d forward under torch.profiler (its own o
 profiler the fast path took a forward with autograd from 45 to 37 µs of host time, and it kept the torch.compile'd
 forward device-bound (0.083 ms) where Triton's own path read 0.210 (docs/perf/causal_conv1d.md, session 11).
 """
+import functools
 import os
 
 import torch
 import triton
 
-__all__ = ["cdiv", "next_power_of_2", "FastLaunch"]
+__all__ = ["cdiv", "next_power_of_2", "multiprocessor_count", "FastLaunch"]
 
 ENABLED = os.environ.get("GREYHOUND_FAST_LAUNCH", "1") != "0"
 _MISSING = object()
@@ -33,6 +34,12 @@ def cdiv(a, b):
 def next_power_of_2(n):
     """The smallest power of 2 ≥ n for n ≥ 1, and 0 for n = 0 (triton.next_power_of_2)."""
     return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
+@functools.lru_cache(maxsize=None)
+def multiprocessor_count(device_index):
+    """The SM count of CUDA device `device_index` (an int), read from the driver once: persistent grids size by it."""
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def _launch_hooks():

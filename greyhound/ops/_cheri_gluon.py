@@ -22,12 +22,9 @@ variants): two or three consumer warp groups share the weight chunks one produce
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
 and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
 """
-import functools
-
-import torch
 import triton.language
 
-from greyhound._launch import FastLaunch, cdiv
+from greyhound._launch import FastLaunch, cdiv, multiprocessor_count
 from greyhound.ops._gluon import async_copy, async_load as _async_load, cta_barrier as _cta_barrier, gl, gluon
 from greyhound.ops._gluon import warn_fallback as _warn_fallback, why_not_hopper
 
@@ -118,18 +115,13 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_index):
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles)."""
     batch, channels, length = x.shape
     num_tiles = cdiv(length, block_l) * batch
-    grid = min(cdiv(num_tiles, consumers), _sm_count(x.device.index if x.device.index is not None else 0))
+    grid = min(cdiv(num_tiles, consumers), multiprocessor_count(x.device.index))
     _WS_LAUNCHER[(grid,)](
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
         length, eps, num_tiles, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
-from greyhound._launch import FastLaunch, cdiv, next_power_of_2
+from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
 __all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
@@ -754,7 +754,7 @@ class _Blocks(NamedTuple):
 def _sm_count(device: torch.device) -> int:
     if device.type != "cuda":
         return 1  # the CPU interpreter: few programs, so that each walks several tiles
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    return multiprocessor_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def _channel_last(t: torch.Tensor) -> bool:

@@ -29,7 +29,7 @@ from triton.runtime.errors import OutOfResources
 from greyhound import _library, _tuning
 from greyhound.ops import _cheri_gluon
 from greyhound.ops._cheri_gluon import ERFC_LOG2_POLY, ERFC_LOG2_TERMS
-from greyhound._launch import FastLaunch, cdiv, next_power_of_2
+from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
 
 FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
@@ -358,11 +358,6 @@ _run_conv_norm_fwd, _run_conv_norm_bwd_dy, _run_conv_norm_bwd_dx = map(
     FastLaunch, (_conv_norm_fwd_kernel, _conv_norm_bwd_dy_kernel, _conv_norm_bwd_dx_kernel))
 
 
-@functools.lru_cache(maxsize=None)
-def _multiprocessor_count(device_index):
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def _uses_triton(x):
     return x.device.type == "cuda" or (x.device.type == "cpu" and triton_interpreting())
 
@@ -423,7 +418,7 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
     num_l_blocks = cdiv(length, block_l)
     # Enough programs to fill the GPU, few enough that the partial sums stay a small fraction of x.
     if target_programs is None:
-        target_programs = 64 if x.device.type == "cpu" else 8 * _multiprocessor_count(x.device.index)
+        target_programs = 64 if x.device.type == "cpu" else 8 * multiprocessor_count(x.device.index)
     tiles_per_program = max(1, min(num_l_blocks, (batch * num_l_blocks) // max(target_programs, 1)))
     programs_per_row = cdiv(num_l_blocks, tiles_per_program)
     num_programs = batch * programs_per_row

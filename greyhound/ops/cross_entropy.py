@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from greyhound import _library, _tuning
-from greyhound._launch import FastLaunch, cdiv, next_power_of_2
+from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
 from greyhound.ops import _ce_gluon
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
 
@@ -243,7 +243,7 @@ def _l2_bytes(device: torch.device) -> int:
 def _sm_count(device: torch.device) -> int:
     if device.type != "cuda":
         return 3  # the CPU interpreter: a few programs, so that each walks several tiles
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    return multiprocessor_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def _launch_config(V: int) -> _Config:
