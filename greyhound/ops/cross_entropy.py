@@ -36,7 +36,7 @@ _tuning.register(
     one_pass_tile_rows=(int, "one-pass kernel: tile = tile_rows x 256 x num_warps entries (power of 2, <= 16)"),
     one_pass_warps=(int, "one-pass kernel: num_warps (4, 8, 16 or 32)"),
     one_pass_stages=(int, "one-pass kernel: tiles in the shared-memory ring (>= 2)"),
-    one_pass_resident=(int, "one-pass kernel: a row's first tiles held in shared memory across both sweeps, never "
+    one_pass_resident=(_tuning.count, "one-pass kernel: a row's first tiles held in shared memory across both sweeps, never "
                             "re-read (0 or >= stages, unless the whole row fits; default: as many as fit)"),
     one_pass_programs=(int, "one-pass kernel: persistent programs (default: one per SM)"),
     one_pass_split=(int, "one-pass kernel: programs sharing a row (power of 2; they exchange partials)"),
