@@ -10,10 +10,6 @@ they are for benchmarks and tests, never for a model.
 import contextlib
 
 _TUNABLES = {}  # op -> {name: (type, help)}
-
-
-class count(int):
-    """A tunable's type for a count that may be 0 (an `int` tunable must be positive)."""
 _ACTIVE = {}  # op -> {name: value} while an override is entered
 
 
@@ -62,10 +58,6 @@ def parse(op, values):
             raise ValueError(f"tuning: {op}.{name} must be {kind.__name__}, got {value!r}") from None
         if kind is int and out[name] <= 0:
             raise ValueError(f"tuning: {op}.{name} must be a positive int, got {value!r}")
-        if kind is count and out[name] < 0:
-            raise ValueError(f"tuning: {op}.{name} must be a count (an int >= 0), got {value!r}")
-        if kind is count:
-            out[name] = int(out[name])
     return out
 
 

@@ -43,7 +43,7 @@ def _shared_memory(device_index):
     return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
 
 
-def unsupported(logits, grad, tile_rows, num_warps, stages, split=1, resident=0):
+def unsupported(logits, grad, tile_rows, num_warps, stages, split=1):
     """Why this kernel cannot run this call (a string), or None when it can. Its 16-byte copies need the vocabulary
     and both row strides to be multiples of 16 elements (what Triton's argument specialisation proves) and both base
     addresses 16-byte aligned."""
@@ -63,26 +63,11 @@ def unsupported(logits, grad, tile_rows, num_warps, stages, split=1, resident=0)
                f"{tile_rows}, {stages}"
     if split & (split - 1) or not 1 <= split <= 8:
         return f"the programs sharing a row (split) must be a power of 2 in [1, 8], got {split}"
-    tile_bytes = tile_bytes_of(tile_rows, num_warps, logits.element_size())
-    n_tiles = -(-(-(-V // (tile_bytes // logits.element_size()))) // split)  # a program's tiles of a row
-    if resident < 0 or 0 < resident < min(stages, n_tiles):
-        return f"resident tiles must be 0, at least the ring's stages ({stages}) or the whole row ({n_tiles} " \
-               f"tiles), got {resident}"
-    limit = shared_memory_limit(logits.device.index)
-    if (resident + stages) * tile_bytes > limit:
-        return f"the resident tiles and the ring ({resident} + {stages} x {tile_bytes} bytes) do not fit in " \
-               f"{limit} bytes of shared memory"
+    tile_bytes = tile_rows * 8 * 32 * num_warps * logits.element_size()
+    limit = _shared_memory(logits.device.index) - 1024  # the cross-warp reductions' scratch
+    if stages * tile_bytes > limit:
+        return f"the tile ring ({stages} x {tile_bytes} bytes) does not fit in {limit} bytes of shared memory"
     return None
-
-
-def tile_bytes_of(tile_rows, num_warps, element_size):
-    return tile_rows * 8 * 32 * num_warps * element_size
-
-
-def shared_memory_limit(device_index):
-    """Bytes of shared memory a program's tiles may take: what the device allows one block, less the cross-warp
-    reductions' scratch."""
-    return _shared_memory(device_index) - 1024
 
 
 def warn_fallback(error):
@@ -91,8 +76,7 @@ def warn_fallback(error):
 
 
 def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
-           label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1,
-           resident=0):
+           label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1):
     """One launch: loss, lse and grad_scale * d loss / d logits of every row (see cross_entropy._cross_entropy_rows
     for the arguments' meaning; `softcap` None for none). `programs` at most the number that can be resident at
     once when split > 1 (a group's programs wait for each other)."""
@@ -108,7 +92,7 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
         partials, arrivals, rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0),
         float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
-        TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, RESIDENT=resident, num_warps=num_warps)
+        TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, num_warps=num_warps)
 
 
 if gluon is not None:
@@ -140,34 +124,28 @@ if gluon is not None:
         return hint if policy & bit else ""
 
     @gluon.jit
-    def _load_tile(slot, logits_ptr, stride, row, t, V, valid, TILE_R: gl.constexpr, num_warps: gl.constexpr,
-                   LAYOUT: gl.constexpr, HINT: gl.constexpr):
-        """cp.async of row tile t of `row` into `slot` when `valid` (no commit)."""
+    def _issue(ring, logits_ptr, stride, item, n_items, first_row, n_groups, n_tiles, rank, V,
+               TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, num_warps: gl.constexpr,
+               LAYOUT: gl.constexpr, POLICY: gl.constexpr):
+        """cp.async of stream item `item` into ring slot item % STAGES, as one commit group (empty past the stream's
+        end, so that wait_group counts stay static). The program's stream: rows first_row, first_row + n_groups,
+        ...; in each, its n_tiles tiles (row tiles rank, rank + SPLIT, ...) in order (sweep 1), then in reverse
+        order (sweep 2)."""
         TILE: gl.constexpr = TILE_R * 256 * num_warps
-        if valid:
-            offsets = t * TILE + _tile_offsets(TILE_R, num_warps, LAYOUT)
+        if item < n_items:
+            per_row = 2 * n_tiles
+            row = first_row + (item // per_row) * n_groups
+            within = item % per_row
+            tile = rank + SPLIT * gl.where(within < n_tiles, within, per_row - 1 - within)
+            offsets = tile * TILE + _tile_offsets(TILE_R, num_warps, LAYOUT)
             pointers = logits_ptr + row.to(gl.int64) * stride + offsets
-            _async_load(slot, pointers, mask=offsets < V, eviction_policy=HINT)
-
-    @gluon.jit
-    def _issue(buf, logits_ptr, stride, item, n_items, first_row, n_groups, n_res, n_ring, rank, V,
-               RESIDENT: gl.constexpr, TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr,
-               num_warps: gl.constexpr, LAYOUT: gl.constexpr, POLICY: gl.constexpr):
-        """cp.async of ring item `item` into ring slot RESIDENT + item % STAGES, as one commit group (empty past the
-        stream's end, so that wait_group counts stay static). The ring's stream: rows first_row, first_row +
-        n_groups, ...; in each, the program's tiles past its n_res resident ones (its j-th tile being row tile
-        rank + SPLIT * j), n_ring of them, in order (sweep 1), then in reverse order (sweep 2)."""
-        per_row = gl.maximum(2 * n_ring, 1)
-        row = first_row + (item // per_row) * n_groups
-        within = item % per_row
-        j = n_res + gl.where(within < n_ring, within, per_row - 1 - within)
-        slot = buf.index(RESIDENT + item % STAGES)
-        if within < n_ring:  # sweep 1: kept in L2 for sweep 2
-            _load_tile(slot, logits_ptr, stride, row, rank + SPLIT * j, V, item < n_items, TILE_R, num_warps, LAYOUT,
-                       _policy(POLICY, 1, "evict_last"))
-        else:  # sweep 2: the last use
-            _load_tile(slot, logits_ptr, stride, row, rank + SPLIT * j, V, item < n_items, TILE_R, num_warps, LAYOUT,
-                       _policy(POLICY, 2, "evict_first"))
+            slot = ring.index(item % STAGES)
+            if within < n_tiles:  # sweep 1: kept in L2 for sweep 2
+                _async_load(slot, pointers, mask=offsets < V,
+                                                       eviction_policy=_policy(POLICY, 1, "evict_last"))
+            else:  # sweep 2: the last use
+                _async_load(slot, pointers, mask=offsets < V,
+                                                       eviction_policy=_policy(POLICY, 2, "evict_first"))
         async_copy.commit_group()
 
     @gluon.jit
@@ -208,26 +186,13 @@ if gluon is not None:
         return grad
 
     @gluon.jit
-    def _store_gradient(x, offsets, t, n_full, target, lse_log2, softmax_coef, target_coef, uniform, softcap, grad_row,
-                        V, TILE: gl.constexpr, HAS_SOFTCAP: gl.constexpr, POLICY: gl.constexpr):
-        """Stores the gradient of row tile t, its logits x (fp32, LAYOUT)."""
-        grad = _sweep2_tile(x, offsets, t * TILE, target, lse_log2, softmax_coef, target_coef, uniform, softcap, TILE,
-                            HAS_SOFTCAP)
-        pointers = grad_row + t * TILE + offsets
-        if t < n_full:
-            gl.store(pointers, grad.to(grad_row.dtype.element_ty), eviction_policy=_policy(POLICY, 4, "evict_first"))
-        else:
-            gl.store(pointers, grad.to(grad_row.dtype.element_ty), mask=offsets < V - t * TILE,
-                     eviction_policy=_policy(POLICY, 4, "evict_first"))
-
-    @gluon.jit
     def cross_entropy_one_pass_kernel(
         logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
         grad_scale_ptr, grad_scale_stride, partial_ptr, arrivals_ptr, n_rows, V, ignore_index, label_smoothing,
         softcap, lse_square_scale,
         HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr,
         TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, POLICY: gl.constexpr,
-        RESIDENT: gl.constexpr, num_warps: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
         """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits. SPLIT programs (a group: pid // SPLIT,
         ranks pid % SPLIT) share each of the group's rows g, g + G / SPLIT, ... (G the grid, a multiple of SPLIT),
@@ -241,11 +206,9 @@ if gluon is not None:
         LAYOUT: gl.constexpr = _tile_layout(TILE_R, num_warps)
         COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))
         TILE: gl.constexpr = TILE_R * 256 * num_warps
-        # slots [0, RESIDENT): the row's first tiles, held across both sweeps; [RESIDENT, RESIDENT + STAGES): the ring
-        buf = gl.allocate_shared_memory(logits_ptr.dtype.element_ty, [RESIDENT + STAGES, TILE_R, 32 * num_warps, 8],
-                                        gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))
+        ring = gl.allocate_shared_memory(logits_ptr.dtype.element_ty, [STAGES, TILE_R, 32 * num_warps, 8],
+                                         gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))
         offsets = _tile_offsets(TILE_R, num_warps, LAYOUT)
-        RES_HINT: gl.constexpr = _policy(POLICY, 2, "evict_first")  # resident tiles are never read again
 
         SLOTS: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
         pid = gl.program_id(0)
@@ -254,22 +217,11 @@ if gluon is not None:
         n_groups = gl.num_programs(0) // SPLIT
         n_full = V // TILE
         n_tiles = gl.cdiv(gl.maximum(gl.cdiv(V, TILE) - rank, 0), SPLIT)  # this program's tiles of a row
-        n_res = gl.minimum(n_tiles, RESIDENT)
-        n_ring = n_tiles - n_res
         my_rows = gl.cdiv(gl.maximum(n_rows - group, 0), n_groups)
-        n_items = my_rows * 2 * n_ring
-        # Every step below commits exactly one group (empty or not), so wait_group(STAGES - 1) waits for the groups
-        # of all steps but the last STAGES - 1. A ring item is issued STAGES - 1 ring steps ahead; a resident tile of
-        # row i + 1 is issued in row i's sweep 2 one step after its slot was read there, RESIDENT - 1 steps before
-        # row i + 1's sweep 1 reads it, hence RESIDENT >= STAGES (the host checks); with no ring items (the whole row resident) sweep 1
-        # waits for everything outstanding, which is only this row's resident tiles.
-        for k in range(n_res):
-            _load_tile(buf.index(k), logits_ptr, logits_row_stride, group, rank + SPLIT * k, V, my_rows > 0, TILE_R,
-                       num_warps, LAYOUT, RES_HINT)
-        async_copy.commit_group()
+        n_items = my_rows * 2 * n_tiles
         for s in gl.static_range(STAGES - 1):
-            _issue(buf, logits_ptr, logits_row_stride, s, n_items, group, n_groups, n_res, n_ring, rank, V, RESIDENT,
-                   TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
+            _issue(ring, logits_ptr, logits_row_stride, s, n_items, group, n_groups, n_tiles, rank, V, TILE_R, STAGES,
+                   SPLIT, num_warps, LAYOUT, POLICY)
         item = 0
         for i in range(my_rows):
             row = (group + i * n_groups).to(gl.int64)
@@ -279,30 +231,13 @@ if gluon is not None:
             col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)
             sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
             sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
-            # ---- sweep 1: the row's max and sum of exp, resident tiles then the ring's ---------------------------
-            for j in range(n_res):
+            # ---- sweep 1: the row's max and sum of exp -------------------------------------------------------
+            for j in range(n_tiles):
                 t = rank + SPLIT * j
-                # the last resident slot, read in the previous row's last step: this row's tile goes there now
-                _load_tile(buf.index(n_res - 1), logits_ptr, logits_row_stride, row, rank + SPLIT * (n_res - 1), V,
-                           (j == 0) & (i > 0), TILE_R, num_warps, LAYOUT, RES_HINT)
-                async_copy.commit_group()
-                if n_ring == 0:
-                    async_copy.wait_group(0)
-                else:
-                    async_copy.wait_group(STAGES - 1)
-                z = buf.index(j).load(LAYOUT).to(gl.float32)
-                if t < n_full:
-                    col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
-                                                           softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
-                else:
-                    col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
-                                                           softcap, True, HAS_SOFTCAP, HAS_SMOOTHING)
-            for j in range(n_ring):
-                t = rank + SPLIT * (n_res + j)
-                _issue(buf, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_res, n_ring,
-                       rank, V, RESIDENT, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
+                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
                 async_copy.wait_group(STAGES - 1)  # item's copies (this thread's, the only ones it reads)
-                z = buf.index(RESIDENT + item % STAGES).load(LAYOUT).to(gl.float32)
+                z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
                 if t < n_full:
                     col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
                                                            softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
@@ -347,8 +282,7 @@ if gluon is not None:
             gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)),
                      mask=rank == 0)
             gl.store(lse_ptr + row, lse, mask=rank == 0)
-            # ---- sweep 2: the gradient; the ring's tiles in reverse order (the freshest in L2 first), then the
-            # resident ones, each resident slot refilled with the next row's tile once read ----------------------
+            # ---- sweep 2: the gradient, tiles in reverse order --------------------------------------------------
             row_scale = gl.where(is_valid, row_scale, 0.0)
             softmax_coef = row_scale
             if HAS_Z_LOSS:
@@ -357,24 +291,22 @@ if gluon is not None:
             uniform = row_scale * label_smoothing / V
             lse_log2 = lse * 1.4426950408889634
             grad_row = grad_ptr + row * grad_row_stride
-            for j2 in range(n_ring):
+            for j2 in range(n_tiles):
                 t = rank + SPLIT * (n_tiles - 1 - j2)
-                _issue(buf, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_res, n_ring,
-                       rank, V, RESIDENT, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
+                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
                 async_copy.wait_group(STAGES - 1)
-                x = buf.index(RESIDENT + item % STAGES).load(LAYOUT).to(gl.float32)
-                _store_gradient(x, offsets, t, n_full, target, lse_log2, softmax_coef, target_coef, uniform, softcap,
-                                grad_row, V, TILE, HAS_SOFTCAP, POLICY)
+                x = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
+                grad = _sweep2_tile(x, offsets, t * TILE, target, lse_log2, softmax_coef, target_coef, uniform,
+                                    softcap, TILE, HAS_SOFTCAP)
+                pointers = grad_row + t * TILE + offsets
+                if t < n_full:
+                    gl.store(pointers, grad.to(grad_ptr.dtype.element_ty),
+                             eviction_policy=_policy(POLICY, 4, "evict_first"))
+                else:
+                    gl.store(pointers, grad.to(grad_ptr.dtype.element_ty), mask=offsets < V - t * TILE,
+                             eviction_policy=_policy(POLICY, 4, "evict_first"))
                 item += 1
-            next_row = row + n_groups
-            for k in range(n_res):
-                t = rank + SPLIT * k
-                _load_tile(buf.index(gl.maximum(k - 1, 0)), logits_ptr, logits_row_stride, next_row, t - SPLIT, V,
-                           (k > 0) & (i + 1 < my_rows), TILE_R, num_warps, LAYOUT, RES_HINT)
-                async_copy.commit_group()  # (already waited for in sweep 1)
-                x = buf.index(k).load(LAYOUT).to(gl.float32)
-                _store_gradient(x, offsets, t, n_full, target, lse_log2, softmax_coef, target_coef, uniform, softcap,
-                                grad_row, V, TILE, HAS_SOFTCAP, POLICY)
         async_copy.wait_group(0)
 
     _LAUNCHER = FastLaunch(cross_entropy_one_pass_kernel)

@@ -36,8 +36,6 @@ _tuning.register(
     one_pass_tile_rows=(int, "one-pass kernel: tile = tile_rows x 256 x num_warps entries (power of 2, <= 16)"),
     one_pass_warps=(int, "one-pass kernel: num_warps (4, 8, 16 or 32)"),
     one_pass_stages=(int, "one-pass kernel: tiles in the shared-memory ring (>= 2)"),
-    one_pass_resident=(_tuning.count, "one-pass kernel: a row's first tiles held in shared memory across both sweeps, never "
-                            "re-read (0 or >= stages, unless the whole row fits; default: as many as fit)"),
     one_pass_programs=(int, "one-pass kernel: persistent programs (default: one per SM)"),
     one_pass_split=(int, "one-pass kernel: programs sharing a row (power of 2; they exchange partials)"),
     one_pass_policy=(int, "one-pass kernel: L2 eviction hints, bits 1 sweep-1 loads evict_last, 2 sweep-2 loads "
@@ -220,33 +218,20 @@ class _OnePassConfig(NamedTuple):
     programs: Optional[int]  # None: one per SM
     policy: int  # L2 eviction hints (see the tunable)
     split: int  # programs sharing a row
-    resident: Optional[int]  # None: as many tiles as fit beside the ring (see _resident_tiles)
 
 
 def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
-    """The one-pass kernel's config: 16 warps, tiles of up to 32 KB (4 x 256 x 16 entries of bf16/fp16, 2 x 256 x 16
-    of fp32; fewer slabs when the row is shorter), a 2-tile ring and as many resident tiles as fit beside it (the
-    row's first tiles, read once from HBM and kept in shared memory for sweep 2), one program per SM
-    (docs/perf/cross_entropy.md, session 16). On by default where the kernel can run (see _ce_gluon.unsupported) and
-    its sweep-2 re-reads can hit L2 (see _one_pass). Tuning overrides (op "cross_entropy_with_grad") replace any
-    field."""
+    """The one-pass kernel's config: 16 warps, tiles of up to 64 KB (8 x 256 x 16 entries of bf16/fp16, 4 x 256 x 16
+    of fp32; fewer slabs when the row is shorter), a 3-tile ring (two tiles in flight a program), one program per SM:
+    the fastest of 14 variants measured on the H200 at BT=8192, V=128256 bf16 (docs/perf/cross_entropy.md, session
+    14). On by default where the kernel can run (see _ce_gluon.unsupported) and its sweep-2 re-reads can hit L2 (see
+    _one_pass). Tuning overrides (op "cross_entropy_with_grad") replace any field."""
     get = functools.partial(_tuning.get, TUNING_OP)
     num_warps = get("one_pass_warps", 16)
-    tile_rows = min(8 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
+    tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
     return _OnePassConfig(get("one_pass", None), get("one_pass_tile_rows", tile_rows), num_warps,
-                          get("one_pass_stages", 2), get("one_pass_programs", None),
-                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_resident", None))
-
-
-def _resident_tiles(config: _OnePassConfig, V: int, element_size: int, shared_memory: int) -> int:
-    """Resident tiles by default: as many of the program's tiles of a row as fit in `shared_memory` bytes beside the
-    ring; 0 (every tile through the ring) when fewer than the ring's stages fit and the row does not fit whole."""
-    if config.resident is not None:
-        return config.resident
-    tile_bytes = _ce_gluon.tile_bytes_of(config.tile_rows, config.num_warps, element_size)
-    n_tiles = cdiv(cdiv(V, tile_bytes // element_size), config.split)
-    resident = min(n_tiles, max(shared_memory // tile_bytes - config.stages, 0))
-    return resident if resident == n_tiles or resident >= config.stages else 0
+                          get("one_pass_stages", 3), get("one_pass_programs", None),
+                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1))
 
 
 @functools.lru_cache(maxsize=None)
@@ -352,22 +337,13 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     sm_count = _sm_count(logits.device)
     # a group's programs wait for each other: never more programs than SMs when split > 1
     programs = min(config.programs or sm_count, sm_count) if config.split > 1 else config.programs or sm_count
-    why_not = _ce_gluon.why_not_hopper(logits.device)
-    resident = 0
-    if why_not is None:
-        V, element_size = logits.shape[1], logits.element_size()
-        resident = _resident_tiles(config, V, element_size, _ce_gluon.shared_memory_limit(logits.device.index))
-        if config.enabled is None:
-            # Sweep 2 re-reads the tiles past the resident ones from L2, which holds them only while the programs'
-            # re-read bytes fit. Where they do not, HBM sees the second read too and the two-kernel path is faster
-            # (H200, BT=8192 V=128256 full, no resident tiles: bf16 rows, 33 MB in flight, 1.37 vs 1.61 ms; fp32
-            # rows, 66 MB, 3.32 vs 3.13 ms).
-            tile = _ce_gluon.tile_bytes_of(config.tile_rows, config.num_warps, element_size) // element_size
-            reread = max(cdiv(cdiv(V, tile), config.split) - resident, 0) * tile * element_size
-            if programs * reread > _l2_bytes(logits.device):
-                return False
-        why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split,
-                                        resident)
+    if config.enabled is None and logits.is_cuda:
+        # Sweep 2 re-reads each row from L2 only while it is still there: one row in flight a program. Where they
+        # do not fit, HBM sees the second read too and the two-kernel path is faster (H200, BT=8192 V=128256 full:
+        # bf16 rows, 33 MB in flight, 1.37 vs 1.61 ms; fp32 rows, 66 MB, 3.32 vs 3.13 ms).
+        if programs * logits.shape[1] * logits.element_size() > _l2_bytes(logits.device):
+            return False
+    why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split)
     if why_not is not None:
         if _tuning.get(TUNING_OP, "one_pass", None):  # asked for by name: say why it did not run
             _ce_gluon.warn_fallback(ValueError(why_not))
@@ -375,7 +351,7 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     try:
         _ce_gluon.launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
                          label_smoothing, softcap, lse_square_scale, programs, config.tile_rows, config.num_warps,
-                         config.stages, config.policy, config.split, resident)
+                         config.stages, config.policy, config.split)
     except Exception as error:  # Gluon is experimental: a compile failure falls back (nothing was written)
         _ce_gluon.warn_fallback(error)
         return False

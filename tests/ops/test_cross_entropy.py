@@ -493,32 +493,15 @@ def test_gpu_inplace_backward():
 # The one-pass Gluon kernel (greyhound/ops/_ce_gluon.py): Hopper only
 # ------------------------------------------------------------------------------------------------------------------
 def test_one_pass_default_config():
-    # 32 KB tiles for long rows (4 slabs of bf16, 2 of fp32, 16 warps), fewer slabs for short ones, a 2-tile ring; on
-    # by default where the re-read tiles fit in L2 (decided at the call)
+    # 64 KB tiles for long rows (8 slabs of bf16, 4 of fp32, 16 warps), fewer slabs for short ones; on by default
+    # where the rows in flight fit in L2 (decided at the call)
     config = ce._one_pass_config(128256, 2)
-    assert config.enabled is None and config.resident is None
-    assert (config.tile_rows, config.num_warps, config.stages, config.split) == (4, 16, 2, 1)
-    assert ce._one_pass_config(128256, 4).tile_rows == 2
+    assert config.enabled is None and (config.tile_rows, config.num_warps, config.stages, config.split) == (8, 16, 3, 1)
+    assert ce._one_pass_config(128256, 4).tile_rows == 4
     assert ce._one_pass_config(5000, 2).tile_rows == 2 and ce._one_pass_config(4096, 2).tile_rows == 1
-    with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2, one_pass_resident=3):
+    with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2):
         config = ce._one_pass_config(128256, 2)
-        assert not config.enabled and config.tile_rows == 2 and config.split == 2 and config.resident == 3
-
-
-@pytest.mark.parametrize("V,element_size,split,stages,expected", [
-    (128256, 2, 1, 2, 5),  # 8 tiles of 32 KB, 7 fit in 227 KB: 5 resident beside the 2-tile ring
-    (128256, 4, 1, 2, 5),  # 16 tiles
-    (65536, 2, 1, 2, 4),  # the whole row: no ring items
-    (128256, 2, 2, 2, 4),  # two programs a row: 4 tiles each
-    (128256, 2, 1, 6, 0),  # one resident tile beside a 6-tile ring: fewer than the ring's stages, so none
-    (16, 2, 1, 2, 1),  # one tile of 16 entries
-])
-def test_one_pass_resident_tiles(V, element_size, split, stages, expected):
-    with _tuning.override(ce.TUNING_OP, one_pass_split=split, one_pass_stages=stages):
-        config = ce._one_pass_config(V, element_size)
-    assert ce._resident_tiles(config, V, element_size, 232448 - 1024) == expected
-    with _tuning.override(ce.TUNING_OP, one_pass_resident=3):
-        assert ce._resident_tiles(ce._one_pass_config(V, element_size), V, element_size, 0) == 3
+        assert not config.enabled and config.tile_rows == 2 and config.split == 2
 
 
 def test_one_pass_kernel_says_why_it_cannot_run():
@@ -568,11 +551,7 @@ def test_gpu_one_pass_matches_reference(dtype, rows, vocab, options):
 @pytest.mark.parametrize("config", [dict(one_pass_tile_rows=4, one_pass_warps=4, one_pass_stages=3),
                                     dict(one_pass_tile_rows=8, one_pass_warps=16, one_pass_stages=2),
                                     dict(one_pass_programs=7), dict(one_pass_tile_rows=1, one_pass_stages=6),
-                                    dict(one_pass_policy=8), dict(one_pass_policy=2),
-                                    dict(one_pass_tile_rows=8, one_pass_stages=3, one_pass_resident=0),
-                                    dict(one_pass_stages=3, one_pass_resident=3),
-                                    dict(one_pass_tile_rows=2, one_pass_stages=4, one_pass_resident=9),
-                                    dict(one_pass_resident=2, one_pass_programs=5)])
+                                    dict(one_pass_policy=8), dict(one_pass_policy=2)])
 def test_gpu_one_pass_tuning_variants(config):
     logits, target = make_inputs(64, 128256, torch.bfloat16, "cuda", ignored=(3,), target_dtype=torch.int32)
     with _one_pass(**config):
@@ -617,17 +596,6 @@ def test_gpu_one_pass_inplace_and_unchecked_targets():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config,message", [(dict(one_pass_resident=1), "resident tiles must be 0, at least"),
-                                            (dict(one_pass_resident=7), "do not fit")])
-def test_gpu_one_pass_impossible_resident_tiles_fall_back(config, message):
-    # one resident tile beside a 2-tile ring would be refilled too late; 7 + 2 tiles of 32 KB exceed shared memory
-    logits, target = make_inputs(16, 128256, torch.bfloat16, "cuda")
-    ce._ce_gluon._WARNED.clear()
-    with _tuning.override(ce.TUNING_OP, one_pass=True, **config), pytest.warns(RuntimeWarning, match=message):
-        check_against_reference(logits, target)
-
-
-@pytest.mark.gpu
 def test_gpu_one_pass_unaligned_vocab_takes_two_kernels():
     # V = 1001: rows are not 16-byte aligned, so the default path runs the two kernels, silently; forced, it warns
     logits, target = make_inputs(16, 1001, torch.bfloat16, "cuda")
@@ -637,37 +605,35 @@ def test_gpu_one_pass_unaligned_vocab_takes_two_kernels():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype,reread_tiles", [(torch.bfloat16, 3), (torch.float32, 11)])
-def test_gpu_default_takes_one_pass_where_rereads_fit_l2(monkeypatch, dtype, reread_tiles):
-    # V=128256 in 32 KB tiles: 8 bf16 (5 resident, 3 re-read, 13 MB over 132 SMs) or 16 fp32 (11 re-read, 48 MB):
-    # one pass where the re-read tiles of all programs fit in L2
+@pytest.mark.parametrize("dtype,expected", [(torch.bfloat16, True), (torch.float32, False)])
+def test_gpu_default_takes_one_pass_where_rows_fit_l2(monkeypatch, dtype, expected):
+    # 132 bf16 rows of V=128256 (33 MB) fit the H200's 50 MB L2: one pass; fp32 rows (66 MB) do not: two kernels
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the one-pass kernel is for Hopper")
     calls = []
     launch = ce._ce_gluon.launch
     monkeypatch.setattr(ce._ce_gluon, "launch", lambda *args, **kwargs: calls.append(1) or launch(*args, **kwargs))
     logits, target = make_inputs(32, 128256, dtype, "cuda", ignored=(2,))
-    fits = ce._sm_count(logits.device) * reread_tiles * 32768 <= ce._l2_bytes(logits.device)
+    fits = ce._sm_count(logits.device) * 128256 * logits.element_size() <= ce._l2_bytes(logits.device)
+    assert fits == expected
     check_against_reference(logits, target)
-    assert bool(calls) == fits
+    assert bool(calls) == expected
 
 
-@pytest.mark.parametrize("dtype,tile_rows,stages,resident,split", [("bf16", 4, 2, 5, 1), ("bf16", 8, 3, 0, 1),
-                                                                   ("fp32", 4, 3, 0, 2), ("fp32", 2, 2, 4, 2)])
-def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, stages, resident, split):
-    # the default config (resident tiles beside a 2-tile ring), the ring alone, split fp32 ones, every option on:
-    # valid for this Triton's Gluon, 16-byte copies only, the tiles within the H200's shared memory, acquire/release
-    # only where programs share rows
+@pytest.mark.parametrize("dtype,tile_rows,split", [("bf16", 8, 1), ("fp32", 4, 2)])
+def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split):
+    # the default config (and a split, fp32 one), every option on: valid for this Triton's Gluon, 16-byte copies
+    # only, the ring within the H200's shared memory, acquire/release only where programs share rows
     from tests.gluon_compile import compile_for_hopper
     types = dict(logits_ptr=f"*{dtype}", logits_row_stride="i32", grad_ptr=f"*{dtype}", grad_row_stride="i32",
                  target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
                  grad_scale_stride="i32", partial_ptr="*fp32", arrivals_ptr="*i32", n_rows="i32", V="i32",
                  ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
-    constexprs = dict(HAS_SOFTCAP=True, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=stages,
-                      SPLIT=split, POLICY=7, RESIDENT=resident, num_warps=16)
+    constexprs = dict(HAS_SOFTCAP=True, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=3,
+                      SPLIT=split, POLICY=7, num_warps=16)
     facts = compile_for_hopper("greyhound.ops._ce_gluon", "cross_entropy_one_pass_kernel", types, constexprs, 16,
                                divisible=("V", "logits_row_stride", "grad_row_stride"))
     tile_bytes = tile_rows * 256 * 16 * (2 if dtype == "bf16" else 4)
     assert facts["cubin"] and facts["copy_bytes"] == [16] and facts["copies"] > 0
-    assert (resident + stages) * tile_bytes <= facts["shared"] <= 232448
+    assert 3 * tile_bytes <= facts["shared"] <= 232448
     assert (facts["acquire_release"] > 0) == (split > 1)
