@@ -380,11 +380,12 @@ if available():
     # STAGES-deep ring by cp.async. Each ring slot holds W1[k] and W2[k]; `ready[s]` completes when the producer's
     # copies into slot s land (one cp.async arrival per producer thread), `empty[s]` when every consumer is done with
     # it (one arrival each). So each weight chunk crosses L2 -> SM once per CONSUMERS * BLOCK_L positions
-    # (cheri_block_kernel: once per BLOCK_L). Consumers synchronise only through the ring's mbarriers, so one's GELU
-    # and conv run under another's GEMMs; within a consumer, chunks go in pairs whose GEMMs overlap the pair's GELUs
-    # (see _ws_consumer). The chunk loop is a loop, not unrolled: two unrolled, software-pipelined consumers (6,000
-    # SASS instructions each) missed the instruction cache and spilled (ncu, session 15: 0.85 ms against the Gluon
-    # kernel's 0.50); one chunk at a time, with no overlap within a consumer, took 0.52 (session 16).
+    # (cheri_block_kernel: once per BLOCK_L). A consumer runs each chunk in order (first GEMM, GELU, second GEMM) with
+    # no overlap of its own: the overlap is between consumers, which synchronise only through the ring's mbarriers,
+    # so one's GELU and conv run under another's GEMMs. The chunk loop is a loop, not unrolled: two unrolled,
+    # software-pipelined consumers (6,000 SASS instructions each) missed the instruction cache and spilled (ncu,
+    # session 15: 0.85 ms against the Gluon kernel's 0.50). This looped version takes 0.52 at best (session 16); a
+    # consumer taking its chunks in pairs, the pair's GEMMs under its GELUs, took 0.58 (not kept; in git history).
 
     @gluon.jit
     def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
@@ -452,45 +453,18 @@ if available():
                 residual = gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
             acc = gl.convert_layout(residual, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
             _cta_barrier()  # all of z is in shared memory
-            # Chunks in pairs (a, b), so that the tensor cores have work under each GELU: both first GEMMs issued,
-            # a's GELU under b's first GEMM, b's GELU under a's second GEMM; drained at the end of each pair, so no
-            # wgmma is in flight across the loop's back edge (loop-carried in-flight accumulators make ptxas
-            # serialise). pre_a / pre_b start each pair as the previous pair's finished pre-activations, whose
-            # registers the new first GEMMs take over (fresh accumulators while a wgmma is in flight serialise too).
-            pre_a = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
-            pre_b = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
-            for kk in range(n_chunks // 2):
-                slot_a = count % STAGES
-                slot_b = (count + 1) % STAGES
-                mbarrier.wait(ready.index(slot_a), (count // STAGES) & 1)
-                pre_a = warpgroup_mma(z_smem, w1_smem.index(slot_a).permute((1, 0)), pre_a, use_acc=False,
-                                      is_async=True)
-                mbarrier.wait(ready.index(slot_b), ((count + 1) // STAGES) & 1)
-                pre_b = warpgroup_mma(z_smem, w1_smem.index(slot_b).permute((1, 0)), pre_b, use_acc=False,
-                                      is_async=True)
-                pre_a = warpgroup_mma_wait(num_outstanding=1, deps=(pre_a, ))  # a's first GEMM (b's may run on)
-                bias = b1_smem.index(2 * kk).load(gl.SliceLayout(0, PRE))
-                h = gl.convert_layout(_gelu_poly(pre_a, gl.expand_dims(bias, 0)).to(gl.bfloat16), H_OPERAND)
-                acc = warpgroup_mma(h, w2_smem.index(slot_a).permute((1, 0)), acc, is_async=True)
-                pre_b = warpgroup_mma_wait(num_outstanding=1, deps=(pre_b, ))  # b's first GEMM (a's second may run on)
-                bias = b1_smem.index(2 * kk + 1).load(gl.SliceLayout(0, PRE))
-                h = gl.convert_layout(_gelu_poly(pre_b, gl.expand_dims(bias, 0)).to(gl.bfloat16), H_OPERAND)
-                acc = warpgroup_mma(h, w2_smem.index(slot_b).permute((1, 0)), acc, is_async=True)
-                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                mbarrier.arrive(empty.index(slot_a))  # W1 and W2 of both chunks are free
-                mbarrier.arrive(empty.index(slot_b))
-                count += 2
-            if n_chunks % 2 == 1:  # the last chunk alone
+            for k in range(n_chunks):
                 slot = count % STAGES
                 mbarrier.wait(ready.index(slot), (count // STAGES) & 1)
-                pre_a = warpgroup_mma(z_smem, w1_smem.index(slot).permute((1, 0)), pre_a, use_acc=False,
-                                      is_async=True)
-                pre_a = warpgroup_mma_wait(num_outstanding=0, deps=(pre_a, ))
-                bias = b1_smem.index(n_chunks - 1).load(gl.SliceLayout(0, PRE))
-                h = gl.convert_layout(_gelu_poly(pre_a, gl.expand_dims(bias, 0)).to(gl.bfloat16), H_OPERAND)
+                pre = warpgroup_mma(z_smem, w1_smem.index(slot).permute((1, 0)),
+                                    gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
+                pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+                bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
+                hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
+                h = gl.convert_layout(hidden.to(gl.bfloat16), H_OPERAND)
                 acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                mbarrier.arrive(empty.index(slot))
+                mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
                 count += 1
             out = gl.convert_layout(acc, TILE)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
