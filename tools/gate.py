@@ -27,7 +27,10 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
   the same benchmark, mode and shape is the greyhound series' control. When the control moved beyond its own
   threshold in the same direction, the greyhound series is judged on r - r_control instead, and a move that the
   control explains is reported as drift, not as greyhound's regression. When most controls moved together, or the
-  machine's software (torch, triton, CUDA, driver, GPU) differs between the two runs, the report names it.
+  machine's software (torch, triton, CUDA, driver, GPU) differs between the two runs, the report names it; so it
+  does when the two commits were measured on different physical GPUs (`results/<machine>/gpus.csv`), where a
+  kernel alone can move by more than its noise estimate (session 16: the unchanged Cheri megakernel read 5% faster
+  on one H200 than on two others, with its torch.compile peer level).
 
 Exit status: 0 no regression; 1 a regression; 2 bad arguments or missing results. docs/benchmarking.md has the
 measured false-alarm and sensitivity rates (`--evaluate`).
@@ -41,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.export import ExportError, load_benchmarks, load_results
-from tools.noise import history_noise, median_standard_error
+from tools.noise import history_noise, median_standard_error, read_gpus
 
 Z = 3.0  # standard deviations of a series' own A/A differences
 FLOOR = 0.015  # minimum effect for time series (1.5%) ...
@@ -135,6 +138,10 @@ def load_runs(results_dirs, machine=None, tier="tracked"):
                 _add_values(run, result, benchmarks, tier)
     if len(machines) > 1:
         raise GateError(f"results of several machines {sorted(machines)}: choose one with --machine")
+    gpus = read_gpus(results_dirs, machines)
+    for commit, run in runs.items():
+        if commit in gpus:
+            run.params["gpu_uuid"] = gpus[commit]
     return runs
 
 
@@ -234,6 +241,10 @@ def judge(base, head, history):
                             f"{math.expm1(statistics.median(together)):+.1%}: machine or environment drift")
     differing = [f"{k} {base.params.get(k)!s} -> {head.params.get(k)!s}" for k in ENVIRONMENT_KEYS
                  if base.params.get(k) != head.params.get(k)]
+    gpu_base, gpu_head = base.params.get("gpu_uuid"), head.params.get("gpu_uuid")
+    if gpu_base and gpu_head and gpu_base != gpu_head:
+        differing.append(f"physical GPU {gpu_base} -> {gpu_head} (a series may move by more than its noise between "
+                         "GPUs; measure both commits on one GPU, e.g. asv continuous, to separate the code from the GPU)")
     if differing:
         report.environment = "environment differs: " + "; ".join(differing)
     return report

@@ -58,11 +58,14 @@ def history_noise(series, history):
     return 1.4826 * statistics.median(abs(d - center) for d in diffs), len(diffs)
 
 
-def read_gpus(results_dirs):
-    """{commit: gpu_uuid} from every results/<machine>/gpus.csv."""
+def read_gpus(results_dirs, machines=None):
+    """{commit: gpu_uuid} from every results/<machine>/gpus.csv (only those of `machines` when given); a commit
+    measured more than once has the GPU of its last row."""
     gpus = {}
     for results_dir in map(Path, results_dirs):
         for path in sorted(results_dir.glob(f"*/{GPUS_FILE}")):
+            if machines is not None and path.parent.name not in machines:
+                continue
             with open(path, newline="") as f:
                 for row in csv.DictReader(f):
                     gpus[row["commit"]] = row["gpu_uuid"]

@@ -162,6 +162,26 @@ def test_cli_exit_status_follows_the_verdict(tmp_path, capsys):
     assert "no results for '0badc0de'" in capsys.readouterr().err
 
 
+def test_the_cli_names_a_change_of_physical_gpu_from_gpus_csv(tmp_path, capsys):
+    # scripts/h200_asv.sh records which GPU measured each commit; base and head on two GPUs are named (a kernel can
+    # move between GPUs by more than its noise estimate), and on one GPU, or with a GPU unknown, nothing is said
+    rng = random.Random(10)
+    runs = [_run(f"{i:08x}", rng, date=i) for i in range(6)]
+    results = _write_results(tmp_path, runs)
+    rows = ["commit,gpu_uuid,measured_at"] + [f"{run.commit.ljust(40, '0')},GPU-{'b' if i == 5 else 'a'},2026-12-02"
+                                              for i, run in enumerate(runs[:-1])]
+    rows.append(f"{runs[5].commit.ljust(40, '0')},GPU-b,2026-12-02")
+    (results / "nvidia-h200" / "gpus.csv").write_text("\n".join(rows) + "\n")
+    assert gate.main([runs[4].commit, runs[5].commit, "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "physical GPU GPU-a -> GPU-b" in out
+    gate.main([runs[3].commit, runs[4].commit, "--results", str(results)])
+    assert "physical GPU" not in capsys.readouterr().out
+    (results / "nvidia-h200" / "gpus.csv").write_text("\n".join(rows[:-1]) + "\n")  # the head's GPU unknown
+    gate.main([runs[4].commit, runs[5].commit, "--results", str(results)])
+    assert "physical GPU" not in capsys.readouterr().out
+
+
 def test_a_microsecond_series_is_judged_beyond_launch_latency():
     """A 4 µs call moving 1.3 µs between machines (launch latency) is not a regression; 3 µs more is; a 1 ms series
     keeps its relative threshold."""
