@@ -144,7 +144,8 @@ if available():
         consecutive channels (vector loads of the per-channel parameters), 8 lanes across C. So LayerNorm's sums over C
         stay within a warp (shuffles, no CTA barrier) and z goes to shared memory by stmatrix. Session 16, offline
         (Triton 3.6, sm_90a, (64, 64, 4 warps, ring 2)): 1896 -> 1709 instructions before the first wgmma, 15 -> 2 CTA
-        barriers there, 64 STS.U16 -> 8 STSM; the earlier layout put the 4 warps across C."""
+        barriers there, 64 STS.U16 -> 8 STSM; the earlier layout put the 4 warps across C. Measured on one H200, the
+        kernel's time did not change (0.4679 -> 0.4673 ms at N=512): the prologue runs under the other CTA's MLP."""
         # (warp_specialize hands its partitions constexprs wrapped twice, and constexpr functions unwrap once)
         block_c = getattr(getattr(block_c, "value", block_c), "value", getattr(block_c, "value", block_c))
         num_warps = getattr(getattr(num_warps, "value", num_warps), "value", getattr(num_warps, "value", num_warps))
