@@ -168,9 +168,8 @@ def test_the_cli_names_a_change_of_physical_gpu_from_gpus_csv(tmp_path, capsys):
     rng = random.Random(10)
     runs = [_run(f"{i:08x}", rng, date=i) for i in range(6)]
     results = _write_results(tmp_path, runs)
-    rows = ["commit,gpu_uuid,measured_at"] + [f"{run.commit.ljust(40, '0')},GPU-{'b' if i == 5 else 'a'},2026-12-02"
-                                              for i, run in enumerate(runs[:-1])]
-    rows.append(f"{runs[5].commit.ljust(40, '0')},GPU-b,2026-12-02")
+    rows = ["commit,gpu_uuid,measured_at"] + [f"{run.commit.ljust(40, '0')},GPU-a,2026-12-02" for run in runs[:-1]]
+    rows.append(f"{runs[-1].commit.ljust(40, '0')},GPU-b,2026-12-02")  # only the last commit on another GPU
     (results / "nvidia-h200" / "gpus.csv").write_text("\n".join(rows) + "\n")
     assert gate.main([runs[4].commit, runs[5].commit, "--results", str(results)]) == 0
     out = capsys.readouterr().out
