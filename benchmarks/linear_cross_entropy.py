@@ -1,7 +1,8 @@
 """chunked_linear_cross_entropy: greyhound vs torch eager/compile, Liger, cut-cross-entropy and fla.
 
-Tracked (every commit): BT=8192, d_model=4096, V=128256, bf16, greyhound and the best peer by time (torch.compile),
-every mode. Sweeps (nightly): the vocabulary at d_model=4096 (x: vocab_size), and d_model x vocab_size (x: d_model,
+Tracked (every commit): BT=8192, d_model=4096, V=128256, bf16, greyhound, its low-memory schedule and the best peer
+by time (torch.compile), every mode (`greyhound-low-memory`: grad_schedule="vocab", full and backward only: its
+forward is greyhound's). Sweeps (nightly): the vocabulary at d_model=4096 (x: vocab_size), and d_model x vocab_size (x: d_model,
 vocab_size in the fixed config), which tools.plot draws as a Plotly page.
 """
 import functools
@@ -10,7 +11,7 @@ from . import harness
 from .harness import grid
 from .logprobs import lm_head_work
 
-PROVIDERS = ["greyhound", "torch-eager", "torch-compile", "liger", "cut-cross-entropy", "fla"]
+PROVIDERS = ["greyhound", "greyhound-low-memory", "torch-eager", "torch-compile", "liger", "cut-cross-entropy", "fla"]
 
 
 def _reference(x, weight, target):
@@ -22,7 +23,7 @@ class ChunkedLinearCrossEntropyTracked(harness.KernelSuite):
     kernel_name = "chunked_linear_cross_entropy"
     tuning_module = "greyhound.ops.linear_cross_entropy"  # greyhound[chunk_rows=...,vocab_schedule=1] variants
     x_name = "vocab_size"
-    providers = ["greyhound", "torch-compile"]
+    providers = ["greyhound", "greyhound-low-memory", "torch-compile"]
     gpu_shapes = grid(batch_size=[8192], d_model=[4096], vocab_size=[128256], dtype=["bfloat16"])
     cpu_shapes = grid(batch_size=[32], d_model=[64], vocab_size=[1000], dtype=["float32"])
 
@@ -35,6 +36,10 @@ class ChunkedLinearCrossEntropyTracked(harness.KernelSuite):
         no work of its own (no roofline for that mode)."""
         return (0, 0) if mode == "backward" else lm_head_work(mode, shape)
 
+    @classmethod
+    def serves(cls, provider, mode, shape):
+        return provider != "greyhound-low-memory" or mode != "forward"
+
     def reference(self, x, weight, target):
         return _reference(x, weight, target)
 
@@ -42,6 +47,9 @@ class ChunkedLinearCrossEntropyTracked(harness.KernelSuite):
         if provider == "greyhound":
             from greyhound import chunked_linear_cross_entropy
             return functools.partial(chunked_linear_cross_entropy, check_target=False)
+        if provider == "greyhound-low-memory":
+            from greyhound import chunked_linear_cross_entropy
+            return functools.partial(chunked_linear_cross_entropy, check_target=False, grad_schedule="vocab")
         if provider == "torch-eager":
             return _reference
         if provider == "torch-compile":

@@ -150,9 +150,10 @@ def test_cross_entropy_twin_equals_registered_op(device, dtype, reduction):
         out.loss.backward(grad_output)
 
 
+@pytest.mark.parametrize("grad_vocab", [False, True])
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_linear_cross_entropy_twin_equals_registered_op(device, reduction, with_bias):
+def test_linear_cross_entropy_twin_equals_registered_op(device, reduction, with_bias, grad_vocab):
     rows, hidden, V, chunk = 13, 16, 40, 5
     x = torch.randn(rows, hidden, device=device)
     weight = torch.randn(V, hidden, device=device) * 0.5
@@ -166,13 +167,15 @@ def test_linear_cross_entropy_twin_equals_registered_op(device, reduction, with_
 
     eager_inputs = leaves()
     out = chunked_linear_cross_entropy(eager_inputs[0], eager_inputs[1], target, eager_inputs[2],
-                                       reduction=reduction, return_lse=True, chunk_size=chunk, **options)
+                                       reduction=reduction, return_lse=True, chunk_size=chunk,
+                                       grad_schedule="vocab" if grad_vocab else "rows", **options)
     assert type(out.loss.grad_fn).__name__ == "linear_cross_entropy_fwd" + EAGER
 
     op_inputs = leaves()
     needs_grad = [t is not None for t in op_inputs]
     loss, _, lse, *_ = torch.ops.greyhound.linear_cross_entropy_fwd(
-        *op_inputs, target, REDUCTIONS.index(reduction), chunk, -100, 0.05, 15.0, 1e-3, False, needs_grad, True)
+        *op_inputs, target, REDUCTIONS.index(reduction), chunk, -100, 0.05, 15.0, 1e-3, grad_vocab, grad_vocab,
+        needs_grad, True)
     assert not type(loss.grad_fn).__name__.endswith(EAGER)
 
     assert torch.equal(out.loss, loss) and torch.equal(out.lse, lse)

@@ -126,18 +126,20 @@ def _cross_entropy_kernel(
 @triton.jit
 def _gradient_kernel(
     logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, lse_ptr, grad_scale_ptr, grad_scale_stride,
-    V, ignore_index, label_smoothing, softcap, lse_square_scale,
+    V, ignore_index, label_smoothing, softcap, lse_square_scale, col0, n_cols,
     BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_Z_LOSS: tl.constexpr,
 ):
-    """Program (row, block of V): grad_scale[row] * d loss_row / d logits_row from the lse the loss kernel saved
-    (grad_scale_stride 0: one scale for every row); 0 for an ignored row, nan for an out-of-range target.
+    """Program (row, block of columns): grad_scale[row] * d loss_row / d logits_row from the row's lse (saved by
+    the loss kernel; grad_scale_stride 0: one scale for every row); 0 for an ignored row, nan for an out-of-range
+    target. The logits and gradient rows hold the `n_cols` vocabulary entries [col0, col0 + n_cols) of V (the
+    whole row: col0 = 0, n_cols = V; a vocabulary chunk of chunked_linear_cross_entropy otherwise).
 
     Reads fp32/bf16/fp16 logits, computes in fp32, stores in the gradient tensor's dtype. grad_ptr may equal
     logits_ptr: each program reads its block before writing it.
     """
     row = tl.program_id(0).to(tl.int64)
     offsets = tl.program_id(1) * BLOCK_V + tl.arange(0, BLOCK_V)
-    mask = offsets < V
+    mask = offsets < n_cols
     target = tl.load(target_ptr + row).to(tl.int64)
     is_valid = target != ignore_index
     lse = tl.load(lse_ptr + row)  # nan for an out-of-range target: so is every coefficient below
@@ -155,7 +157,7 @@ def _gradient_kernel(
         capped = _tanh(x / softcap)
         z = softcap * capped
     grad = tl.exp2((z - lse) * LOG2E) * softmax_coef - uniform
-    grad -= tl.where(offsets == target, target_coef, 0.0)
+    grad -= tl.where(offsets + col0 == target, target_coef, 0.0)
     if HAS_SOFTCAP:
         grad *= 1.0 - capped * capped
     tl.store(grad_ptr + row * grad_row_stride + offsets, grad.to(grad_ptr.dtype.element_ty), mask=mask)
@@ -320,7 +322,7 @@ def _cross_entropy_rows(
         grad_scale, grad_scale_stride = _grad_scale_arg(grad_scale, rows, logits)
         block_v = min(next_power_of_2(V), config.gradient_block_v)
         _run_gradient[(rows, cdiv(V, block_v))](
-            logits, logits.stride(0), grad, grad.stride(0), target, lse, grad_scale, grad_scale_stride, *scalars,
+            logits, logits.stride(0), grad, grad.stride(0), target, lse, grad_scale, grad_scale_stride, *scalars, 0, V,
             BLOCK_V=block_v, num_warps=max(1, min(8, block_v // 512)), **options,
         )
     return per_token_loss, lse

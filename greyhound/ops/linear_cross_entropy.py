@@ -18,6 +18,12 @@ writes an fp32 C with beta = 1; bf16 sums drift at large vocabularies), which ta
 space is the bf16/fp16 gradient's own storage: rows [0, V/2) accumulate in place inside it and are narrowed in
 place at the end, rows [V/2, V) in a separate fp32 buffer freed afterwards. Peak extra memory is therefore
 V*H*4 (grad_weight + that buffer) + BT*H*2 (grad_x) + one chunk of logits, and afterwards just the gradients.
+
+grad_schedule="vocab" (the low-memory schedule): the forward is the loss-only pass (vocabulary chunks, all rows);
+the backward recomputes the logits a vocabulary chunk at a time for all rows from the saved lse, so each block of
+the weight gradient is one GEMM over every row (cuBLAS's fp32 accumulator, rounded once, written once) and no
+fp32 V x H sum ever exists. The x gradient sums over the chunks in fp32 (half of it inside its own storage).
+Four GEMMs instead of three; peak extra memory: the gradients + BT*H*2 + one chunk (GRAD_VOCAB_CHUNK_BYTES).
 """
 from typing import Optional
 
@@ -39,9 +45,11 @@ from greyhound.ops.cross_entropy import (
     _check_targets,
     _cross_entropy_rows,
     _cross_entropy_scale_grad_,
+    _grad_scale_arg,
     _hand_out_once,
     _outputs,
     _reduce,
+    _run_gradient,
     cross_entropy_reference,
 )
 
@@ -57,6 +65,10 @@ ONE_CHUNK_BYTES = 4 << 30
 GRAD_CHUNK_BYTES = 256 << 20
 MIN_GRAD_CHUNK_ROWS = 1024
 MAX_CHUNK_ROWS = 8192
+# grad_schedule="vocab": logits of all rows x this many bytes of vocabulary entries per chunk. At BT=8192, H=4096,
+# V=128256 bf16 the gradients take 1.118 GB, the x gradient's fp32 half 67 MB and a 48 MiB chunk 50 MB: 1.235 GB
+GRAD_VOCAB_CHUNK_BYTES = 48 << 20
+GRAD_SCHEDULES = ("auto", "rows", "vocab")
 
 
 FORWARD_SCHEDULES = ("auto", "rows", "vocab")
@@ -71,6 +83,9 @@ _tuning.register(
     chunk_rows=(int, "rows per chunk when chunk_size is None (default: from the byte budgets)"),
     vocab_schedule=(bool, "loss-only passes walk the vocabulary in chunks (forward_schedule='vocab')"),
     vocab_chunk=(int, "vocabulary entries per chunk of the vocab schedule when chunk_size does not give them"),
+    grad_vocab_schedule=(bool, "grad_schedule='auto' takes the vocab (low-memory) schedule"),
+    grad_vocab_chunk=(int, "vocabulary entries per chunk of grad_schedule='vocab' when chunk_size does not give "
+                           "them"),
 )
 
 
@@ -88,6 +103,13 @@ def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool, one_
 def _running_vectors(label_smoothing: float) -> int:
     """fp32 [BT] vectors the vocab schedule keeps across chunks: max, sum of exp, target logit[, sum of logits]."""
     return 4 if label_smoothing > 0 else 3
+
+
+def _auto_grad_vocab_chunk(rows: int, V: int, element_size: int) -> int:
+    """Vocabulary entries per chunk of grad_schedule="vocab": all rows x the columns whose logits fit
+    GRAD_VOCAB_CHUNK_BYTES, a multiple of VOCAB_CHUNK_MULTIPLE (at least one), at most V."""
+    fitting = GRAD_VOCAB_CHUNK_BYTES // max(1, rows * element_size)
+    return min(V, max(VOCAB_CHUNK_MULTIPLE, fitting // VOCAB_CHUNK_MULTIPLE * VOCAB_CHUNK_MULTIPLE))
 
 
 def _auto_vocab_chunk(rows: int, V: int, element_size: int, vectors: int = 3) -> int:
@@ -189,11 +211,13 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
 # ----------------------------------------------------------------------------------------------------------------
 # fp32 accumulation of the weight gradient
 # ----------------------------------------------------------------------------------------------------------------
-class _WeightGradAccumulator:
-    """Sums g_c^T x_c over chunks in fp32 and hands back the weight gradient in the weight's dtype.
+class _Fp32Sum:
+    """Sums a_c^T b_c over chunks in fp32 into a [V, H] result in `dtype`: the weight gradient (a_c = d loss /
+    d logits of a chunk of rows, b_c = those rows of x) or, in the vocab schedule, the x gradient (a_c = the
+    transposed d loss / d logits of a vocabulary chunk, b_c = those rows of the weight; V counts x's rows).
 
-    For bf16/fp16 weights the fp32 sum of rows [0, ~V/2) lives in the output tensor's own bytes (4 bytes per
-    element for half the rows = 2 bytes per element for all rows), so the only extra buffer is fp32 rows [~V/2, V).
+    For bf16/fp16 the fp32 sum of rows [0, ~V/2) lives in the output tensor's own bytes (4 bytes per element for
+    half the rows = 2 bytes per element for all rows), so the only extra buffer is fp32 rows [~V/2, V).
     """
 
     def __init__(self, V: int, H: int, dtype: torch.dtype, device: torch.device):
@@ -249,16 +273,82 @@ def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, scale=None, first
 _run_vocab_chunk = FastLaunch(_vocab_chunk_kernel)
 
 
+def _vocab_major_grads(x, weight, bias, target, lse, grad_scale, needs_grad, chunk_cols, ignore_index,
+                       label_smoothing, softcap, lse_square_scale):
+    """The gradients of grad_scale * per_token_loss summed over rows (grad_schedule="vocab"), from each row's lse
+    (fp32 [BT], from the loss pass): for each chunk of `chunk_cols` vocabulary entries, the logits of all rows
+    (one GEMM), d loss / d logits in place (the gradient kernel), grad_x += g W_c (fp32 sum over chunks),
+    grad_W[chunk] = g^T x and grad_b[chunk] = sum of g's rows, each written once. `grad_scale`: float, 0-d or
+    per-row [BT] tensor. In bf16/fp32 (and any per-row scale) the scale goes into d loss / d logits; in fp16 one
+    scale is applied to fp32 GEMM results instead (as in the rows schedule: a 1 / BT factor would flush small
+    entries)."""
+    rows, hidden = x.shape
+    V = weight.shape[0]
+    need_x, need_weight, need_bias = needs_grad
+    per_row_scale = isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1
+    late = x.dtype == torch.float16 and not per_row_scale and not (
+        not isinstance(grad_scale, torch.Tensor) and grad_scale == 1)
+    chunk = min(V, chunk_cols or _tuning.get(TUNING_OP, "grad_vocab_chunk",
+                                             _auto_grad_vocab_chunk(rows, V, x.element_size())))
+    scale, scale_stride = _grad_scale_arg(1.0 if late else grad_scale, rows, x)
+    grad_x = _Fp32Sum(rows, hidden, x.dtype, x.device) if need_x else None
+    grad_weight = torch.empty(V, hidden, device=x.device, dtype=weight.dtype) if need_weight else None
+    # fp16's weight-gradient block goes through fp32, where the scale is applied before the one rounding
+    block_fp32 = torch.empty(chunk, hidden, device=x.device, dtype=torch.float32) if need_weight and late else None
+    grad_bias = torch.empty(V, device=x.device, dtype=torch.float32) if need_bias else None
+    buffer = torch.empty(rows * chunk, device=x.device, dtype=x.dtype)
+    block_v = min(next_power_of_2(chunk), 1024)
+    scalars = (V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale))
+    for v0 in range(0, V, chunk):
+        v1 = min(v0 + chunk, V)
+        w = weight[v0:v1]
+        g = buffer[: rows * (v1 - v0)].view(rows, v1 - v0)
+        if bias is None:
+            torch.mm(x, w.t(), out=g)
+        else:
+            torch.addmm(bias[v0:v1], x, w.t(), out=g)
+        _run_gradient[(rows, triton.cdiv(v1 - v0, block_v))](
+            g, g.stride(0), g, g.stride(0), target, lse, scale, scale_stride, *scalars, v0, v1 - v0,
+            BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None, HAS_Z_LOSS=lse_square_scale > 0,
+            num_warps=max(1, min(4, block_v // 256)))
+        # from here `g` holds d loss / d logits of the chunk
+        if need_x:
+            grad_x.add_(g.t(), w)
+        if need_weight and not late:
+            torch.mm(g.t(), x, out=grad_weight[v0:v1])
+        elif need_weight:
+            block = block_fp32[: v1 - v0].zero_()
+            _addmm_into_fp32_(block, g.t(), x)
+            torch.mul(block, grad_scale, out=grad_weight[v0:v1])
+        if need_bias:
+            torch.sum(g, dim=0, dtype=torch.float32, out=grad_bias[v0:v1])
+    del buffer, g, block_fp32
+    late_scale = grad_scale if late else None
+    if need_x:
+        grad_x = grad_x.finish(late_scale)
+    if need_bias:
+        grad_bias = (grad_bias if late_scale is None else grad_bias * late_scale).to(bias.dtype)
+    return grad_x, grad_weight, grad_bias
+
+
 def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chunk_size, options,
-                            forward_schedule="rows"):
+                            forward_schedule="rows", grad_schedule="rows", lse=None):
     """Per-token loss and lse (fp32 [BT]) and, for the inputs flagged in `needs_grad` (x, weight, bias), the
     gradients of sum_rows grad_scale * per_token_loss. `grad_scale`: float, 0-d tensor or per-row [BT] tensor; a
     per-row scale is folded into d loss / d logits (in the inputs' dtype), one scale is applied to the GEMM results
     (so fp16 keeps the small gradient entries that a 1 / BT factor would push below its range). Without any
-    gradient, forward_schedule="vocab" walks the vocabulary in chunks instead of the rows."""
+    gradient, forward_schedule="vocab" walks the vocabulary in chunks instead of the rows. With one,
+    grad_schedule="vocab" runs the loss pass that way (skipped when `lse` is given: then per_token_loss is None)
+    and then _vocab_major_grads; `chunk_size` counts vocabulary entries there."""
     rows, V = x.shape[0], weight.shape[0]
     need_x, need_weight, need_bias = needs_grad
     with_grad = any(needs_grad)
+    if with_grad and grad_schedule == "vocab" and rows > 0:
+        per_token_loss = None
+        if lse is None:
+            per_token_loss, lse = _vocab_major_loss(x, weight, bias, target, chunk_size, **options)
+        return (per_token_loss, lse,
+                *_vocab_major_grads(x, weight, bias, target, lse, grad_scale, needs_grad, chunk_size, **options))
     if not with_grad and rows > 0 and _tuning.get(TUNING_OP, "vocab_schedule", forward_schedule == "vocab"):
         # chunk_size counts vocabulary entries only when the caller asked for the vocab schedule
         per_token_loss, lse = _vocab_major_loss(x, weight, bias, target,
@@ -279,7 +369,7 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
     grad_x = torch.empty(x.shape, device=x.device, dtype=x.dtype) if need_x else None
     grad_weight = None
     if need_weight and not direct:
-        grad_weight = _WeightGradAccumulator(V, x.shape[1], weight.dtype, x.device)
+        grad_weight = _Fp32Sum(V, x.shape[1], weight.dtype, x.device)
     grad_bias = torch.zeros(V, device=x.device, dtype=torch.float32) if need_bias else None
     per_row_scale = isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1
     # A per-row scale, and with one chunk any scale, goes into d loss / d logits (kernel_scale); otherwise the one
@@ -334,19 +424,19 @@ def _options(ignore_index, label_smoothing, softcap, lse_square_scale):
 def _linear_cross_entropy_fwd(
     x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], target: torch.Tensor, reduction: int,
     chunk_size: int, ignore_index: int, label_smoothing: float, softcap: float, lse_square_scale: float,
-    vocab_schedule: bool, needs_grad: list[bool], check_target: bool,
+    vocab_schedule: bool, grad_vocab: bool, needs_grad: list[bool], check_target: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(loss, per_token_loss, lse, grad_x, grad_weight, grad_bias). `reduction` indexes REDUCTIONS; chunk_size 0
     means automatic; softcap 0 means none. loss is 0-d, or the per-token loss for "none" (then the per_token_loss
-    slot is a 0-element tensor: outputs must not alias). Gradients (for "mean"/"sum", where `needs_grad` asks)
-    are of the reduced loss; the others are 0-element tensors."""
+    slot is a 0-element tensor: outputs must not alias). Gradients (for "mean"/"sum", where `needs_grad` asks,
+    unless `grad_vocab`: then the backward op makes them) are of the reduced loss; the others are 0-element."""
     V = weight.shape[0]
     _check_targets(target, V, ignore_index, check_target)  # one sync, before the chunks (work queues behind it)
     options = _options(ignore_index, label_smoothing, softcap, lse_square_scale)
     reduction = REDUCTIONS[reduction]
     n_valid = (target != ignore_index).sum()
     grads = (None, None, None)
-    if reduction == "none" or not any(needs_grad):
+    if _grads_in_backward(reduction, grad_vocab) or not any(needs_grad):
         per_token_loss, lse, *_ = _chunked_loss_and_grads(
             x, weight, bias, target, 0.0, (False, False, False), chunk_size or None, options,
             "vocab" if vocab_schedule else "rows")
@@ -360,6 +450,12 @@ def _linear_cross_entropy_fwd(
             *(x.new_empty(0) if grad is None else grad for grad in grads))
 
 
+def _grads_in_backward(reduction: str, grad_vocab: bool) -> bool:
+    """Whether the backward op makes the gradients: reduction "none" (the per-token grad_output is known only
+    there) and the vocab gradient schedule (from the lse the forward saved)."""
+    return reduction == "none" or grad_vocab
+
+
 def _gradient_likes(x, weight, bias, needs_grad):
     """Fake gradients as the chunk loop allocates them (contiguous, the input's dtype), 0-element where not asked."""
     return tuple(torch.empty(like.shape, dtype=like.dtype, device=like.device) if need else x.new_empty(0)
@@ -368,45 +464,53 @@ def _gradient_likes(x, weight, bias, needs_grad):
 
 @_linear_cross_entropy_fwd.register_fake
 def _linear_cross_entropy_fwd_fake(x, weight, bias, target, reduction, chunk_size, ignore_index, label_smoothing,
-                                   softcap, lse_square_scale, vocab_schedule, needs_grad, check_target):
+                                   softcap, lse_square_scale, vocab_schedule, grad_vocab, needs_grad, check_target):
     rows = x.shape[0]
     per_row = x.new_empty(rows, dtype=torch.float32)
     lse = x.new_empty(rows, dtype=torch.float32)
     if REDUCTIONS[reduction] == "none":
         return (per_row, x.new_empty(0, dtype=torch.float32), lse, *_gradient_likes(x, weight, bias, [False] * 3))
-    return (x.new_empty((), dtype=torch.float32), per_row, lse, *_gradient_likes(x, weight, bias, needs_grad))
+    return (x.new_empty((), dtype=torch.float32), per_row, lse,
+            *_gradient_likes(x, weight, bias, [False] * 3 if grad_vocab else needs_grad))
 
 
 @torch.library.custom_op("greyhound::linear_cross_entropy_bwd", mutates_args=())
 def _linear_cross_entropy_bwd(
-    x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], target: torch.Tensor,
+    x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], target: torch.Tensor, lse: torch.Tensor,
     grad_per_token_loss: torch.Tensor, chunk_size: int, ignore_index: int, label_smoothing: float, softcap: float,
-    lse_square_scale: float, needs_grad: list[bool],
+    lse_square_scale: float, grad_vocab: bool, needs_grad: list[bool],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(grad_x, grad_weight, grad_bias) of sum_rows grad_per_token_loss * per_token_loss (reduction "none"): the
-    chunks recomputed with the per-row scale folded into d loss / d logits; 0-element where `needs_grad` says none."""
+    """(grad_x, grad_weight, grad_bias) of sum_rows grad_per_token_loss * per_token_loss; 0-element where
+    `needs_grad` says none. grad_per_token_loss is [BT] (reduction "none": the per-row scale goes into d loss /
+    d logits) or 0-d (one scale: grad_output, over the valid rows for "mean"). The rows schedule recomputes
+    everything; `grad_vocab` recomputes the logits a vocabulary chunk at a time from the forward's `lse`."""
     _, _, *grads = _chunked_loss_and_grads(
         x, weight, bias, target, grad_per_token_loss, tuple(needs_grad), chunk_size or None,
-        _options(ignore_index, label_smoothing, softcap, lse_square_scale))
+        _options(ignore_index, label_smoothing, softcap, lse_square_scale),
+        grad_schedule="vocab" if grad_vocab else "rows", lse=lse if grad_vocab else None)
     return tuple(x.new_empty(0) if grad is None else grad for grad in grads)
 
 
 @_linear_cross_entropy_bwd.register_fake
-def _linear_cross_entropy_bwd_fake(x, weight, bias, target, grad_per_token_loss, chunk_size, ignore_index,
-                                   label_smoothing, softcap, lse_square_scale, needs_grad):
+def _linear_cross_entropy_bwd_fake(x, weight, bias, target, lse, grad_per_token_loss, chunk_size, ignore_index,
+                                   label_smoothing, softcap, lse_square_scale, grad_vocab, needs_grad):
     return _gradient_likes(x, weight, bias, needs_grad)
 
 
 def _linear_cross_entropy_setup_context(ctx, inputs, output):
     (x, weight, bias, target, reduction, chunk_size, ignore_index, label_smoothing, softcap, lse_square_scale,
-     vocab_schedule, needs_grad, _) = inputs
+     vocab_schedule, grad_vocab, needs_grad, _) = inputs
     _, per_token_loss, lse, *grads = output
     ctx.needs = list(needs_grad)
-    ctx.per_token = REDUCTIONS[reduction] == "none"
-    if ctx.per_token:
-        ctx.save_for_backward(x, weight, bias, target)
-        # with the vocab schedule, chunk_size counted vocabulary entries; the backward chunks rows (automatic)
-        ctx.chunk_size = 0 if vocab_schedule else chunk_size
+    ctx.reduction = REDUCTIONS[reduction]
+    ctx.recompute = _grads_in_backward(ctx.reduction, grad_vocab)
+    if ctx.recompute:
+        ctx.save_for_backward(x, weight, bias, target, lse)
+        ctx.grad_vocab = grad_vocab
+        # with the vocab schedule (and not the vocab gradients), chunk_size counted vocabulary entries; the
+        # backward then chunks rows (automatic)
+        ctx.chunk_size = 0 if vocab_schedule and not grad_vocab else chunk_size
+        ctx.ignore_index = ignore_index
         ctx.options = (ignore_index, label_smoothing, softcap, lse_square_scale)
     else:
         ctx.save_for_backward(*grads)
@@ -418,18 +522,20 @@ def _linear_cross_entropy_backward(ctx, grad_loss, *_grads_of_non_differentiable
     _hand_out_once(ctx, "chunked_linear_cross_entropy")
     needs = [need and asked for need, asked in zip(ctx.needs, ctx.needs_input_grad[:3])]
     if grad_loss is None or not any(needs):
-        return (None,) * 13
-    if ctx.per_token:
-        x, weight, bias, target = ctx.saved_tensors
-        grads = _library.run(_linear_cross_entropy_bwd, eager, x, weight, bias, target, grad_loss, ctx.chunk_size,
-                             *ctx.options, needs)
+        return (None,) * 14
+    if ctx.recompute:
+        x, weight, bias, target, lse = ctx.saved_tensors
+        if ctx.reduction == "mean":  # clamped: with every token ignored d loss / d logits is 0 (0 * inf is nan)
+            grad_loss = grad_loss / (target != ctx.ignore_index).sum().clamp_min(1)
+        grads = _library.run(_linear_cross_entropy_bwd, eager, x, weight, bias, target, lse, grad_loss,
+                             ctx.chunk_size, *ctx.options, ctx.grad_vocab, needs)
     else:
         grads = ctx.saved_tensors
         for grad, need in zip(grads, needs):
             if need:  # a no-op on the device for loss.backward()'s grad_output of 1: no host sync
                 _library.run(_cross_entropy_scale_grad_, eager, grad, grad_loss)
     # fresh references to the buffers, so that autograd can make them the .grad without a copy
-    return (*(grad.detach() if need else None for grad, need in zip(grads, needs)),) + (None,) * 10
+    return (*(grad.detach() if need else None for grad, need in zip(grads, needs)),) + (None,) * 11
 
 
 _linear_cross_entropy_fwd.register_autograd(_linear_cross_entropy_backward,
@@ -459,6 +565,7 @@ def chunked_linear_cross_entropy(
     chunk_size: Optional[int] = None,
     check_target: bool = True,
     forward_schedule: str = "auto",
+    grad_schedule: str = "auto",
 ):
     """Cross-entropy of the logits `x @ weight.T + bias` (x [BT, H], weight [V, H], bias [V]) against `target`
     [BT], with the options and outputs of `cross_entropy_with_grad`, computed `chunk_size` rows at a time so that
@@ -484,6 +591,14 @@ def chunked_linear_cross_entropy(
     gradient then use "rows" with automatic chunks. "auto" (default) is "vocab" unless `chunk_size` is given (then
     "rows", `chunk_size` counting rows). The two agree to fp32 rounding of the sums; on the H200 at BT=8192,
     H=4096, V=128256 bf16 "vocab" took 13.2-13.6 ms against 14.9 for "rows" (docs/perf/cross_entropy.md).
+
+    `grad_schedule` picks how the gradients are made. "rows" (and "auto", the default) is the fast schedule above:
+    three GEMMs, all in the forward. "vocab" is the low-memory one: the forward is the loss-only pass of
+    forward_schedule="vocab" (which saves each row's lse), and the backward recomputes the logits of all rows a
+    vocabulary chunk at a time (`chunk_size` entries; default about 48 MiB of logits), so each block of the weight
+    gradient is one GEMM over every row, fp32-accurate and written once: four GEMMs, and peak memory the gradients
+    + an fp32 half of x's gradient + one chunk (about 1.24 GB at BT=8192, H=4096, V=128256 bf16, against the
+    one-chunk schedule's 3.2 GB). It cannot be combined with forward_schedule="rows" (a ValueError).
 
     Inside torch.compile the function is a registered torch.library op (no graph break with fullgraph=True).
 
@@ -514,6 +629,12 @@ def chunked_linear_cross_entropy(
         raise ValueError(f"chunk_size must be None or a positive int, got {chunk_size!r}")
     _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
     check_choice("forward_schedule", forward_schedule, FORWARD_SCHEDULES)
+    check_choice("grad_schedule", grad_schedule, GRAD_SCHEDULES)
+    grad_vocab = grad_schedule == "vocab" or (
+        grad_schedule == "auto" and _tuning.get(TUNING_OP, "grad_vocab_schedule", False))
+    if grad_vocab and forward_schedule == "rows":
+        raise ValueError("grad_schedule='vocab' runs the loss pass over vocabulary chunks: forward_schedule must be "
+                         "'auto' or 'vocab' with it, got forward_schedule='rows'")
     target = target.contiguous()
     inputs = (x, weight, bias)
     grad_enabled = torch.is_grad_enabled()
@@ -521,8 +642,8 @@ def chunked_linear_cross_entropy(
     loss, per_token_loss, lse, *_ = _library.call(
         _linear_cross_entropy_fwd, _linear_cross_entropy_eager, x, weight, bias, target, REDUCTIONS.index(reduction),
         chunk_size or 0, ignore_index, float(label_smoothing), float(softcap or 0.0), float(lse_square_scale),
-        forward_schedule == "vocab" or (forward_schedule == "auto" and chunk_size is None), needs_grad,
-        bool(check_target))
+        forward_schedule == "vocab" or (forward_schedule == "auto" and chunk_size is None) or grad_vocab, grad_vocab,
+        needs_grad, bool(check_target))
     if reduction == "none":
         per_token_loss = loss.detach()
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)
@@ -536,10 +657,11 @@ def chunked_linear_cross_entropy_reference(
     *,
     chunk_size: Optional[int] = None,
     forward_schedule: str = "auto",
+    grad_schedule: str = "auto",
     **options,
 ):
     """Plain PyTorch: `cross_entropy_reference(x @ weight.T + bias, target, **options)`, the logits made in the
-    inputs' dtype and the loss computed in fp32 (fp64 for fp64 inputs); `chunk_size` and `forward_schedule` are
-    accepted (same signature as the kernel) and ignored."""
+    inputs' dtype and the loss computed in fp32 (fp64 for fp64 inputs); `chunk_size`, `forward_schedule` and
+    `grad_schedule` are accepted (same signature as the kernel) and ignored."""
     logits = x @ weight.t() if bias is None else torch.addmm(bias, x, weight.t())
     return cross_entropy_reference(logits, target, **options)

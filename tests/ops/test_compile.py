@@ -138,14 +138,15 @@ def test_cross_entropy_compiled_checks_targets_when_it_runs(device):
         compiled(logits, target)
 
 
-@pytest.mark.parametrize("reduction,schedule", [("mean", "rows"), ("none", "vocab")])
-def test_chunked_linear_cross_entropy_compiles_fullgraph_with_autograd(device, reduction, schedule):
+@pytest.mark.parametrize("reduction,schedule,grad_schedule", [("mean", "rows", "rows"), ("none", "vocab", "rows"),
+                                                             ("mean", "vocab", "vocab"), ("none", "auto", "vocab")])
+def test_chunked_linear_cross_entropy_compiles_fullgraph_with_autograd(device, reduction, schedule, grad_schedule):
     weight = torch.randn(130, 16, device=device, requires_grad=True)
     bias = torch.randn(130, device=device, requires_grad=True)
 
     def loss_fn(hidden, target):
         loss = chunked_linear_cross_entropy(hidden, weight, target, bias, reduction=reduction, softcap=8.0,
-                                            chunk_size=4, forward_schedule=schedule)
+                                            chunk_size=4, forward_schedule=schedule, grad_schedule=grad_schedule)
         return loss if reduction == "mean" else loss.square().mean()
 
     hidden = torch.randn(9, 16, device=device, requires_grad=True)

@@ -151,8 +151,8 @@ def test_one_chunk_weight_gradient_is_one_gemm(device, monkeypatch, dtype, reduc
     # into d loss / d logits, no fp32 accumulator; fp16 keeps the accumulator (its scale comes after the GEMMs);
     # several chunks take the accumulator in every dtype
     made = []
-    accumulator = lce._WeightGradAccumulator
-    monkeypatch.setattr(lce, "_WeightGradAccumulator", lambda *a: made.append(a) or accumulator(*a))
+    accumulator = lce._Fp32Sum
+    monkeypatch.setattr(lce, "_Fp32Sum", lambda *a: made.append(a) or accumulator(*a))
     x, weight, bias, target = make_inputs(33, 16, 70, dtype, device, with_bias=True, ignored=(4,))
     check_against_reference(x, weight, bias, target, reduction=reduction, chunk_size=33)
     assert len(made) == (1 if dtype == torch.float16 else 0)
@@ -175,7 +175,7 @@ def test_narrow_in_place(dtype):
 @pytest.mark.parametrize("V", [1, 2, 7, 17, 300])
 def test_accumulator_odd_vocab(V):
     hidden, rows = 5, 9
-    accumulator = lce._WeightGradAccumulator(V, hidden, torch.bfloat16, torch.device("cpu"))
+    accumulator = lce._Fp32Sum(V, hidden, torch.bfloat16, torch.device("cpu"))
     grads = [torch.randn(rows, V).to(torch.bfloat16) for _ in range(3)]
     xs = [torch.randn(rows, hidden).to(torch.bfloat16) for _ in range(3)]
     for grad, x in zip(grads, xs):
@@ -448,3 +448,164 @@ def test_tuning_overrides_chunks_and_schedule(device, monkeypatch):
         rows = chunked_linear_cross_entropy(x, weight, target, bias, chunk_size=7)
         assert vocab_chunks == [300] and rows_seen == [7, 3]
     assert rel_err(auto, rows) < 1e-5
+
+
+# ------------------------------------------------------------------------------------ grad_schedule="vocab"
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("chunk_size", [None, 45])  # one chunk; 7 chunks, the last 31 entries
+def test_grad_vocab_schedule_matches_reference(device, dtype, reduction, chunk_size):
+    x, weight, bias, target = make_inputs(29, 24, 301, dtype, device, with_bias=True, ignored=(3, 17))
+    check_against_reference(x, weight, bias, target, reduction=reduction, chunk_size=chunk_size,
+                            grad_schedule="vocab")
+
+
+@pytest.mark.parametrize("options", [
+    {"label_smoothing": 0.1}, {"softcap": 3.0}, {"lse_square_scale": 1e-3},
+    {"label_smoothing": 0.05, "softcap": 5.0, "lse_square_scale": 1e-4, "ignore_index": 7},
+])
+def test_grad_vocab_schedule_options(device, options):
+    x, weight, bias, target = make_inputs(21, 16, 203, torch.float32, device, with_bias=True)
+    target[[0, 9]] = options.get("ignore_index", -100)
+    target[4] = 7  # a class, or ignored when ignore_index is 7
+    check_against_reference(x, weight, bias, target, chunk_size=32, grad_schedule="vocab", **options)
+
+
+@pytest.mark.parametrize("which", ["x", "weight", "bias"])
+def test_grad_vocab_schedule_only_some_inputs_need_grad(device, which):
+    x, weight, bias, target = make_inputs(13, 8, 90, torch.bfloat16, device, with_bias=True, ignored=(4,))
+    leaves = {"x": x.clone(), "weight": weight.clone(), "bias": bias.clone()}
+    leaves[which].requires_grad_()
+    loss = chunked_linear_cross_entropy(leaves["x"], leaves["weight"], target, leaves["bias"], chunk_size=32,
+                                        grad_schedule="vocab")
+    loss.backward()
+    refs = {k: v.double().requires_grad_(k == which) for k, v in (("x", x), ("weight", weight), ("bias", bias))}
+    chunked_linear_cross_entropy_reference(refs["x"], refs["weight"], target, refs["bias"]).backward()
+    assert rel_err(leaves[which].grad, refs[which].grad) < TOLERANCE[torch.bfloat16]
+    assert all(leaves[k].grad is None for k in leaves if k != which)
+
+
+def test_grad_vocab_schedule_makes_gradients_in_backward_each_weight_block_once(device, monkeypatch):
+    # the forward holds no gradient; the backward's fp32 sum is x's ([BT, H]) only: the weight gradient's blocks
+    # are one GEMM each over every row (a V x H fp32 sum never exists); chunks of 32 entries cover V=100 in 4
+    rows, hidden, V = 19, 8, 100
+    made, grads_made = [], []
+    accumulator, grads = lce._Fp32Sum, lce._vocab_major_grads
+    monkeypatch.setattr(lce, "_Fp32Sum", lambda *a: made.append(a[:2]) or accumulator(*a))
+    monkeypatch.setattr(lce, "_vocab_major_grads", lambda *a, **k: grads_made.append(a[7]) or grads(*a, **k))
+    x, weight, bias, target = make_inputs(rows, hidden, V, torch.bfloat16, device, with_bias=True, ignored=(2,))
+    out, _ = check_against_reference(x, weight, bias, target, grad_schedule="vocab", chunk_size=32)
+    assert made == [(rows, hidden)] and grads_made == [32]
+    leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+    loss = chunked_linear_cross_entropy(*leaves[:2], target, leaves[2], grad_schedule="vocab")
+    assert len(grads_made) == 1  # forward only: no gradient yet
+    loss.backward()
+    assert len(grads_made) == 2
+    with pytest.raises(RuntimeError, match="backward ran twice"):
+        loss.backward()
+
+
+def test_grad_vocab_schedule_weight_gradient_is_fp32_accurate(device):
+    # as test_weight_gradient_sums_in_fp32, with 8 vocabulary entries per chunk: each block of the weight gradient
+    # is one GEMM over all 192 rows, rounded once, so it stays far below a bf16 running sum's error
+    rows = 192
+    x, weight, _, target = make_inputs(rows, 8, 40, torch.bfloat16, device)
+    x = (x.abs() + 0.5).to(torch.bfloat16)
+    target[:] = 5
+    weight.requires_grad_()
+    chunked_linear_cross_entropy(x, weight, target, reduction="sum", chunk_size=8, grad_schedule="vocab").backward()
+    logits = (x.double() @ weight.detach().double().t()).requires_grad_()
+    chunked_linear_cross_entropy_reference(logits, torch.eye(40, dtype=torch.float64), target,
+                                           reduction="sum").backward()
+    exact = logits.grad.t() @ x.double()
+    bf16_running_sum = torch.zeros_like(exact).to(torch.bfloat16)
+    for row in range(rows):
+        bf16_running_sum = (bf16_running_sum.double() + torch.outer(logits.grad[row], x[row].double())).bfloat16()
+    ours, bf16_sum_error = rel_err(weight.grad, exact), rel_err(bf16_running_sum, exact)
+    assert ours < 5e-3 and ours < bf16_sum_error / 3, (ours, bf16_sum_error)
+
+
+def test_grad_vocab_schedule_keeps_fp16_gradients_under_a_small_scale(device):
+    # one scale of 2^-14 is applied to fp32 GEMM results, not folded into fp16 d loss / d logits (see
+    # test_one_scale_applied_after_the_gemms_keeps_fp16_gradients)
+    x, weight, bias, target = make_inputs(48, 32, 2999, torch.float16, device, with_bias=True)
+    scale = 2.0 ** -14
+    refs = [x.double().requires_grad_(), weight.double().requires_grad_(), bias.double().requires_grad_()]
+    chunked_linear_cross_entropy_reference(*refs[:2], target, refs[2], reduction="sum").backward(
+        torch.tensor(scale, dtype=torch.float64, device=device))
+    options = dict(ignore_index=-100, label_smoothing=0.0, softcap=None, lse_square_scale=0.0)
+    _, _, *grads = lce._chunked_loss_and_grads(x, weight, bias, target, torch.tensor(scale, device=device),
+                                               (True, True, True), 512, options, grad_schedule="vocab")
+    for got, want in zip(grads, refs):
+        assert got.dtype == torch.float16 and rel_err(got, want.grad) < 5e-3
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_grad_vocab_schedule_out_of_range_target_gives_nan(device, reduction):
+    x, weight, bias, target = make_inputs(11, 16, 97, torch.float32, device, with_bias=True, ignored=(5,))
+    target[3] = 97
+    leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+    out = chunked_linear_cross_entropy(leaves[0], leaves[1], target, leaves[2], reduction=reduction, chunk_size=32,
+                                       check_target=False, grad_schedule="vocab")
+    out.backward(torch.ones_like(out))
+    assert torch.isnan(leaves[0].grad[3]).all() and torch.isfinite(leaves[0].grad[torch.arange(11) != 3]).all()
+    assert torch.isnan(leaves[1].grad).any()
+    with pytest.raises(ValueError, match="target"):
+        chunked_linear_cross_entropy(*leaves[:2], target, leaves[2], grad_schedule="vocab")
+
+
+def test_grad_vocab_schedule_all_ignored_mean_gives_zero_gradients(device):
+    x, weight, _, target = make_inputs(6, 8, 50, torch.bfloat16, device, ignored=range(6))
+    leaves = [t.clone().requires_grad_() for t in (x, weight)]
+    loss = chunked_linear_cross_entropy(*leaves, target, grad_schedule="vocab")
+    loss.backward()
+    assert torch.isnan(loss) and all(torch.equal(t.grad, torch.zeros_like(t)) for t in leaves)
+
+
+def test_grad_schedule_bad_choices_and_tuning(device, monkeypatch):
+    from greyhound import _tuning
+    x, weight, _, target = make_inputs(10, 8, 300, torch.float32, device)
+    with pytest.raises(ValueError, match="grad_schedule must be one of 'auto', 'rows', 'vocab', got 'cols'"):
+        chunked_linear_cross_entropy(x, weight, target, grad_schedule="cols")
+    with pytest.raises(ValueError, match="forward_schedule must be 'auto' or 'vocab'.*got forward_schedule='rows'"):
+        chunked_linear_cross_entropy(x, weight, target, grad_schedule="vocab", forward_schedule="rows")
+    # 48 MiB of logits per chunk: 3072 entries for 8192 bf16 rows; a multiple of 32, at least 32, at most V
+    assert lce._auto_grad_vocab_chunk(8192, 128256, 2) == 3072
+    assert lce._auto_grad_vocab_chunk(32, 1000, 4) == 1000
+    assert lce._auto_grad_vocab_chunk(10**7, 50000, 2) == 32
+    widths = []
+    grads = lce._vocab_major_grads
+    monkeypatch.setattr(lce, "_vocab_major_grads", lambda *a, **k: widths.append(a[7]) or grads(*a, **k))
+    leaf = weight.clone().requires_grad_()
+    with _tuning.override(lce.TUNING_OP, grad_vocab_schedule=True, grad_vocab_chunk=64):
+        chunked_linear_cross_entropy(x, leaf, target).backward()
+        assert widths == [None]  # the automatic width, which the tuning override gives
+    expected = weight.double().requires_grad_()
+    chunked_linear_cross_entropy_reference(x.double(), expected, target).backward()
+    assert rel_err(leaf.grad, expected.grad) < 1e-5
+    chunked_linear_cross_entropy(x, weight.clone().requires_grad_(), target).backward()
+    assert widths == [None]  # without the override: the rows schedule
+
+
+@pytest.mark.gpu
+def test_gpu_grad_vocab_schedule_fits_1_25_gb_at_the_lm_head_shape():
+    # BT=8192, H=4096, V=128256 bf16 (the shape): the gradients (1.118 GB), x's fp32 half and a 48 MiB
+    # chunk stay within 1.25 GB above the inputs, and match the one-chunk rows schedule's gradients
+    x, weight, _, target = make_inputs(8192, 4096, 128256, torch.bfloat16, "cuda", ignored=(3, 8000))
+    grads = {}
+    for schedule in ("vocab", "rows"):
+        leaves = [x.clone().requires_grad_(), weight.clone().requires_grad_()]
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        loss = chunked_linear_cross_entropy(*leaves, target, check_target=False, grad_schedule=schedule)
+        loss.backward()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - before
+        grads[schedule] = (loss, peak, *(t.grad for t in leaves))
+        del leaves
+    loss, peak, grad_x, grad_weight = grads["vocab"]
+    assert peak <= 1.25e9, peak
+    assert grads["rows"][1] > 3e9  # the one-chunk schedule holds the logits
+    assert rel_err(loss, grads["rows"][0]) < 1e-5
+    assert rel_err(grad_x, grads["rows"][2]) < 1e-2 and rel_err(grad_weight, grads["rows"][3]) < 1e-2
