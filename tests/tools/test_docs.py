@@ -95,3 +95,54 @@ def test_cross_gpu_page_says_when_only_one_gpu_has_results(tmp_path):
                            _row("fla", "full", 1.2, "f" * 40, "2026-12-01T00:00:00Z")])
     text = docs.update_text("<!-- tools.docs cross-gpu -->\n<!-- /tools.docs -->\n", docs.load(path))
     assert "No kernel, mode and shape has been measured on two GPUs yet" in text
+
+
+def _goals(tmp_path, lines):
+    path = tmp_path / "goals.csv"
+    path.write_text(",".join(docs.GOALS_COLUMNS) + "\n" + "".join(line + "\n" for line in lines))
+    return path
+
+
+def test_goals_take_the_newest_asv_figure_of_each_series(tmp_path):
+    old, new, cli = "a" * 40, "b" * 40, "c" * 40
+    noisy = _row("greyhound", "forward", 0.5, new, "2026-12-02T00:00:00Z")
+    noisy["y_value_20"], noisy["y_value_80"] = "0.2", "0.6"  # p20-p80 spans 80% of the p50
+    sweep_cli = _row("greyhound", "full", 0.1, cli, "2026-12-03T00:00:00Z")
+    sweep_cli["asv_machine"] = "sweep-cli"  # newer and faster, but not an asv run
+    frame = docs.load(_csv(tmp_path, [_row("greyhound", "full", 1.0, old, "2026-12-01T00:00:00Z"),
+                                      _row("greyhound", "full", 1.3, new, "2026-12-02T00:00:00Z"),
+                                      _row("greyhound", "full", 900.0, new, "2026-12-02T00:00:00Z", "memory",
+                                           "MiB"),
+                                      noisy, sweep_cli]))
+    config = '"{""batch_size"": 8192}"'
+    goals = _goals(tmp_path, [
+        f"k,greyhound,full,speed,vocab_size,128256,{config},1.25,issue 9",
+        f"k,greyhound,full,memory,vocab_size,128256,{config},1000,issue 9",
+        f"k,greyhound,forward,speed,vocab_size,128256,{config},0.6,issue 9",
+        f"k,greyhound,backward,speed,vocab_size,128256,{config},0.1,issue 9",
+        "other,greyhound,full,speed,vocab_size,1,{},1,elsewhere",
+    ])
+    text = docs.update_text(f"<!-- tools.docs goals kernel=k file={goals} -->\n<!-- /tools.docs -->\n", frame)
+    lines = [line for line in text.splitlines() if line.startswith("| greyhound")]
+    assert len(lines) == 4  # the other kernel's goal is not on this page
+    assert "| ≤ 1.250 ms | 1.300 ms [1.287–1.313] | bbbbbbbb | missed by 4% | issue 9 |" in lines[0]
+    assert "| ≤ 1000.0 MiB | 900.0 MiB | bbbbbbbb | **met** |" in lines[1]
+    assert "**met** (p20–p80 spans 80% of the p50: read with care)" in lines[2]
+    assert "| not measured | — | not measured |" in lines[3]
+
+
+def test_bad_goals_files_are_errors_naming_the_line(tmp_path, capsys):
+    frame_path = _csv(tmp_path, [_row("greyhound", "full", 1.0, "a" * 40, "2026-12-01T00:00:00Z")])
+    page = tmp_path / "page.md"
+    cases = [("k,greyhound,full,speed,vocab_size,128256,[1],1,x", "line 2: config must be a JSON object"),
+             ("k,greyhound,full,speed,vocab_size,128256,{},-1,x", "line 2: goal must be a positive number"),
+             ("k,greyhound,full,speed,vocab_size,128256,{},fast,x", "line 2: goal must be a positive number"),
+             ("q,greyhound,full,speed,vocab_size,128256,{},1,x", "declares no goal for kernel 'k'")]
+    for line, message in cases:
+        goals = _goals(tmp_path, [line])
+        page.write_text(f"<!-- tools.docs goals kernel=k file={goals} -->\n<!-- /tools.docs -->\n")
+        assert docs.main(["--csv", str(frame_path), str(page)]) == 2
+        assert message in capsys.readouterr().err
+    (tmp_path / "goals.csv").write_text("kernel_name,goal\nk,1\n")
+    assert docs.main(["--csv", str(frame_path), str(page)]) == 2
+    assert "expected ['kernel_name'" in capsys.readouterr().err
