@@ -273,6 +273,15 @@ def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, scale=None, first
 _run_vocab_chunk = FastLaunch(_vocab_chunk_kernel)
 
 
+def _split_scale(grad_scale, fold: bool) -> tuple:
+    """(kernel_scale, late_scale) of a float, 0-d or per-row [BT] `grad_scale`: a per-row scale, and any scale when
+    `fold`, goes into d loss / d logits (kernel_scale); otherwise kernel_scale is 1 and the one scale is applied to
+    the GEMM results (late_scale; None when nothing is left to apply or it is exactly 1)."""
+    if fold or (isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1):
+        return grad_scale, None
+    return 1.0, None if not isinstance(grad_scale, torch.Tensor) and grad_scale == 1 else grad_scale
+
+
 def _vocab_major_grads(x, weight, bias, target, lse, grad_scale, needs_grad, chunk_cols, ignore_index,
                        label_smoothing, softcap, lse_square_scale):
     """The gradients of grad_scale * per_token_loss summed over rows (grad_schedule="vocab"), from each row's lse
@@ -285,12 +294,11 @@ def _vocab_major_grads(x, weight, bias, target, lse, grad_scale, needs_grad, chu
     rows, hidden = x.shape
     V = weight.shape[0]
     need_x, need_weight, need_bias = needs_grad
-    per_row_scale = isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1
-    late = x.dtype == torch.float16 and not per_row_scale and not (
-        not isinstance(grad_scale, torch.Tensor) and grad_scale == 1)
+    kernel_scale, late_scale = _split_scale(grad_scale, fold=x.dtype != torch.float16)
+    late = late_scale is not None
     chunk = min(V, chunk_cols or _tuning.get(TUNING_OP, "grad_vocab_chunk",
                                              _auto_grad_vocab_chunk(rows, V, x.element_size())))
-    scale, scale_stride = _grad_scale_arg(1.0 if late else grad_scale, rows, x)
+    scale, scale_stride = _grad_scale_arg(kernel_scale, rows, x)
     grad_x = _Fp32Sum(rows, hidden, x.dtype, x.device) if need_x else None
     grad_weight = torch.empty(V, hidden, device=x.device, dtype=weight.dtype) if need_weight else None
     # fp16's weight-gradient block goes through fp32, where the scale is applied before the one rounding
@@ -319,11 +327,10 @@ def _vocab_major_grads(x, weight, bias, target, lse, grad_scale, needs_grad, chu
         elif need_weight:
             block = block_fp32[: v1 - v0].zero_()
             _addmm_into_fp32_(block, g.t(), x)
-            torch.mul(block, grad_scale, out=grad_weight[v0:v1])
+            torch.mul(block, late_scale, out=grad_weight[v0:v1])
         if need_bias:
             torch.sum(g, dim=0, dtype=torch.float32, out=grad_bias[v0:v1])
     del buffer, g, block_fp32
-    late_scale = grad_scale if late else None
     if need_x:
         grad_x = grad_x.finish(late_scale)
     if need_bias:
@@ -372,11 +379,8 @@ def _chunked_loss_and_grads(x, weight, bias, target, grad_scale, needs_grad, chu
         grad_weight = _Fp32Sum(V, x.shape[1], weight.dtype, x.device)
     grad_bias = torch.zeros(V, device=x.device, dtype=torch.float32) if need_bias else None
     per_row_scale = isinstance(grad_scale, torch.Tensor) and grad_scale.dim() == 1
-    # A per-row scale, and with one chunk any scale, goes into d loss / d logits (kernel_scale); otherwise the one
-    # scale is applied to the GEMM results (late_scale; None when nothing is left to apply or it is exactly 1)
-    kernel_scale = grad_scale if per_row_scale or direct else 1.0
-    late_scale = None if per_row_scale or direct or (not isinstance(grad_scale, torch.Tensor) and grad_scale == 1) \
-        else grad_scale
+    # with one chunk any scale goes into d loss / d logits
+    kernel_scale, late_scale = _split_scale(grad_scale, fold=direct)
 
     for start in range(0, rows, chunk):
         stop = min(start + chunk, rows)
@@ -510,7 +514,6 @@ def _linear_cross_entropy_setup_context(ctx, inputs, output):
         # with the vocab schedule (and not the vocab gradients), chunk_size counted vocabulary entries; the
         # backward then chunks rows (automatic)
         ctx.chunk_size = 0 if vocab_schedule and not grad_vocab else chunk_size
-        ctx.ignore_index = ignore_index
         ctx.options = (ignore_index, label_smoothing, softcap, lse_square_scale)
     else:
         ctx.save_for_backward(*grads)
@@ -526,7 +529,8 @@ def _linear_cross_entropy_backward(ctx, grad_loss, *_grads_of_non_differentiable
     if ctx.recompute:
         x, weight, bias, target, lse = ctx.saved_tensors
         if ctx.reduction == "mean":  # clamped: with every token ignored d loss / d logits is 0 (0 * inf is nan)
-            grad_loss = grad_loss / (target != ctx.ignore_index).sum().clamp_min(1)
+            ignore_index = ctx.options[0]
+            grad_loss = grad_loss / (target != ignore_index).sum().clamp_min(1)
         grads = _library.run(_linear_cross_entropy_bwd, eager, x, weight, bias, target, lse, grad_loss,
                              ctx.chunk_size, *ctx.options, ctx.grad_vocab, needs)
     else:
