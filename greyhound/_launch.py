@@ -96,16 +96,20 @@ class FastLaunch:
 
     def _key(self, device, args, kwargs):
         """The launch key, or None for an argument of another kind (a TMA descriptor, ...): such calls are not cached,
-        so that no key keeps a tensor alive."""
+        so that no key keeps a tensor alive. Flat, and built in as few Python steps as possible: it is computed on
+        every launch. A tensor adds (dtype, 16-byte aligned), any other positional argument (type, value) -- with its
+        type, since True == 1 == 1.0 in Python while Triton types them apart; then the keywords and their types."""
         key = [device]
-        for a in args:  # with each value its type: True == 1 == 1.0 in Python, but Triton types them apart
+        for a in args:
             if isinstance(a, torch.Tensor):
-                key.append((a.dtype, a.data_ptr() % 16 == 0))
+                key += (a.dtype, not a.data_ptr() & 15)
             elif a is None or isinstance(a, _PLAIN):
-                key.append((type(a), a))
+                key += (type(a), a)
             else:
                 return None
-        return (*key, *[(name, type(value), value) for name, value in kwargs.items()])
+        key += kwargs.items()
+        key += map(type, kwargs.values())
+        return tuple(key)
 
     def _launch(self, grid, args, kwargs):
         if not self._on_fast_path(args):

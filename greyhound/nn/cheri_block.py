@@ -17,11 +17,11 @@ from greyhound._validate import check_choice, check_tensor
 from greyhound.ops.cheri_conv_norm import (
     FP32_DOT_MODES,
     MlpDotWeights,
-    cheri_block_forward,
     cheri_block_reference,
     mlp_dot_mode,
     prepare_mlp_weights,
     run_megakernel,
+    train_forward,
 )
 
 _CACHE_BUFFERS = ("_mlp_fc1_hi", "_mlp_fc1_lo", "_mlp_fc2_hi", "_mlp_fc2_lo")
@@ -65,15 +65,16 @@ class CheriBlock(nn.Module):
         if x.numel() == 0:
             return x.clone()
         eps = self._modules["norm"].eps
+        # Parameters are the module's own (shapes fixed at construction) and x is checked above: every path skips
+        # the functional API's checks, which are a visible part of a small-N call's host time.
         if torch.is_grad_enabled() or not self.uses_megakernel_when_no_grad:
-            return cheri_block_forward(x, *params, dilation=self.dilation, eps=eps, fp32_dot=self.fp32_dot)
+            return train_forward(x, *params, self.dilation, eps, self.fp32_dot)
         # No cache in train mode: the cast happens here, every call. Nor inside torch.compile, which cannot read the
         # cache key (data_ptr, _version): there the cast is part of the graph (bf16 models have none to do).
         if self.training or torch.compiler.is_compiling():
             mlp_weights = prepare_mlp_weights(params[4], params[6], self.fp32_dot)
         else:
             mlp_weights = self._cached_mlp_weights(params[4], params[6])
-        # Parameters are the module's own (shapes fixed at construction): skip the functional API's checks.
         return run_megakernel(x, *params[:4], params[5], params[7], mlp_weights, self.dilation, eps)
 
     def reference_forward(self, x):
@@ -96,6 +97,9 @@ class CheriBlock(nn.Module):
         if x.shape[1] != self.n_filters:
             raise ValueError(f"x must have shape (N, {self.n_filters}, L) for n_filters={self.n_filters}, "
                              f"got {tuple(x.shape)}")
+        if x.shape[1] * x.shape[2] >= 2**31:
+            raise ValueError(f"x must have n_filters * L < 2**31 (the kernels' in-row offsets are int32), got shape "
+                             f"{tuple(x.shape)}")
 
     # ---------------------------------------------------------------------- eval-mode MLP weight cache
     def train(self, mode=True):

@@ -385,6 +385,18 @@ def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dil
         raise ValueError(f"x must have C * L < 2**31 (in-row offsets are int32), got shape {tuple(x.shape)}")
 
 
+def _check_mlp_args(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias):
+    """The MLP's parameters for x (N, C, L): fc1 (E, C) + (E,), fc2 (C, E) + (C,), float, on x's device."""
+    check_tensor("fc1_weight", fc1_weight, dtypes=FLOAT_DTYPES, ndim=2, like=x)
+    channels, hidden_width = x.shape[1], fc1_weight.shape[0]
+    for name, t, shape in (("fc1_weight", fc1_weight, (hidden_width, channels)),
+                           ("fc1_bias", fc1_bias, (hidden_width,)),
+                           ("fc2_weight", fc2_weight, (channels, hidden_width)), ("fc2_bias", fc2_bias, (channels,))):
+        check_tensor(name, t, dtypes=FLOAT_DTYPES, like=x)
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{name} must have shape {shape} for x of shape {tuple(x.shape)}, got {tuple(t.shape)}")
+
+
 def _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats,
                        block_l=None, num_warps=None, z_dtype=None):
     batch, channels, length = x.shape
@@ -777,6 +789,9 @@ def _split_bf16_kernel(fc1_ptr, fc2_ptr, fc1_hi_ptr, fc2_hi_ptr, fc1_lo_ptr, fc2
         tl.store(lo_ptr + offs, _to_bf16(w - hi.to(tl.float32), EMULATE_DOT), mask=mask)
 
 
+_run_split_bf16 = FastLaunch(_split_bf16_kernel)  # the per-call cast of a no-eval or training forward
+
+
 def _split_bf16(fc1_weight, fc2_weight, write_lo):
     """(fc1_hi, fc1_lo, fc2_hi, fc2_lo) in bf16; the lo parts are None unless write_lo. Inside torch.compile the
     Triton split is the registered op greyhound::split_bf16 (eager calls it directly: no dispatch overhead)."""
@@ -794,7 +809,7 @@ def _split_bf16_impl(fc1_weight, fc2_weight, write_lo):
     fc1_lo, fc2_lo = (parts[2], parts[3]) if write_lo else (None, None)
     if _uses_triton(fc1_weight):
         block = 1024
-        _split_bf16_kernel[(cdiv(fc1_weight.numel(), block), 2)](
+        _run_split_bf16[(cdiv(fc1_weight.numel(), block), 2)](
             fc1_weight, fc2_weight, fc1_hi, fc2_hi, fc1_lo if write_lo else fc1_hi, fc2_lo if write_lo else fc2_hi,
             fc1_weight.numel(), WRITE_LO=write_lo, EMULATE_DOT=fc1_weight.device.type == "cpu", BLOCK=block)
     else:
@@ -837,11 +852,15 @@ def prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot="bf16x3", training=Fals
     if fc2_weight.dtype != fc1_weight.dtype or fc2_weight.shape != fc1_weight.shape[::-1]:
         raise ValueError(f"fc2_weight must be ({fc1_weight.shape[1]}, {fc1_weight.shape[0]}) in "
                          f"{fc1_weight.dtype} like fc1_weight, got {tuple(fc2_weight.shape)} in {fc2_weight.dtype}")
+    return _mlp_weights(fc1_weight, fc2_weight, fp32_dot, training)
+
+
+def _mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=False):
+    """prepare_mlp_weights without the weight checks (callers own validated weights). Outside autograd: detached."""
     mode = mlp_dot_mode(fc1_weight.dtype, fp32_dot, training)
-    with torch.no_grad():
-        if mode in ("tf32x3", "ieee", "fp16") or fc1_weight.dtype == torch.bfloat16:  # the weights as they are
-            return MlpDotWeights(mode, fc1_weight.detach().contiguous(), None, fc2_weight.detach().contiguous(), None)
-        return MlpDotWeights(mode, *_split_bf16(fc1_weight, fc2_weight, write_lo=mode == "bf16x3"))
+    if mode in ("tf32x3", "ieee", "fp16") or fc1_weight.dtype == torch.bfloat16:  # the weights as they are
+        return MlpDotWeights(mode, fc1_weight.detach().contiguous(), None, fc2_weight.detach().contiguous(), None)
+    return MlpDotWeights(mode, *_split_bf16(fc1_weight, fc2_weight, write_lo=mode == "bf16x3"))
 
 
 def _megakernel_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, weights, fc1_bias, fc2_bias, dilation, eps):
@@ -938,6 +957,73 @@ _LAUNCHERS = {kernel: FastLaunch(kernel) for kernel in set(_KERNELS.values())}
 _RUN_KERNELS = {layout: _LAUNCHERS[kernel] for layout, kernel in _KERNELS.items()}
 
 
+class _Plan(NamedTuple):
+    """How run_fused launches one shape: the layout, the Triton kernel's launcher with its grid bound (None for the
+    Gluon kernels), and its keyword arguments (constexprs and launch options; a Gluon launcher's tile parameters)."""
+    layout: str
+    launch: object
+    kwargs: dict
+    hidden_dtype: torch.dtype
+    z_dtype: torch.dtype
+
+
+# Launch plans of the untuned default path, by (x.shape, dtype, device, E, K, dot mode, training, dilation): a repeated
+# call skips the candidate walk and rebuilds no keyword dictionaries (a small-N call's host time is its cost).
+_plans = {}
+_MAX_PLANS = 256
+
+
+def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation, gelu):
+    block_l, block_e, num_warps, num_stages, layout, max_registers = candidate
+    batch, channels, length = x.shape
+    hidden_dtype = x.dtype if mode in ("bf16", "fp16") else torch.float32
+    if layout == "gluon" or layout in _WS_CONSUMERS:
+        kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
+        if layout in _WS_CONSUMERS:
+            kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout])
+        else:
+            kwargs["max_registers"] = max_registers
+        return _Plan(layout, None, kwargs, hidden_dtype, None)  # launched through _cheri_gluon's module functions
+    interpreting = x.device.type == "cpu"
+    kwargs = {"C": channels, "HIDDEN": hidden_width, "KERNEL_SIZE": kernel_size, "DILATION": dilation,
+              "EVEN_L": length % block_l == 0, "DOT_MODE": _DOT_MODE_CODES[mode], "TRAINING": training,
+              "GELU_VARIANT": GELU_VARIANTS[gelu], "EMULATE_DOT": interpreting, "Z_PRECOMPUTED": layout == "split",
+              "BLOCK_L": block_l, "BLOCK_C": _channel_block(channels), "BLOCK_E": block_e,
+              "num_warps": num_warps, "num_stages": num_stages}
+    if max_registers is not None and not interpreting:
+        kwargs["maxnreg"] = max_registers
+    return _Plan(layout, _RUN_KERNELS[layout][(batch * cdiv(length, block_l),)], kwargs, hidden_dtype,
+                 _Z_DTYPES.get(mode, torch.float32))
+
+
+def _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation, eps,
+              training):
+    batch, _, length = x.shape
+    out = torch.empty_like(x)
+    fc1_hi, fc2_hi = mlp_weights.fc1_hi, mlp_weights.fc2_hi
+    if plan.launch is None:  # a Gluon kernel (inference only)
+        launch = _cheri_gluon.launch if plan.layout == "gluon" else _cheri_gluon.launch_ws
+        launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi, fc2_bias, dilation,
+               eps, **plan.kwargs)
+        return out
+    hidden = mean = rstd = z = out  # never touched: TRAINING and Z_PRECOMPUTED are compile-time switches
+    if training:
+        hidden = torch.empty((batch, length, fc1_hi.shape[0]), device=x.device, dtype=plan.hidden_dtype)
+    if plan.layout == "split":  # z (and the statistics) from the conv + LayerNorm kernel
+        z, split_mean, split_rstd = _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation,
+                                                       eps, save_stats=training, z_dtype=plan.z_dtype)
+        if training:
+            mean, rstd = split_mean, split_rstd
+    elif training:
+        mean = torch.empty((batch, length), device=x.device, dtype=torch.float32)
+        rstd = torch.empty((batch, length), device=x.device, dtype=torch.float32)
+    fc1_lo = fc1_hi if mlp_weights.fc1_lo is None else mlp_weights.fc1_lo
+    fc2_lo = fc2_hi if mlp_weights.fc2_lo is None else mlp_weights.fc2_lo
+    plan.launch(x, out, hidden, mean, rstd, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_lo, fc1_bias,
+                fc2_hi, fc2_lo, fc2_bias, z, length, eps, **plan.kwargs)
+    return (out, hidden, mean, rstd) if training else out
+
+
 def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation, eps,
               training=False, config=None, gelu="poly"):
     """The fused kernel without argument checks (callers own validated parameters).
@@ -945,35 +1031,39 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     Returns out, or (out, hidden (N, L, E), mean (N, L), rstd (N, L)) with training. `config` = (BLOCK_L,
     BLOCK_E, num_warps, num_stages[, layout[, maxnreg]]) overrides the tuned choice; `gelu` picks a GELU_VARIANTS
     entry. Tuning overrides (greyhound._tuning, op "cheri_block") replace single fields of whichever config
-    applies, and the gelu."""
-    batch, channels, length = x.shape
+    applies, and the gelu. The default path's choice is kept per shape (_plans), so a repeated call launches
+    directly."""
     x = x.contiguous()  # the kernel derives every stride from the shapes
     conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias = (
         t.contiguous() for t in (conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias))
-    out = torch.empty_like(x)
-    fc1_hi, fc2_hi = mlp_weights.fc1_hi, mlp_weights.fc2_hi
-    hidden_width = fc1_hi.shape[0]
-    if training:
-        hidden_dtype = x.dtype if mlp_weights.mode in ("bf16", "fp16") else torch.float32
-        hidden = torch.empty((batch, length, hidden_width), device=x.device, dtype=hidden_dtype)
-        mean = torch.empty((batch, length), device=x.device, dtype=torch.float32)
-        rstd = torch.empty((batch, length), device=x.device, dtype=torch.float32)
-    else:
-        hidden = mean = rstd = out  # never touched: TRAINING is a compile-time switch
-    if out.numel() == 0:
-        return (out, hidden, mean.zero_(), rstd.zero_()) if training else out
-    fc1_lo = fc1_hi if mlp_weights.fc1_lo is None else mlp_weights.fc1_lo
-    fc2_lo = fc2_hi if mlp_weights.fc2_lo is None else mlp_weights.fc2_lo
-    kernel_size = conv_weight.shape[2]
-    interpreting = x.device.type == "cpu"
-    if interpreting and config is None:  # the interpreter: few, mid-sized tiles run fastest
+    hidden_width, kernel_size, mode = mlp_weights.fc1_hi.shape[0], conv_weight.shape[2], mlp_weights.mode
+    tuning = _tuning.forced(TUNING_OP)  # {} outside a tuning override
+    plan_key = None
+    if config is None and gelu == "poly" and not tuning:
+        plan_key = (x.shape, x.dtype, x.device, hidden_width, kernel_size, mode, training, dilation)
+        plan = _plans.get(plan_key)
+        if plan is not None:
+            return _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights,
+                             dilation, eps, training)
+    batch, channels, length = x.shape
+    if x.numel() == 0:
+        out = torch.empty_like(x)
+        if not training:
+            return out
+        hidden_dtype = x.dtype if mode in ("bf16", "fp16") else torch.float32
+        return (out, x.new_empty((batch, length, hidden_width), dtype=hidden_dtype),
+                *(torch.zeros((batch, length), device=x.device) for _ in range(2)))
+    if x.device.type == "cpu" and config is None:  # the interpreter: few, mid-sized tiles run fastest
         config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
-    key = (channels, hidden_width, kernel_size, mlp_weights.mode, training, x.dtype, x.device)
-    shape_candidates = _candidate_configs(channels, hidden_width, mlp_weights.mode, training)
+    user_config = config is not None and plan_key is None  # the interpreter's tile is its default, not a request
+    key = (channels, hidden_width, kernel_size, mode, training, x.dtype, x.device)
+    shape_candidates = _candidate_configs(channels, hidden_width, mode, training)
     if config is not None:
         config = (tuple(config) + ("lc", None)[len(config) - 4:])[:6]
-    default = shape_candidates[1] if shape_candidates[0][4] == "gluon" else shape_candidates[0]
-    forced = _forced_config(default if config is None else config, hidden_width)
+    forced = None
+    if tuning:
+        default = shape_candidates[1] if shape_candidates[0][4] == "gluon" else shape_candidates[0]
+        forced = _forced_config(default if config is None else config, hidden_width, tuning)
     if forced is not None:  # a tuning variant: exactly this config, never remembered as the shape's choice
         candidates, config = [forced], forced
     elif config is not None:
@@ -982,76 +1072,56 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         candidates = [_chosen_configs[key]]
     else:  # a Gluon choice keeps the Triton kernels behind it (e.g. for a forced gelu, which it does not run)
         candidates = shape_candidates
-    tuned_gelu = _tuning.get(TUNING_OP, "gelu")
+    tuned_gelu = tuning.get("gelu")
     if tuned_gelu is not None:
         if tuned_gelu not in ("poly", "erf", "tanh"):  # "none" is wrong on purpose: no gate would pass it
             raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf or tanh, got {tuned_gelu!r}")
         gelu = tuned_gelu
-    for i, (block_l, block_e, num_warps, num_stages, layout, max_registers) in enumerate(candidates):
+    for i, candidate in enumerate(candidates):
+        block_l, block_e, num_warps, num_stages, layout, max_registers = candidate
+        last = i + 1 == len(candidates)
         if layout == "gluon" or layout in _WS_CONSUMERS:
             if layout == "gluon":
-                unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, mlp_weights.mode, training, block_l,
-                                                       block_e, num_warps, num_stages, gelu)
+                unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, mode, training, block_l, block_e,
+                                                       num_warps, num_stages, gelu)
             else:
                 consumers = _WS_CONSUMERS[layout]
                 unsupported = _cheri_gluon.unsupported_ws(
-                    x, channels, hidden_width, mlp_weights.mode, training, block_l, block_e, num_warps, num_stages,
-                    gelu, consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers))
-            if unsupported is None:
-                try:
-                    args = (x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi, fc2_bias,
-                            dilation, eps, block_l, block_e, num_warps, num_stages, max_registers)
-                    if layout == "gluon":
-                        _cheri_gluon.launch(*args)
-                    else:
-                        _cheri_gluon.launch_ws(*args, consumers=_WS_CONSUMERS[layout])
-                except Exception as error:  # a Gluon API this Triton lacks, or resources: the next candidate runs
-                    if config is not None or i + 1 == len(candidates):
-                        raise
-                    _cheri_gluon.warn_fallback(error)
-                    continue
-            elif config is not None:
-                raise ValueError(f"layout {layout} does not apply here: {unsupported}")
-            else:
+                    x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu,
+                    consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers))
+            if unsupported is not None:
+                if config is not None:
+                    raise ValueError(f"layout {layout} does not apply here: {unsupported}")
                 continue
-            if config is None and tuned_gelu is None:
-                _chosen_configs[key] = candidates[i]
-            break
-        z = out  # never read unless the layout is "split"
-        if layout == "split":
-            z, split_mean, split_rstd = _conv_norm_forward(
-                x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps, save_stats=training,
-                z_dtype=_Z_DTYPES.get(mlp_weights.mode, torch.float32))
-            if training:
-                mean, rstd = split_mean, split_rstd
-        args = (x, out, hidden, mean, rstd, conv_weight, conv_bias, norm_weight, norm_bias,
-                fc1_hi, fc1_lo, fc1_bias, fc2_hi, fc2_lo, fc2_bias, z, length, eps)
-        options = {"num_warps": num_warps, "num_stages": num_stages}
-        if max_registers is not None and not interpreting:
-            options["maxnreg"] = max_registers
-        constexprs = {"C": channels, "HIDDEN": hidden_width, "KERNEL_SIZE": kernel_size, "DILATION": dilation,
-                      "EVEN_L": length % block_l == 0, "DOT_MODE": _DOT_MODE_CODES[mlp_weights.mode],
-                      "TRAINING": training, "GELU_VARIANT": GELU_VARIANTS[gelu], "EMULATE_DOT": interpreting,
-                      "Z_PRECOMPUTED": layout == "split",
-                      "BLOCK_L": block_l, "BLOCK_C": _channel_block(channels), "BLOCK_E": block_e}
+        plan = _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation, gelu)
         try:
-            _RUN_KERNELS[layout][(batch * cdiv(length, block_l),)](*args, **constexprs, **options)
+            result = _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias,
+                               mlp_weights, dilation, eps, training)
         except OutOfResources:  # shared memory: this shape needs a smaller tile (decided once per shape)
-            if i + 1 == len(candidates):
+            if last:
                 raise
             continue
-        if config is None and tuned_gelu is None:  # tuning variants are never the shape's choice
-            _chosen_configs[key] = candidates[i]
-        break
-    else:  # never reached with a Triton candidate last (it raises instead); kept so no path returns `out` unwritten
-        raise RuntimeError(f"no fused Cheri Block kernel ran for {tuple(x.shape)} (candidates {candidates})")
-    return (out, hidden, mean, rstd) if training else out
+        except Exception as error:  # a Gluon API this Triton lacks, or resources: the next candidate runs
+            if plan.launch is not None or config is not None or last:
+                raise
+            _cheri_gluon.warn_fallback(error)
+            continue
+        if not user_config and forced is None and tuned_gelu is None:  # tuning variants are never the choice
+            if config is None:
+                _chosen_configs[key] = candidate
+            if plan_key is not None:
+                if len(_plans) >= _MAX_PLANS:  # many shapes (e.g. a length per batch): the oldest plan goes
+                    _plans.pop(next(iter(_plans)))
+                _plans[plan_key] = plan
+        return result
+    # never reached with a Triton candidate last (it raises instead); kept so no path returns `out` unwritten
+    raise RuntimeError(f"no fused Cheri Block kernel ran for {tuple(x.shape)} (candidates {candidates})")
 
 
-def _forced_config(base, hidden_width):
-    """`base` (BLOCK_L, BLOCK_E, num_warps, num_stages, layout, maxnreg) with the fields a tuning override forces,
-    checked; None when no field is forced."""
-    values = {name: _tuning.get(TUNING_OP, name) for name in _FUSED_TUNABLES}
+def _forced_config(base, hidden_width, tuning):
+    """`base` (BLOCK_L, BLOCK_E, num_warps, num_stages, layout, maxnreg) with the fields the tuning override `tuning`
+    ({name: value}) forces, checked; None when it forces none of them."""
+    values = {name: tuning.get(name) for name in _FUSED_TUNABLES}
     if all(value is None for value in values.values()):
         return None
     if values["layout"] not in (None, base[4]) and values["maxnreg"] is None:
@@ -1078,14 +1148,8 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
     num_warps, num_stages[, layout "lc", "cl" or "split"]) overrides the tuned tile choice (benchmark variants).
     Output: x's dtype, shape and device."""
     _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
-    channels = x.shape[1]
+    _check_mlp_args(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
     hidden_width = fc1_weight.shape[0]
-    for name, t, shape in (("fc1_weight", fc1_weight, (hidden_width, channels)),
-                           ("fc1_bias", fc1_bias, (hidden_width,)),
-                           ("fc2_weight", fc2_weight, (channels, hidden_width)), ("fc2_bias", fc2_bias, (channels,))):
-        check_tensor(name, t, dtypes=FLOAT_DTYPES, like=x)
-        if tuple(t.shape) != shape:
-            raise ValueError(f"{name} must have shape {shape} for x of shape {tuple(x.shape)}, got {tuple(t.shape)}")
     if hidden_width % 16:
         raise ValueError(f"the megakernel needs a hidden width (fc1_weight.shape[0]) that is a multiple of 16, "
                          f"got {hidden_width}; use cheri_block_forward")
@@ -1185,7 +1249,7 @@ def _cheri_block_fwd(x: torch.Tensor, conv_weight: torch.Tensor, conv_bias: torc
                      config: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The training forward: (out, hidden (N, L, E), mean (N, L), rstd (N, L)), the fused kernel with TRAINING.
     `fp32_dot` indexes FP32_DOT_MODES; `config` as _config_codes writes it."""
-    weights = prepare_mlp_weights(fc1_weight, fc2_weight, FP32_DOT_MODES[fp32_dot], training=True)
+    weights = _mlp_weights(fc1_weight, fc2_weight, FP32_DOT_MODES[fp32_dot], training=True)
     return run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, weights, dilation, eps,
                      training=True, config=_config_from_codes(config))
 
@@ -1284,14 +1348,23 @@ def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_w
     operand mode; fp16 models multiply in fp16, bf16 in bf16) saving the hidden layer for a cuBLAS backward.
     Otherwise: the Triton conv + LayerNorm (with its Triton backward), then the MLP and residual in eager PyTorch."""
     _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
+    _check_mlp_args(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
+    check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
+    return train_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
+                         fc2_bias, dilation, eps, fp32_dot, config)
+
+
+def train_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+                  dilation, eps, fp32_dot="bf16x3", config=None):
+    """cheri_block_forward without argument checks, for callers that own validated parameters (CheriBlock): at
+    small N the Python around the launches is what a training forward costs (docs/perf/cheri_block.md)."""
     tensors = (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
     if fc1_weight.shape[0] % 16 == 0 and _uses_triton(x) and x.numel() > 0:
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
             out, _, _, _ = _library.call(_cheri_block_fwd, _cheri_block_eager, *tensors, dilation, float(eps),
                                          FP32_DOT_MODES.index(fp32_dot), _config_codes(config))
             return out
-        weights = prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=True)
+        weights = _mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=True)
         return _run_inference(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, weights,
                               dilation, eps, config)
     z = conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation=dilation, eps=eps)

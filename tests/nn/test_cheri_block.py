@@ -259,7 +259,7 @@ def test_gelu_tanh_variant_is_within_a_thousandth_of_erf_gelu(device):
 @pytest.mark.parametrize("n_filters,expansion,expect_megakernel", [(12, 3, False), (12, 4, True), (20, 4, True)])
 def test_dispatch_rule(device, monkeypatch, n_filters, expansion, expect_megakernel):
     mega = CallRecorder(monkeypatch, cheri_module, "run_megakernel")
-    train = CallRecorder(monkeypatch, cheri_module, "cheri_block_forward")
+    train = CallRecorder(monkeypatch, cheri_module, "train_forward")
     block = make_block(n_filters, 3, 2, expansion=expansion, device=device)
     x = torch.randn(2, n_filters, 30, device=device)
     ref = fp64_twin(block).reference_forward(x.double())
@@ -402,6 +402,10 @@ def test_bad_inputs(device):
         CheriBlock(0)
     with pytest.raises(ValueError, match="dilation must be a positive int"):
         CheriBlock(16, dilation=1.5)
+    huge = torch.randn(1, 16, 1, device=device).expand(1, 16, 2**27)  # C * L = 2**31, no memory behind it
+    for grad in (True, False):  # both the training forward and the megakernel (int32 in-row offsets)
+        with torch.set_grad_enabled(grad), pytest.raises(ValueError, match=r"n_filters \* L < 2\*\*31"):
+            block(huge)
 
 
 def test_functional_bad_inputs(device):
@@ -415,11 +419,55 @@ def test_functional_bad_inputs(device):
             cheri_ops.conv_norm(x, torch.randn(12, 2, 3), *params[1:4])
         with pytest.raises(ValueError, match=r"norm_weight must have shape \(12,\)"):
             cheri_ops.conv_norm(x, params[0], params[1], torch.randn(11), params[3])
+        fc1_weight, fc1_bias, fc2_weight, fc2_bias = params[4:]
+        for grad in (True, False):  # the training forward checks the MLP's shapes as the megakernel does
+            with torch.set_grad_enabled(grad):
+                with pytest.raises(ValueError, match=r"fc1_weight must have shape \(36, 12\)"):
+                    cheri_ops.cheri_block_forward(x, *params[:4], fc1_weight[:, :11], fc1_bias, fc2_weight, fc2_bias)
+                with pytest.raises(ValueError, match=r"fc2_bias must have shape \(12,\)"):
+                    cheri_ops.cheri_block_forward(x, *params[:4], fc1_weight, fc1_bias, fc2_weight, fc2_bias[:5])
+                with pytest.raises(TypeError, match="fc2_weight must have dtype"):
+                    cheri_ops.cheri_block_forward(x, *params[:4], fc1_weight, fc1_bias, fc2_weight.long(), fc2_bias)
         wide = make_block(16, device=device)
         weights = cheri_ops.prepare_mlp_weights(wide.fc1.weight, wide.fc2.weight, "tf32x3")
         with pytest.raises(ValueError, match="mlp_weights must be prepare_mlp_weights"):
             cheri_ops.cheri_block_megakernel(torch.randn(1, 16, 10, device=device), *wide._params(),
                                              mlp_weights=weights)
+
+
+def test_repeated_calls_launch_from_the_shape_plan(device, monkeypatch):
+    """The default path keeps one launch plan per shape: a repeated call launches without the candidate walk and gives
+    the same output; another shape, the training forward or a tuning override do not reuse it."""
+    from greyhound import _tuning
+    monkeypatch.setattr(cheri_ops, "_plans", {})
+    made = CallRecorder(monkeypatch, cheri_ops, "_make_plan")
+    block = make_block(16, 3, 2, expansion=4, device=device)
+    x = torch.randn(2, 16, 24, device=device)
+    ref = fp64_twin(block).reference_forward(x.double())
+    with torch.no_grad():
+        first, second = block(x), block(x)
+    assert made.calls == 1 and len(cheri_ops._plans) == 1 and torch.equal(first, second)
+    for _ in range(2):  # the training forward (its kernel writes the hidden layer): a plan of its own
+        out = block(x)
+        out.backward(torch.randn_like(out))
+    assert made.calls == 2 and max_abs(out, ref) < 1e-5
+    with torch.no_grad():
+        other = block(torch.randn(3, 16, 40, device=device))
+    assert made.calls == 3 and other.shape == (3, 16, 40)
+    with _tuning.override("cheri_block", block_l=16), torch.no_grad():
+        tuned = block(x)
+    assert made.calls == 4 and len(cheri_ops._plans) == 3  # a variant is never stored
+    assert max_abs(tuned, ref) < 1e-5 and max_abs(first, ref) < 1e-5
+
+
+def test_shape_plans_are_bounded(device, monkeypatch):
+    monkeypatch.setattr(cheri_ops, "_plans", {})
+    monkeypatch.setattr(cheri_ops, "_MAX_PLANS", 2)
+    block = make_block(16, 3, 2, expansion=4, device=device)
+    with torch.no_grad():
+        for length in (8, 9, 10):
+            block(torch.randn(1, 16, length, device=device))
+    assert [key[0][2] for key in cheri_ops._plans] == [9, 10]
 
 
 # ------------------------------------------------------------------------------------------------ GPU only
@@ -773,6 +821,7 @@ def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch
     x = torch.randn(2, 64, 512, device="cuda", dtype=torch.bfloat16)
     ref = fp64_twin(block).reference_forward(x.double())
     monkeypatch.setattr(cheri_ops, "_chosen_configs", {})
+    monkeypatch.setattr(cheri_ops, "_plans", {})
     with torch.no_grad():
         out = block.eval()(x)
     assert [c[4] for c in cheri_ops._chosen_configs.values()] == ["gluon"]
@@ -788,6 +837,7 @@ def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch
     monkeypatch.setattr(cheri_ops._cheri_gluon, "launch", broken)
     monkeypatch.setattr(cheri_ops._cheri_gluon, "_WARNED", set())
     monkeypatch.setattr(cheri_ops, "_chosen_configs", {})
+    monkeypatch.setattr(cheri_ops, "_plans", {})  # as in a fresh process: the stored plan would launch Gluon again
     with torch.no_grad(), pytest.warns(RuntimeWarning, match="Gluon Cheri Block kernel failed"):
         fallback = block(x)
     assert [c[4] for c in cheri_ops._chosen_configs.values()] == ["lc"]
