@@ -342,6 +342,8 @@ def test_dtype_change_rebuilds_cache(device):
 
 
 # ------------------------------------------------------------------------------------------------ CPU eager path
+@pytest.mark.skipif(torch.cuda.is_available(), reason="runs the kernels on CPU tensors through Triton's interpreter, "
+                    "which conftest turns on only where there is no CUDA device")
 def test_cpu_eager_path_matches_kernels(monkeypatch):
     """CPU tensors without TRITON_INTERPRET run eager PyTorch with the kernels' numerics."""
     x = torch.randn(2, 32, 33)
@@ -416,9 +418,9 @@ def test_functional_bad_inputs(device):
         with pytest.raises(ValueError, match="multiple of 16"):
             cheri_ops.cheri_block_megakernel(x, *params)
         with pytest.raises(ValueError, match=r"conv_weight must have shape \(12, 1, kernel_size\)"):
-            cheri_ops.conv_norm(x, torch.randn(12, 2, 3), *params[1:4])
+            cheri_ops.conv_norm(x, torch.randn(12, 2, 3, device=device), *params[1:4])
         with pytest.raises(ValueError, match=r"norm_weight must have shape \(12,\)"):
-            cheri_ops.conv_norm(x, params[0], params[1], torch.randn(11), params[3])
+            cheri_ops.conv_norm(x, params[0], params[1], torch.randn(11, device=device), params[3])
         fc1_weight, fc1_bias, fc2_weight, fc2_bias = params[4:]
         for grad in (True, False):  # the training forward checks the MLP's shapes as the megakernel does
             with torch.set_grad_enabled(grad):

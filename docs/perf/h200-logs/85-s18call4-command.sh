@@ -1,0 +1,1 @@
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null; cd /tmp/t && PYTHONPATH=/tmp/site timeout 400 python3 -m pytest -q tests/nn/test_cheri_block.py -k "not compiles_for_hopper and not register_budget and not cpu_eager_path" -p no:cacheprovider 2>&1 | tail -6
