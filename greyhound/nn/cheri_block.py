@@ -4,7 +4,8 @@ A thin module over greyhound.ops.cheri_conv_norm (docs/kernels/cheri_block.md de
   * grad enabled (training-fwd): the fused Triton block kernel saving the hidden layer for a cuBLAS + Triton
     backward (hidden width a multiple of 16); otherwise Triton conv + LayerNorm, then the MLP in eager PyTorch;
   * grad disabled and hidden width (expansion * n_filters) a multiple of 16: the inference megakernel. In
-    eval mode it reads the MLP weights' bf16 cast cached by .eval(); in train mode it casts them every call;
+    eval mode it reads the MLP weights' cast cached by .eval() (fp32 models; bf16 and fp16 models multiply their
+    own weights); in train mode an fp32 model casts them every call;
   * grad disabled otherwise: the training-fwd path without autograd.
 Every path is made of registered torch.library ops, so torch.compile(fullgraph=True) of a model holding the
 block has no graph break (inside it, eval mode casts the MLP weights in the graph instead of reading the cache).
@@ -18,6 +19,7 @@ from greyhound.ops.cheri_conv_norm import (
     FP32_DOT_MODES,
     MlpDotWeights,
     cheri_block_reference,
+    dot_dtype,
     mlp_dot_mode,
     prepare_mlp_weights,
     run_megakernel,
@@ -124,8 +126,7 @@ class CheriBlock(nn.Module):
         buffers = self._buffers
         cached_hi = buffers["_mlp_fc1_hi"]
         mode = mlp_dot_mode(fc1_weight.dtype, self.fp32_dot)
-        if key != self._cache_key or cached_hi is None or cached_hi.dtype != (
-                torch.float32 if mode in ("tf32x3", "ieee") else torch.bfloat16):
+        if key != self._cache_key or cached_hi is None or cached_hi.dtype != dot_dtype(mode):
             with torch.no_grad():
                 weights = prepare_mlp_weights(fc1_weight, fc2_weight, self.fp32_dot)
             for name, tensor in zip(_CACHE_BUFFERS, weights[1:]):

@@ -1,7 +1,8 @@
 """The Cheri Block inference megakernel for Hopper, written in Gluon (Triton's explicit-layout dialect).
 
-Same function and numerics as `_cheri_block_kernel` in its bf16 dot mode (conv + LayerNorm in fp32, z and the
-hidden layer rounded once to bf16, fp32 accumulators, the polynomial erf-GELU), but scheduled by hand so that the
+Same function and numerics as `_cheri_block_kernel` in its bf16 and fp16 dot modes (conv + LayerNorm in fp32, z and
+the hidden layer rounded once to the weights' type, fp32 accumulators, the polynomial erf-GELU), but scheduled by
+hand so that the
 tensor cores and the FP32 units work at the same time:
 
   * z (BLOCK_L, C) goes to shared memory once per tile and is the first GEMM's A operand from there;
@@ -60,8 +61,8 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
     why_not = why_not_hopper(x.device)
     if why_not is not None or _HOPPER_ERROR is not None:
         return why_not or f"this Triton has no Gluon Hopper API ({_HOPPER_ERROR})"
-    if mode != "bf16" or training or gelu != "poly":
-        return f"it is the inference kernel with bf16 dots and the poly GELU, got mode {mode!r}, " \
+    if mode not in ("bf16", "fp16") or training or gelu != "poly":
+        return f"it is the inference kernel with bf16 or fp16 dots and the poly GELU, got mode {mode!r}, " \
                f"training={training}, gelu={gelu!r}"
     if channels & (channels - 1) or not 16 <= channels <= 128:  # the (BLOCK_L, C) fp32 accumulator lives in registers
         return f"the channel count must be a power of 2 in [16, 128], got {channels}"
@@ -77,7 +78,7 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
 
 def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
            dilation, eps, block_l, block_e, num_warps, stages, max_registers=None):
-    """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16, all contiguous."""
+    """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16 or fp16, all contiguous."""
     batch, channels, length = x.shape
     options = {"num_warps": num_warps}
     if max_registers is not None:
@@ -214,7 +215,7 @@ if available():
     def _second_gemm(pre, acc, chunk, w2_smem, bias, STAGES: gl.constexpr, H_OPERAND: gl.constexpr):
         """acc += GELU(pre + bias) @ W2[:, chunk]^T, issued asynchronously; pre is a finished tensor."""
         hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
-        h = gl.convert_layout(hidden.to(gl.bfloat16), H_OPERAND)
+        h = gl.convert_layout(hidden.to(w2_smem.dtype), H_OPERAND)
         return warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
 
     @gluon.jit
@@ -276,7 +277,7 @@ if available():
         num_warps: gl.constexpr,
     ):
         """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile.
-        x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 contiguous; C a power of 2 (16..128),
+        x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 or fp16 contiguous; C a power of 2 (16..128),
         BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, STAGES >= 2."""
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
@@ -288,14 +289,15 @@ if available():
         PRE: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
                                                       instr_shape=[16, BLOCK_E, 16])
         H_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=ACC, k_width=2)
-        Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], gl.bfloat16)
-        W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], gl.bfloat16)
-        W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], gl.bfloat16)
+        DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
+        Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
+        W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
+        W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], DOT_T)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
 
-        w1_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_E, C], W1_SHARED)
-        w2_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, C, BLOCK_E], W2_SHARED)
-        z_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_L, C], Z_SHARED)
+        w1_smem = gl.allocate_shared_memory(DOT_T, [STAGES, BLOCK_E, C], W1_SHARED)
+        w2_smem = gl.allocate_shared_memory(DOT_T, [STAGES, C, BLOCK_E], W2_SHARED)
+        z_smem = gl.allocate_shared_memory(DOT_T, [BLOCK_L, C], Z_SHARED)
         HIDDEN_P2: gl.constexpr = _next_power_of_2(HIDDEN)  # gl.arange's length
         HIDDEN_ROW: gl.constexpr = gl.BlockedLayout([max(1, HIDDEN_P2 // (32 * num_warps))], [32], [num_warps], [0])
         offs_hidden = gl.arange(0, HIDDEN_P2, layout=HIDDEN_ROW)
@@ -323,7 +325,7 @@ if available():
         in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
         z = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps, C,
                             KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
-        z_smem.store(z.to(gl.bfloat16))
+        z_smem.store(z.to(z_smem.dtype))
         fence_async_shared()
 
         # ---- the MLP over hidden chunks: dot1(j+1) is in flight while chunk j's GELU runs ------------------------
@@ -447,7 +449,7 @@ if available():
             z = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
                                 eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
             _cta_barrier()  # (this partition's warps) the previous tile's first GEMMs have all read z
-            z_smem.store(z.to(gl.bfloat16))
+            z_smem.store(z.to(z_smem.dtype))
             fence_async_shared()
             tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
             if EVEN_L:
@@ -464,7 +466,7 @@ if available():
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                 bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
                 hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
-                h = gl.convert_layout(hidden.to(gl.bfloat16), H_OPERAND)
+                h = gl.convert_layout(hidden.to(w2_smem.dtype), H_OPERAND)
                 acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
@@ -486,12 +488,13 @@ if available():
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
-        Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], gl.bfloat16)
-        W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], gl.bfloat16)
-        W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], gl.bfloat16)
-        w1_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, BLOCK_E, C], W1_SHARED)
-        w2_smem = gl.allocate_shared_memory(gl.bfloat16, [STAGES, C, BLOCK_E], W2_SHARED)
-        z_smem = gl.allocate_shared_memory(gl.bfloat16, [CONSUMERS, BLOCK_L, C], Z_SHARED)  # one tile per consumer
+        DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
+        Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
+        W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
+        W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], DOT_T)
+        w1_smem = gl.allocate_shared_memory(DOT_T, [STAGES, BLOCK_E, C], W1_SHARED)
+        w2_smem = gl.allocate_shared_memory(DOT_T, [STAGES, C, BLOCK_E], W2_SHARED)
+        z_smem = gl.allocate_shared_memory(DOT_T, [CONSUMERS, BLOCK_L, C], Z_SHARED)  # one tile per consumer
         B1_ROW: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
         b1_smem = gl.allocate_shared_memory(  # b1 in fp32, one row per hidden chunk (the chunk loop indexes it)
             gl.float32, [HIDDEN // BLOCK_E, BLOCK_E], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))

@@ -762,7 +762,7 @@ class MlpDotWeights(NamedTuple):
     """The MLP weights as the fused kernel multiplies them (what CheriBlock.eval() caches).
 
     mode "bf16": hi = W in bf16. "bf16x3": hi + lo = W (both bf16, lo = W - hi). "tf32x3"/"ieee": hi = W (fp32).
-    "fp16" (training path of fp16 models): hi = W. Layouts are the nn.Linear ones, contiguous: fc1 (E, C), fc2 (C, E)."""
+    "fp16" (fp16 models): hi = W. Layouts are the nn.Linear ones, contiguous: fc1 (E, C), fc2 (C, E)."""
     mode: str
     fc1_hi: torch.Tensor
     fc1_lo: Optional[torch.Tensor]
@@ -837,16 +837,23 @@ def _split_bf16_op_fake(fc1_weight, fc2_weight, write_lo):
 
 
 def mlp_dot_mode(model_dtype, fp32_dot="bf16x3", training=False):
-    """Inference: bf16/fp16 models multiply bf16 weights; fp32 models use `fp32_dot` (fp32-accurate by default).
-    Training: fp16 models multiply fp16 operands (eager semantics, no cast); the rest as in inference."""
+    """bf16 models multiply bf16 operands, fp16 models fp16 operands (their weights as they are: no cast, eager's
+    rounding), fp32 models per `fp32_dot` (fp32-accurate by default); the same in training and inference
+    (`training` is kept for callers that pass it)."""
     check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
     if model_dtype == torch.float32:
         return fp32_dot
-    return "fp16" if training and model_dtype == torch.float16 else "bf16"
+    return "fp16" if model_dtype == torch.float16 else "bf16"
+
+
+def dot_dtype(mode):
+    """The dtype of the weights (and their lo parts) an MLP dot mode multiplies."""
+    return {"tf32x3": torch.float32, "ieee": torch.float32, "fp16": torch.float16}.get(mode, torch.bfloat16)
 
 
 def prepare_mlp_weights(fc1_weight, fc2_weight, fp32_dot="bf16x3", training=False):
-    """The bf16 weight cast (or fp32 hi/lo split) the fused kernel reads; CheriBlock caches this in eval mode."""
+    """The weights as the fused kernel reads them: a bf16 model's own, an fp16 model's own, an fp32 model's bf16 cast
+    or hi/lo split (or its own for tf32x3/ieee); CheriBlock caches this in eval mode."""
     check_tensor("fc1_weight", fc1_weight, dtypes=FLOAT_DTYPES, ndim=2)
     check_tensor("fc2_weight", fc2_weight, dtypes=FLOAT_DTYPES, ndim=2, like=fc1_weight)
     if fc2_weight.dtype != fc1_weight.dtype or fc2_weight.shape != fc1_weight.shape[::-1]:
@@ -865,10 +872,10 @@ def _mlp_weights(fc1_weight, fc2_weight, fp32_dot, training=False):
 
 def _megakernel_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, weights, fc1_bias, fc2_bias, dilation, eps):
     """The megakernel's numerics in eager PyTorch (CPU without the interpreter): fp32 everywhere except that the
-    dot operands are rounded as the kernel rounds them (bf16; bf16 hi+lo for bf16x3; fp32 otherwise)."""
+    dot operands are rounded as the kernel rounds them (bf16 or fp16; bf16 hi+lo for bf16x3; fp32 otherwise)."""
     def operands(t):
-        if weights.mode == "bf16":
-            return [t.to(torch.bfloat16).float()]
+        if weights.mode in ("bf16", "fp16"):
+            return [t.to(dot_dtype(weights.mode)).float()]
         if weights.mode == "bf16x3":
             hi = t.to(torch.bfloat16)
             return [hi.float(), (t - hi.float()).to(torch.bfloat16).float()]
@@ -942,7 +949,7 @@ def _candidate_configs(channels, hidden_width, dot_mode, training):
     block_e halved until it divides the hidden width), then the Triton default (_default_config, always present
     and the base tuning overrides start from), then the smaller Triton fallbacks that divide the hidden width."""
     configs = []
-    if not training and dot_mode == "bf16" and _cheri_gluon.available():
+    if not training and dot_mode in ("bf16", "fp16") and _cheri_gluon.available():
         block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIG
         while block_e > 16 and hidden_width % block_e:
             block_e //= 2
@@ -1159,11 +1166,10 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
         raise ValueError(f"mlp_weights must be prepare_mlp_weights(...) for a {x.dtype} model with fp32_dot="
                          f"{fp32_dot!r} (mode {mlp_dot_mode(x.dtype, fp32_dot)!r}, fc1 {tuple(fc1_weight.shape)}), "
                          f"got mode {mlp_weights.mode!r}, fc1 {tuple(mlp_weights.fc1_hi.shape)}")
-    dot_dtype = torch.float32 if mlp_weights.mode in ("tf32x3", "ieee") else torch.bfloat16
     for name in ("fc1_hi", "fc1_lo", "fc2_hi", "fc2_lo"):
         part = getattr(mlp_weights, name)
         if part is not None:
-            check_tensor(f"mlp_weights.{name}", part, dtypes=(dot_dtype,), like=x)
+            check_tensor(f"mlp_weights.{name}", part, dtypes=(dot_dtype(mlp_weights.mode),), like=x)
             if part.shape != getattr(mlp_weights, name[:3] + "_hi").shape or not part.is_contiguous():
                 raise ValueError(f"mlp_weights.{name} must be contiguous and match the hi part's shape")
     if config is not None and (len(config) not in (4, 5) or hidden_width % config[1]
