@@ -924,9 +924,17 @@ _WS_CONSUMERS = {"gluon_ws": 2, "gluon_ws3": 3}
 _Z_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # other dot modes keep z in fp32
 
 
-def _default_config(channels, hidden_width, dot_mode, training):
+# A small training forward (N·L at most _SMALL_TRAINING_ROWS positions) with bf16/fp16 dots runs the single fused
+# kernel instead of "split": one launch and three allocations fewer, which is what such a call costs (its host time
+# exceeds its device time on the H200's hosts; docs/perf/cheri_block.md, session 18).
+_SMALL_TRAINING_ROWS = 64 * 1024
+_SMALL_TRAINING_CONFIG = (64, 64, 4, 2, "lc", None)  # 0.671 ms at N=512 against split's 0.654
+
+
+def _default_config(channels, hidden_width, dot_mode, training, small=False):
     family = "half" if dot_mode in ("bf16", "fp16") else dot_mode
-    block_l, block_e, num_warps, num_stages, layout, max_registers = _FUSED_CONFIGS[family, training]
+    block_l, block_e, num_warps, num_stages, layout, max_registers = (
+        _SMALL_TRAINING_CONFIG if training and small and family == "half" else _FUSED_CONFIGS[family, training])
     block_c = _channel_block(channels)
     while hidden_width % block_e:
         block_e //= 2
@@ -944,7 +952,7 @@ _GLUON_CONFIG = (64, 64, 4, 2, "gluon", None)
 
 
 @functools.lru_cache(maxsize=None)
-def _candidate_configs(channels, hidden_width, dot_mode, training):
+def _candidate_configs(channels, hidden_width, dot_mode, training, small=False):
     """The configs a shape tries in order, computed once per shape: for bf16-dot inference the Gluon tile (its
     block_e halved until it divides the hidden width), then the Triton default (_default_config, always present
     and the base tuning overrides start from), then the smaller Triton fallbacks that divide the hidden width."""
@@ -954,7 +962,7 @@ def _candidate_configs(channels, hidden_width, dot_mode, training):
         while block_e > 16 and hidden_width % block_e:
             block_e //= 2
         configs.append((block_l, block_e, num_warps, num_stages, layout, max_registers))
-    configs.append(_default_config(channels, hidden_width, dot_mode, training))
+    configs.append(_default_config(channels, hidden_width, dot_mode, training, small))
     return tuple(configs + [c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0])
 
 
@@ -1063,8 +1071,9 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     if x.device.type == "cpu" and config is None:  # the interpreter: few, mid-sized tiles run fastest
         config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
     user_config = config is not None and plan_key is None  # the interpreter's tile is its default, not a request
-    key = (channels, hidden_width, kernel_size, mode, training, x.dtype, x.device)
-    shape_candidates = _candidate_configs(channels, hidden_width, mode, training)
+    small = training and batch * length <= _SMALL_TRAINING_ROWS
+    key = (channels, hidden_width, kernel_size, mode, training, small, x.dtype, x.device)
+    shape_candidates = _candidate_configs(channels, hidden_width, mode, training, small)
     if config is not None:
         config = (tuple(config) + ("lc", None)[len(config) - 4:])[:6]
     forced = None

@@ -467,6 +467,20 @@ def test_repeated_calls_launch_from_the_shape_plan(device, monkeypatch):
     assert max_abs(tuned, ref) < 1e-5 and max_abs(first, ref) < 1e-5
 
 
+def test_small_training_forwards_take_the_single_kernel():
+    # bf16/fp16 training forwards of at most _SMALL_TRAINING_ROWS positions run one fused kernel (no split: one launch
+    # fewer); larger ones keep the split layout; fp32 modes and inference are unaffected
+    rows = cheri_ops._SMALL_TRAINING_ROWS
+    assert rows == 64 * 1024
+    for mode in ("bf16", "fp16"):
+        assert cheri_ops._candidate_configs(128, 512, mode, True, True)[0][4] == "lc"
+        assert cheri_ops._candidate_configs(128, 512, mode, True, False)[0][4] == "split"
+    assert cheri_ops._candidate_configs(128, 512, "bf16x3", True, True) == \
+        cheri_ops._candidate_configs(128, 512, "bf16x3", True, False)
+    assert cheri_ops._candidate_configs(128, 512, "bf16", False, True) == \
+        cheri_ops._candidate_configs(128, 512, "bf16", False, False)
+
+
 def test_shape_plans_are_bounded(device, monkeypatch):
     monkeypatch.setattr(cheri_ops, "_plans", {})
     monkeypatch.setattr(cheri_ops, "_MAX_PLANS", 2)
