@@ -846,6 +846,12 @@ def mlp_dot_mode(model_dtype, fp32_dot="bf16x3", training=False):
     return "fp16" if model_dtype == torch.float16 else "bf16"
 
 
+def hidden_dtype(model_dtype, mode):
+    """The dtype of the hidden layer a training forward saves (the GEMM2 operand): the model's for one-pass half
+    dots, fp32 for the fp32 modes."""
+    return model_dtype if mode in ("bf16", "fp16") else torch.float32
+
+
 def dot_dtype(mode):
     """The dtype of the weights (and their lo parts) an MLP dot mode multiplies."""
     return {"tf32x3": torch.float32, "ieee": torch.float32, "fp16": torch.float16}.get(mode, torch.bfloat16)
@@ -991,14 +997,14 @@ _MAX_PLANS = 256
 def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation, gelu):
     block_l, block_e, num_warps, num_stages, layout, max_registers = candidate
     batch, channels, length = x.shape
-    hidden_dtype = x.dtype if mode in ("bf16", "fp16") else torch.float32
+    saved_dtype = hidden_dtype(x.dtype, mode)
     if layout == "gluon" or layout in _WS_CONSUMERS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout])
         else:
             kwargs["max_registers"] = max_registers
-        return _Plan(layout, None, kwargs, hidden_dtype, None)  # launched through _cheri_gluon's module functions
+        return _Plan(layout, None, kwargs, saved_dtype, None)  # launched through _cheri_gluon's module functions
     interpreting = x.device.type == "cpu"
     kwargs = {"C": channels, "HIDDEN": hidden_width, "KERNEL_SIZE": kernel_size, "DILATION": dilation,
               "EVEN_L": length % block_l == 0, "DOT_MODE": _DOT_MODE_CODES[mode], "TRAINING": training,
@@ -1007,7 +1013,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
               "num_warps": num_warps, "num_stages": num_stages}
     if max_registers is not None and not interpreting:
         kwargs["maxnreg"] = max_registers
-    return _Plan(layout, _RUN_KERNELS[layout][(batch * cdiv(length, block_l),)], kwargs, hidden_dtype,
+    return _Plan(layout, _RUN_KERNELS[layout][(batch * cdiv(length, block_l),)], kwargs, saved_dtype,
                  _Z_DTYPES.get(mode, torch.float32))
 
 
@@ -1065,8 +1071,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         out = torch.empty_like(x)
         if not training:
             return out
-        hidden_dtype = x.dtype if mode in ("bf16", "fp16") else torch.float32
-        return (out, x.new_empty((batch, length, hidden_width), dtype=hidden_dtype),
+        return (out, x.new_empty((batch, length, hidden_width), dtype=hidden_dtype(x.dtype, mode)),
                 *(torch.zeros((batch, length), device=x.device) for _ in range(2)))
     if x.device.type == "cpu" and config is None:  # the interpreter: few, mid-sized tiles run fastest
         config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
@@ -1274,8 +1279,7 @@ def _cheri_block_fwd_fake(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1
                           fc2_bias, dilation, eps, fp32_dot, config):
     batch, _, length = x.shape
     mode = mlp_dot_mode(fc1_weight.dtype, FP32_DOT_MODES[fp32_dot], training=True)
-    hidden_dtype = x.dtype if mode in ("bf16", "fp16") else torch.float32
-    return (x.new_empty(x.shape), x.new_empty((batch, length, fc1_weight.shape[0]), dtype=hidden_dtype),
+    return (x.new_empty(x.shape), x.new_empty((batch, length, fc1_weight.shape[0]), dtype=hidden_dtype(x.dtype, mode)),
             x.new_empty((batch, length), dtype=torch.float32), x.new_empty((batch, length), dtype=torch.float32))
 
 
