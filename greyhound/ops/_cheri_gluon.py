@@ -61,8 +61,8 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
     why_not = why_not_hopper(x.device)
     if why_not is not None or _HOPPER_ERROR is not None:
         return why_not or f"this Triton has no Gluon Hopper API ({_HOPPER_ERROR})"
-    if mode not in ("bf16", "fp16") or training or gelu != "poly":
-        return f"it is the inference kernel with bf16 or fp16 dots and the poly GELU, got mode {mode!r}, " \
+    if mode not in ("bf16", "fp16", "bf16x3") or training or gelu != "poly":
+        return f"it is the inference kernel with bf16, fp16 or bf16x3 dots and the poly GELU, got mode {mode!r}, " \
                f"training={training}, gelu={gelu!r}"
     if channels & (channels - 1) or not 16 <= channels <= 128:  # the (BLOCK_L, C) fp32 accumulator lives in registers
         return f"the channel count must be a power of 2 in [16, 128], got {channels}"
@@ -77,16 +77,22 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
 
 
 def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
-           dilation, eps, block_l, block_e, num_warps, stages, max_registers=None):
-    """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16 or fp16, all contiguous."""
+           dilation, eps, block_l, block_e, num_warps, stages, max_registers=None, fc1_lo=None, fc2_lo=None):
+    """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16 or fp16, all contiguous.
+    With fc1_lo and fc2_lo (bf16, W - hi: the bf16x3 mode of an fp32 model) every product is the three-term
+    bf16x3 one, hi*hi + hi*lo + lo*hi (z and the hidden layer split the same way)."""
+    if (fc1_lo is None) != (fc2_lo is None):
+        raise ValueError("fc1_lo and fc2_lo are given together (the bf16x3 mode) or not at all")
     batch, channels, length = x.shape
     options = {"num_warps": num_warps}
     if max_registers is not None:
         options["maxnreg"] = max_registers
+    split = fc1_lo is not None
     _LAUNCHER[(cdiv(length, block_l) * batch,)](
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+        fc1_lo if split else fc1_weight, fc2_lo if split else fc2_weight,
         length, eps, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2], DILATION=dilation,
-        EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages, **options)
+        EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages, SPLIT=split, **options)
 
 
 # The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
@@ -106,6 +112,8 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu)
     if why_not is not None:
         return why_not
+    if mode == "bf16x3":
+        return "it has no bf16x3 (split fp32) dots; the Gluon kernel (layout gluon) has"
     if num_warps != 4:
         return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
     if consumers not in (2, 3):
@@ -179,30 +187,43 @@ if available():
         return gl.fma(gl.abs(u) * -1.0, half_erfc, gl.maximum(u, 0.0))  # * -1.0: a negation ptxas folds
 
     @gluon.jit
-    def _load_w1(w1_smem, w1_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
-                 BLOCK_E: gl.constexpr, W1_LAYOUT: gl.constexpr):
-        """cp.async of W1[chunk] (BLOCK_E, C rows of W1) into its ring slot (not committed here)."""
+    def _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
+                 BLOCK_E: gl.constexpr, W1_LAYOUT: gl.constexpr, SPLIT: gl.constexpr):
+        """cp.async of W1[chunk] (BLOCK_E, C rows of W1; with SPLIT also of its lo part) into its ring slot (not
+        committed here)."""
         rows = chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
         cols = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
-        _async_load(w1_smem.index(chunk % STAGES),
-                                               w1_ptr + gl.expand_dims(rows, 1) * C + gl.expand_dims(cols, 0))
+        offsets = gl.expand_dims(rows, 1) * C + gl.expand_dims(cols, 0)
+        _async_load(w1_smem.index(chunk % STAGES), w1_ptr + offsets)
+        if SPLIT:
+            _async_load(w1lo_smem.index(chunk % STAGES), w1_lo_ptr + offsets)
 
     @gluon.jit
-    def _load_w2(w2_smem, w2_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
-                 HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, W2_LAYOUT: gl.constexpr):
-        """cp.async of W2[:, chunk] (C, BLOCK_E columns of W2) into its ring slot (not committed here)."""
+    def _load_w2(w2_smem, w2lo_smem, w2_ptr, w2_lo_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
+                 HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, W2_LAYOUT: gl.constexpr, SPLIT: gl.constexpr):
+        """cp.async of W2[:, chunk] (C, BLOCK_E columns of W2; with SPLIT also of its lo part) into its ring slot (not
+        committed here)."""
         rows = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
         cols = chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
-        _async_load(w2_smem.index(chunk % STAGES),
-                                               w2_ptr + gl.expand_dims(rows, 1) * HIDDEN + gl.expand_dims(cols, 0))
+        offsets = gl.expand_dims(rows, 1) * HIDDEN + gl.expand_dims(cols, 0)
+        _async_load(w2_smem.index(chunk % STAGES), w2_ptr + offsets)
+        if SPLIT:
+            _async_load(w2lo_smem.index(chunk % STAGES), w2_lo_ptr + offsets)
 
     @gluon.jit
-    def _first_gemm(z_smem, w1_smem, chunk, spare, STAGES: gl.constexpr):
+    def _first_gemm(z_smem, zlo_smem, w1_smem, w1lo_smem, chunk, spare, STAGES: gl.constexpr, SPLIT: gl.constexpr):
         """z @ W1[chunk]^T, issued asynchronously (a token: wait for it before reading). `spare` is a finished,
         otherwise dead (BLOCK_L, BLOCK_E) fp32 tensor whose registers the result takes over (use_acc=False ignores
-        its values): defining fresh accumulator registers while another wgmma is in flight makes ptxas serialise."""
-        return warpgroup_mma(z_smem, w1_smem.index(chunk % STAGES).permute((1, 0)), spare, use_acc=False,
-                             is_async=True)
+        its values): defining fresh accumulator registers while another wgmma is in flight makes ptxas serialise.
+        With SPLIT, three wgmma groups (z_lo W1_hi + z_hi W1_lo + z_hi W1_hi, the small terms first), else one."""
+        w1_hi = w1_smem.index(chunk % STAGES).permute((1, 0))
+        if SPLIT:
+            pre = warpgroup_mma(zlo_smem, w1_hi, spare, use_acc=False, is_async=True)
+            pre = warpgroup_mma(z_smem, w1lo_smem.index(chunk % STAGES).permute((1, 0)), pre, is_async=True)
+            pre = warpgroup_mma(z_smem, w1_hi, pre, is_async=True)
+        else:
+            pre = warpgroup_mma(z_smem, w1_hi, spare, use_acc=False, is_async=True)
+        return pre
 
     @gluon.jit
     def _load_bias(b1_smem, chunk, BLOCK_E: gl.constexpr, PRE: gl.constexpr):
@@ -212,35 +233,51 @@ if available():
         return b1_smem.slice(chunk * BLOCK_E, BLOCK_E).load(gl.SliceLayout(0, PRE))
 
     @gluon.jit
-    def _second_gemm(pre, acc, chunk, w2_smem, bias, STAGES: gl.constexpr, H_OPERAND: gl.constexpr):
-        """acc += GELU(pre + bias) @ W2[:, chunk]^T, issued asynchronously; pre is a finished tensor."""
+    def _second_gemm(pre, acc, chunk, w2_smem, w2lo_smem, bias, STAGES: gl.constexpr, H_OPERAND: gl.constexpr,
+                     SPLIT: gl.constexpr):
+        """acc += GELU(pre + bias) @ W2[:, chunk]^T, issued asynchronously; pre is a finished tensor. With SPLIT the
+        hidden layer splits into bf16 hi + lo and the product takes three wgmma groups, as in _first_gemm."""
         hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
-        h = gl.convert_layout(hidden.to(w2_smem.dtype), H_OPERAND)
-        return warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
+        h_hi = hidden.to(w2_smem.dtype)
+        w2_hi = w2_smem.index(chunk % STAGES).permute((1, 0))
+        if SPLIT:
+            h_lo = gl.convert_layout((hidden - h_hi.to(gl.float32)).to(w2_smem.dtype), H_OPERAND)
+            h_hi = gl.convert_layout(h_hi, H_OPERAND)
+            acc = warpgroup_mma(h_lo, w2_hi, acc, is_async=True)
+            acc = warpgroup_mma(h_hi, w2lo_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma(h_hi, w2_hi, acc, is_async=True)
+        else:
+            acc = warpgroup_mma(gl.convert_layout(h_hi, H_OPERAND), w2_hi, acc, is_async=True)
+        return acc
 
     @gluon.jit
-    def _mlp_step(pre, spare, acc, bias, j: gl.constexpr, z_smem, w1_smem, w2_smem, w1_ptr, w2_ptr, b1_smem,
-                  n_chunks: gl.constexpr,
+    def _mlp_step(pre, spare, acc, bias, j: gl.constexpr, z_smem, zlo_smem, w1_smem, w1lo_smem, w2_smem, w2lo_smem,
+                  w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem, n_chunks: gl.constexpr,
                   C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                   STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr, W1_LAYOUT: gl.constexpr,
-                  W2_LAYOUT: gl.constexpr):
+                  W2_LAYOUT: gl.constexpr, SPLIT: gl.constexpr):
         """Chunk j (1 <= j, j + 1 < n_chunks): issue chunk j+1's first GEMM, finish chunk j's, refill W1[j]'s and
         W2[j-1]'s ring slots (STAGES chunks ahead), then GELU and chunk j's second GEMM. `bias` is b1[j]. Returns
         (chunk j+1's pre-activation token, chunk j's finished pre-activation: the next step's spare, acc token,
         b1[j+1])."""
         async_copy.wait_group(STAGES - 2)  # W1[j+1] and W2[j] have landed (this thread's part)
         _cta_barrier()  # ... and everyone's. (No proxy fence: its MEMBAR would wait for the refills in flight)
-        next_pre = _first_gemm(z_smem, w1_smem, j + 1, spare, STAGES)
-        # all but the newest wgmma group are done: pre (chunk j) and chunk j-1's second GEMM
-        pre, acc = warpgroup_mma_wait(num_outstanding=1, deps=(pre, acc))
+        next_pre = _first_gemm(z_smem, zlo_smem, w1_smem, w1lo_smem, j + 1, spare, STAGES, SPLIT)
+        # all but the newest wgmma groups (chunk j+1's first GEMM: 1, or 3 with SPLIT) are done: pre (chunk j) and
+        # chunk j-1's second GEMM
+        if SPLIT:
+            pre, acc = warpgroup_mma_wait(num_outstanding=3, deps=(pre, acc))
+        else:
+            pre, acc = warpgroup_mma_wait(num_outstanding=1, deps=(pre, acc))
         _cta_barrier()  # every warp group is done with W1[j] and W2[j-1]: their slots can be refilled
         if j + STAGES < n_chunks:
-            _load_w1(w1_smem, w1_ptr, j + STAGES, STAGES, C, BLOCK_E, W1_LAYOUT)
+            _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, j + STAGES, STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
         if j - 1 + STAGES < n_chunks:
-            _load_w2(w2_smem, w2_ptr, j - 1 + STAGES, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT)
+            _load_w2(w2_smem, w2lo_smem, w2_ptr, w2_lo_ptr, j - 1 + STAGES, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT,
+                     SPLIT)
         async_copy.commit_group()  # one group per step, empty or not: wait_group counts stay static
         next_bias = _load_bias(b1_smem, j + 1, BLOCK_E, PRE)
-        acc = _second_gemm(pre, acc, j, w2_smem, bias, STAGES, H_OPERAND)
+        acc = _second_gemm(pre, acc, j, w2_smem, w2lo_smem, bias, STAGES, H_OPERAND, SPLIT)
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
@@ -271,14 +308,17 @@ if available():
     @gluon.jit
     def cheri_block_kernel(
         x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-        L, eps,
+        w1_lo_ptr, w2_lo_ptr, L, eps,
         C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-        num_warps: gl.constexpr,
+        SPLIT: gl.constexpr, num_warps: gl.constexpr,
     ):
         """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile.
         x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 or fp16 contiguous; C a power of 2 (16..128),
-        BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, STAGES >= 2."""
+        BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, STAGES >= 2. With SPLIT (an fp32 model's bf16x3
+        mode) W1/W2 are the bf16 hi parts and w1_lo/w2_lo the lo parts (W - hi), z and the hidden layer split alike
+        in registers, and each GEMM is three (lo*hi + hi*lo + hi*hi, fp32 accumulators); otherwise w1_lo/w2_lo are
+        not read."""
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, num_warps)
@@ -298,6 +338,14 @@ if available():
         w1_smem = gl.allocate_shared_memory(DOT_T, [STAGES, BLOCK_E, C], W1_SHARED)
         w2_smem = gl.allocate_shared_memory(DOT_T, [STAGES, C, BLOCK_E], W2_SHARED)
         z_smem = gl.allocate_shared_memory(DOT_T, [BLOCK_L, C], Z_SHARED)
+        if SPLIT:  # the lo parts: rings beside the hi ones, and z's
+            w1lo_smem = gl.allocate_shared_memory(DOT_T, [STAGES, BLOCK_E, C], W1_SHARED)
+            w2lo_smem = gl.allocate_shared_memory(DOT_T, [STAGES, C, BLOCK_E], W2_SHARED)
+            zlo_smem = gl.allocate_shared_memory(DOT_T, [BLOCK_L, C], Z_SHARED)
+        else:  # (never read)
+            w1lo_smem = w1_smem
+            w2lo_smem = w2_smem
+            zlo_smem = z_smem
         HIDDEN_P2: gl.constexpr = _next_power_of_2(HIDDEN)  # gl.arange's length
         HIDDEN_ROW: gl.constexpr = gl.BlockedLayout([max(1, HIDDEN_P2 // (32 * num_warps))], [32], [num_warps], [0])
         offs_hidden = gl.arange(0, HIDDEN_P2, layout=HIDDEN_ROW)
@@ -310,8 +358,8 @@ if available():
         # ahead, and a static `wait_group(STAGES - 2)` at the top of every step.
         for k in gl.static_range(STAGES):
             if k < n_chunks:
-                _load_w1(w1_smem, w1_ptr, k, STAGES, C, BLOCK_E, W1_LAYOUT)
-                _load_w2(w2_smem, w2_ptr, k, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT)
+                _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, k, STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
+                _load_w2(w2_smem, w2lo_smem, w2_ptr, w2_lo_ptr, k, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT, SPLIT)
             async_copy.commit_group()
 
         # ---- conv + LayerNorm of this tile, fp32, (BLOCK_L, C) -------------------------------------------------
@@ -325,7 +373,10 @@ if available():
         in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
         z = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps, C,
                             KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
-        z_smem.store(z.to(z_smem.dtype))
+        z_hi = z.to(z_smem.dtype)
+        z_smem.store(z_hi)
+        if SPLIT:
+            zlo_smem.store((z - z_hi.to(gl.float32)).to(z_smem.dtype))
         fence_async_shared()
 
         # ---- the MLP over hidden chunks: dot1(j+1) is in flight while chunk j's GELU runs ------------------------
@@ -344,28 +395,31 @@ if available():
         async_copy.wait_group(STAGES - 2)  # chunks 0 and 1 (this thread's copies)
         _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
         bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
-        pre = _first_gemm(z_smem, w1_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
+        pre = _first_gemm(z_smem, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
+                          STAGES, SPLIT)
         pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
         _cta_barrier()  # every warp group is done with W1[0]
         if STAGES < n_chunks:
-            _load_w1(w1_smem, w1_ptr, STAGES, STAGES, C, BLOCK_E, W1_LAYOUT)
+            _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, STAGES, STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
         async_copy.commit_group()
         if n_chunks > 1:
-            next_pre = _first_gemm(z_smem, w1_smem, 1, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES)
+            next_pre = _first_gemm(z_smem, zlo_smem, w1_smem, w1lo_smem, 1,
+                                   gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES, SPLIT)
         if n_chunks > 1:
             next_bias = _load_bias(b1_smem, 1, BLOCK_E, PRE)
-        acc = _second_gemm(pre, acc, 0, w2_smem, bias, STAGES, H_OPERAND)
+        acc = _second_gemm(pre, acc, 0, w2_smem, w2lo_smem, bias, STAGES, H_OPERAND, SPLIT)
         if n_chunks > 1:
             bias = next_bias
         for j in gl.static_range(1, n_chunks - 1):
-            next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_smem, w1_smem, w2_smem, w1_ptr,
-                                                 w2_ptr, b1_smem, n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE,
-                                                 H_OPERAND, W1_LAYOUT, W2_LAYOUT)
+            next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_smem, zlo_smem, w1_smem, w1lo_smem,
+                                                 w2_smem, w2lo_smem, w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem,
+                                                 n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE, H_OPERAND,
+                                                 W1_LAYOUT, W2_LAYOUT, SPLIT)
         if n_chunks > 1:
             pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
             async_copy.wait_group(0)  # W2 of the last chunk may be in the newest group
             _cta_barrier()
-            acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, bias, STAGES, H_OPERAND)
+            acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, w2lo_smem, bias, STAGES, H_OPERAND, SPLIT)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         async_copy.wait_group(0)
 

@@ -951,10 +951,12 @@ def _default_config(channels, hidden_width, dot_mode, training, small=False):
     return block_l, block_e, num_warps, num_stages, layout, max_registers
 
 
-# The Gluon kernel's tile for inference with bf16 dots (docs/perf/cheri_block.md, session 13: 64 positions x 64 hidden
-# columns, 4 warps, a 2-deep weight ring, 234 registers -> 2 programs per SM: 0.506 ms at N=512 against 0.524 for the
-# Triton kernel's (128, 64, 8, 2, maxnreg 128), one process). It is tried first where it applies (run_fused).
-_GLUON_CONFIG = (64, 64, 4, 2, "gluon", None)
+# The Gluon kernel's tile for inference by dot-mode family. bf16/fp16 dots (docs/perf/cheri_block.md, session 13): 64
+# positions x 64 hidden columns, 4 warps, a 2-deep weight ring, 234 registers -> 2 programs per SM: 0.506 ms at N=512
+# against 0.524 for the Triton kernel's (128, 64, 8, 2, maxnreg 128), one process. bf16x3 (an fp32 model, session 19):
+# 32 hidden columns, so that the lo rings and z's lo tile fit two programs per SM (254 registers, no spills, 106 KiB of
+# shared memory, Triton 3.6 offline; 64 columns spill and take one). It is tried first where it applies (run_fused).
+_GLUON_CONFIGS = {"half": (64, 64, 4, 2, "gluon", None), "bf16x3": (64, 32, 4, 2, "gluon", None)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -963,8 +965,9 @@ def _candidate_configs(channels, hidden_width, dot_mode, training, small=False):
     block_e halved until it divides the hidden width), then the Triton default (_default_config, always present
     and the base tuning overrides start from), then the smaller Triton fallbacks that divide the hidden width."""
     configs = []
-    if not training and dot_mode in ("bf16", "fp16") and _cheri_gluon.available():
-        block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIG
+    family = "half" if dot_mode in ("bf16", "fp16") else dot_mode
+    if not training and family in _GLUON_CONFIGS and _cheri_gluon.available():
+        block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIGS[family]
         while block_e > 16 and hidden_width % block_e:
             block_e //= 2
         configs.append((block_l, block_e, num_warps, num_stages, layout, max_registers))
@@ -1023,9 +1026,13 @@ def _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias,
     out = torch.empty_like(x)
     fc1_hi, fc2_hi = mlp_weights.fc1_hi, mlp_weights.fc2_hi
     if plan.launch is None:  # a Gluon kernel (inference only)
-        launch = _cheri_gluon.launch if plan.layout == "gluon" else _cheri_gluon.launch_ws
-        launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi, fc2_bias, dilation,
-               eps, **plan.kwargs)
+        if plan.layout == "gluon":  # (bf16x3: the lo parts too)
+            _cheri_gluon.launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi,
+                                fc2_bias, dilation, eps, fc1_lo=mlp_weights.fc1_lo, fc2_lo=mlp_weights.fc2_lo,
+                                **plan.kwargs)
+        else:
+            _cheri_gluon.launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi,
+                                   fc2_bias, dilation, eps, **plan.kwargs)
         return out
     hidden = mean = rstd = z = out  # never touched: TRAINING and Z_PRECOMPUTED are compile-time switches
     if training:

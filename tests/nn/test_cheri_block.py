@@ -818,6 +818,47 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length", [
+    (128, 4, 3, 4, 1024), (64, 2, 2, 3, 1000), (32, 6, 4, 1, 333), (16, 4, 3, 2, 700)])
+@pytest.mark.parametrize("config", [(64, 32, 4, 2), (64, 64, 4, 2), (128, 32, 8, 3), (64, 16, 4, 4)])
+def test_gpu_gluon_kernel_bf16x3_keeps_fp32_accuracy(channels, expansion, kernel_size, dilation, length, config):
+    """An fp32 model's bf16x3 inference on the Gluon kernel (z, the hidden layer and the weights split into bf16 hi +
+    lo, three products a GEMM) stays within the 1e-5 max-abs of fp64 the fp32 paths promise, as the Triton bf16x3
+    kernel does: a lo term dropped, a lo ring slot read before it landed or a wrong wgmma wait (3 groups outstanding)
+    would cost ~1e-3. 1 to 48 hidden chunks, ragged L, C 16..128."""
+    hidden = channels * expansion
+    if hidden % config[1]:
+        pytest.skip("BLOCK_E must divide the hidden width")
+    block = make_block(channels, kernel_size, dilation, expansion=expansion, device="cuda")
+    x = torch.randn(3, channels, length, device="cuda")
+    ref = fp64_twin(block).reference_forward(x.double())
+    params = block._params()
+    with torch.no_grad():
+        gluon_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config + ("gluon",))
+        triton_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=(64, 32, 4, 2, "lc"))
+        one_pass = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config + ("gluon",),
+                                                    fp32_dot="bf16")
+    assert max_abs(gluon_out, ref) < 1e-5
+    assert max_abs(gluon_out, triton_out) < 1e-5
+    assert max_abs(one_pass, ref) > 1e-4  # (what the lo terms are for)
+
+
+@pytest.mark.gpu
+def test_gpu_fp32_inference_takes_the_gluon_kernel(monkeypatch):
+    # an fp32 model's default inference (bf16x3) runs the Gluon kernel on the H200, eval and no-eval alike
+    block = make_block(128, 3, 4, expansion=4, device="cuda")
+    x = torch.randn(2, 128, 1000, device="cuda")
+    ref = fp64_twin(block).reference_forward(x.double())
+    monkeypatch.setattr(cheri_ops, "_chosen_configs", {})
+    monkeypatch.setattr(cheri_ops, "_plans", {})
+    with torch.no_grad():
+        no_eval = block(x)
+        evaluated = block.eval()(x)
+    assert [c[4] for c in cheri_ops._chosen_configs.values()] == ["gluon"]
+    assert torch.equal(no_eval, evaluated) and max_abs(evaluated, ref) < 1e-5
+
+
+@pytest.mark.gpu
 def test_gpu_warp_specialised_kernel_rejects_what_it_cannot_run():
     # asked for by name (a tuning override) with a config it cannot run, it names the field, what it needs and what
     # it got, instead of launching
@@ -851,8 +892,36 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     assert "multiple of 8 in [24, 152] with 3 consumers, got 156" in why(consumers=3, regs=156)
     assert "2 or 3 consumer warp groups, got 4" in why(consumers=4, regs=96)
     assert "num_stages (its weight ring) >= 2, got 1" in why(stages=1)
-    assert "bf16 or fp16 dots and the poly GELU" in gluon_module.unsupported_ws(x, 128, 512, "bf16x3", False, 64, 64, 4, 2,
-                                                                         "poly", 2, 232)
+    assert "no bf16x3 (split fp32) dots" in gluon_module.unsupported_ws(x, 128, 512, "bf16x3", False, 64, 64, 4, 2,
+                                                                       "poly", 2, 232)
+    assert "bf16, fp16 or bf16x3 dots and the poly GELU" in gluon_module.unsupported_ws(
+        x, 128, 512, "tf32x3", False, 64, 64, 4, 2, "poly", 2, 232)
+
+
+def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
+    # an fp32 model's default (bf16x3) inference tries the Gluon kernel first, with its own tile (32 hidden columns:
+    # the lo rings fit two programs an SM); the other fp32 modes, and training, keep the Triton kernels
+    gluon_module = cheri_ops._cheri_gluon
+    monkeypatch.setattr(gluon_module, "why_not_hopper", lambda device: None)
+    monkeypatch.setattr(gluon_module, "_HOPPER_ERROR", None)
+    monkeypatch.setattr(gluon_module, "available", lambda: True)
+    x = torch.randn(2, 128, 256)
+    assert gluon_module.unsupported(x, 128, 512, "bf16x3", False, 64, 32, 4, 2, "poly") is None
+    assert "got mode 'tf32x3'" in gluon_module.unsupported(x, 128, 512, "tf32x3", False, 64, 32, 4, 2, "poly")
+    assert "training=True" in gluon_module.unsupported(x, 128, 512, "bf16x3", True, 64, 32, 4, 2, "poly")
+    cheri_ops._candidate_configs.cache_clear()
+    try:
+        assert cheri_ops._candidate_configs(128, 512, "bf16x3", False)[0] == (64, 32, 4, 2, "gluon", None)
+        assert cheri_ops._candidate_configs(128, 512, "bf16", False)[0] == (64, 64, 4, 2, "gluon", None)
+        assert cheri_ops._candidate_configs(64, 64, "bf16x3", False)[0][:2] == (64, 32)
+        assert cheri_ops._candidate_configs(16, 48, "bf16x3", False)[0][:2] == (64, 16)
+        for mode, training in (("tf32x3", False), ("ieee", False), ("bf16x3", True)):
+            assert all(c[4] != "gluon" for c in cheri_ops._candidate_configs(128, 512, mode, training))
+    finally:
+        cheri_ops._candidate_configs.cache_clear()
+    with pytest.raises(ValueError, match="given together"):
+        w = torch.empty(512, 128, dtype=torch.bfloat16)
+        gluon_module.launch(x, x, None, None, None, None, w, None, w.T, None, 4, 1e-5, 64, 32, 4, 2, fc1_lo=w)
 
 
 @pytest.mark.gpu
@@ -886,25 +955,34 @@ def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch
     assert max_abs(fallback, ref) < HALF_BOUNDS[torch.bfloat16]
 
 
-@pytest.mark.parametrize("dtype,weights,channels,block_e,even", [("bf16", "bf16", 128, 64, True),
-                                                                  ("fp32", "bf16", 64, 32, False),
-                                                                  ("fp16", "fp16", 128, 64, True)])
-def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even):
-    # the default Gluon config and others: valid for this Triton's Gluon, wgmma on the tensor cores in the weights'
-    # type (fp16 models multiply fp16), 16-byte weight copies, within the H200's shared memory
+@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split", [("bf16", "bf16", 128, 64, True, False),
+                                                                        ("fp32", "bf16", 64, 32, False, False),
+                                                                        ("fp16", "fp16", 128, 64, True, False),
+                                                                        ("fp32", "bf16", 128, 32, True, True)])
+def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split):
+    # the default Gluon configs and others: valid for this Triton's Gluon, wgmma on the tensor cores in the weights'
+    # type (fp16 models multiply fp16), 16-byte weight copies, within the H200's shared memory. Per hidden chunk one
+    # wgmma per 16 of C (first GEMM) and per 16 of BLOCK_E (second); bf16x3 (split) issues each product three times
+    # and holds lo rings and a lo z tile beside the hi ones
     from tests.gluon_compile import compile_for_hopper
     types = dict(x_ptr=f"*{dtype}", out_ptr=f"*{dtype}", conv_w_ptr=f"*{dtype}", conv_b_ptr=f"*{dtype}",
                  gamma_ptr=f"*{dtype}", beta_ptr=f"*{dtype}", w1_ptr=f"*{weights}", b1_ptr=f"*{dtype}",
-                 w2_ptr=f"*{weights}", b2_ptr=f"*{dtype}", L="i32", eps="fp32")
+                 w2_ptr=f"*{weights}", b2_ptr=f"*{dtype}", w1_lo_ptr=f"*{weights}", w2_lo_ptr=f"*{weights}", L="i32",
+                 eps="fp32")
     constexprs = dict(C=channels, HIDDEN=4 * channels, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64,
-                      BLOCK_E=block_e, STAGES=2, num_warps=4)
+                      BLOCK_E=block_e, STAGES=2, SPLIT=split, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_kernel", types, constexprs, 4,
                                divisible=("L",) if even else ())
-    assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
+    assert facts["cubin"] and facts["copy_bytes"] == [16]
+    terms = 3 if split else 1
+    assert facts["wgmma"] == terms * (4 * channels // block_e) * (channels // 16 + block_e // 16), facts
     operands = {"bf16": ".f32.bf16.bf16", "fp16": ".f32.f16.f16"}[weights]  # fp32 accumulators
     assert facts["wgmma_kinds"] and all(kind.endswith(operands) for kind in facts["wgmma_kinds"]), facts
     ring = 2 * 2 * block_e * channels * 2  # two W1 and two W2 slices of 16-bit weights
-    assert ring + 64 * channels * 2 <= facts["shared"] <= 232448
+    parts = 2 if split else 1
+    assert parts * (ring + 64 * channels * 2) <= facts["shared"] <= 232448
+    if split:  # two programs an SM: what the bf16x3 default config was chosen for
+        assert 2 * facts["shared"] <= 228 * 1024
 
 
 @pytest.mark.parametrize("block_e,stages,even,consumers", [(32, 4, True, 2), (64, 2, False, 2), (32, 3, True, 3)])
