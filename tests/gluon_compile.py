@@ -32,7 +32,7 @@ ptx = compiled.asm["ptx"]
 copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\S*\s+\[[^]]*\],\s*\[[^]]*\],\s*(0x[0-9a-f]+|\d+)", ptx)
 print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm.get("cubin")),
                   "copy_bytes": sorted({int(c, 0) for c in copies}), "copies": len(copies),
-                  "wgmma": ptx.count("wgmma.mma_async"),
+                  "wgmma": ptx.count("wgmma.mma_async"), "global_stores": len(re.findall(r"\bst\.global", ptx)),
                   "wgmma_kinds": sorted(set(re.findall(r"wgmma\.mma_async\.\S+", ptx))),
                   "acquire_release": len(re.findall(r"\b(?:atom|red)\.\S*(?:release|acquire)|ld\.\S*acquire", ptx))}))
 """
@@ -40,8 +40,8 @@ print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm
 
 def compile_for_hopper(module_name, kernel_name, types, constexprs, num_warps, divisible=()):
     """Facts about `module_name.kernel_name` compiled for sm_90a: shared memory bytes, whether a cubin was made,
-    the sizes of its cp.async copies, their count, its wgmma count and instruction kinds (operand types) and its
-    acquire/release memory operations."""
+    the sizes of its cp.async copies, their count, its wgmma count and instruction kinds (operand types), its global
+    store instructions and its acquire/release memory operations."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     result = subprocess.run([sys.executable, "-c", _SCRIPT,

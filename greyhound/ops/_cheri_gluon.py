@@ -61,9 +61,8 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
     why_not = why_not_hopper(x.device)
     if why_not is not None or _HOPPER_ERROR is not None:
         return why_not or f"this Triton has no Gluon Hopper API ({_HOPPER_ERROR})"
-    if mode not in ("bf16", "fp16", "bf16x3") or training or gelu != "poly":
-        return f"it is the inference kernel with bf16, fp16 or bf16x3 dots and the poly GELU, got mode {mode!r}, " \
-               f"training={training}, gelu={gelu!r}"
+    if mode not in ("bf16", "fp16", "bf16x3") or gelu != "poly":
+        return f"it runs bf16, fp16 or bf16x3 dots and the poly GELU, got mode {mode!r}, gelu={gelu!r}"
     if channels & (channels - 1) or not 16 <= channels <= 128:  # the (BLOCK_L, C) fp32 accumulator lives in registers
         return f"the channel count must be a power of 2 in [16, 128], got {channels}"
     if num_warps not in (4, 8) or block_l != 16 * num_warps:
@@ -77,10 +76,13 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
 
 
 def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
-           dilation, eps, block_l, block_e, num_warps, stages, max_registers=None, fc1_lo=None, fc2_lo=None):
+           dilation, eps, block_l, block_e, num_warps, stages, max_registers=None, fc1_lo=None, fc2_lo=None,
+           saved=None):
     """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16 or fp16, all contiguous.
     With fc1_lo and fc2_lo (bf16, W - hi: the bf16x3 mode of an fp32 model) every product is the three-term
-    bf16x3 one, hi*hi + hi*lo + lo*hi (z and the hidden layer split the same way)."""
+    bf16x3 one, hi*hi + hi*lo + lo*hi (z and the hidden layer split the same way). With saved = (hidden (N, L, E),
+    mean (N, L), rstd (N, L)) it is the training forward and writes them (hidden fp32 in bf16x3, else in the
+    weights' type; mean and rstd fp32)."""
     if (fc1_lo is None) != (fc2_lo is None):
         raise ValueError("fc1_lo and fc2_lo are given together (the bf16x3 mode) or not at all")
     batch, channels, length = x.shape
@@ -88,11 +90,13 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
     if max_registers is not None:
         options["maxnreg"] = max_registers
     split = fc1_lo is not None
+    hidden, mean, rstd = (out, out, out) if saved is None else saved  # (not written without training)
     _LAUNCHER[(cdiv(length, block_l) * batch,)](
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
-        fc1_lo if split else fc1_weight, fc2_lo if split else fc2_weight,
+        fc1_lo if split else fc1_weight, fc2_lo if split else fc2_weight, hidden, mean, rstd,
         length, eps, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2], DILATION=dilation,
-        EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages, SPLIT=split, **options)
+        EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages, SPLIT=split,
+        TRAINING=saved is not None, **options)
 
 
 # The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
@@ -112,8 +116,9 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu)
     if why_not is not None:
         return why_not
-    if mode == "bf16x3":
-        return "it has no bf16x3 (split fp32) dots; the Gluon kernel (layout gluon) has"
+    if mode == "bf16x3" or training:
+        return f"it is the inference kernel with bf16 or fp16 dots (the Gluon kernel, layout gluon, also runs bf16x3 " \
+               f"and training forwards), got mode {mode!r}, training={training}"
     if num_warps != 4:
         return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
     if consumers not in (2, 3):
@@ -233,12 +238,25 @@ if available():
         return b1_smem.slice(chunk * BLOCK_E, BLOCK_E).load(gl.SliceLayout(0, PRE))
 
     @gluon.jit
-    def _second_gemm(pre, acc, chunk, w2_smem, w2lo_smem, bias, STAGES: gl.constexpr, H_OPERAND: gl.constexpr,
-                     SPLIT: gl.constexpr):
+    def _second_gemm(pre, acc, chunk, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES: gl.constexpr,
+                     H_OPERAND: gl.constexpr, SPLIT: gl.constexpr, TRAINING: gl.constexpr, EVEN_L: gl.constexpr,
+                     BLOCK_E: gl.constexpr, PRE: gl.constexpr):
         """acc += GELU(pre + bias) @ W2[:, chunk]^T, issued asynchronously; pre is a finished tensor. With SPLIT the
-        hidden layer splits into bf16 hi + lo and the product takes three wgmma groups, as in _first_gemm."""
+        hidden layer splits into bf16 hi + lo and the product takes three wgmma groups, as in _first_gemm. With
+        TRAINING the chunk's hidden layer is also stored at hidden_rows ((BLOCK_L, 1) row pointers, rows_in their
+        mask) as the backward's dW2 reads it: fp32 with SPLIT, else rounded to the dots' type."""
         hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
         h_hi = hidden.to(w2_smem.dtype)
+        if TRAINING:
+            cols = gl.expand_dims(chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, PRE)), 0)
+            if SPLIT:
+                saved = hidden
+            else:
+                saved = h_hi
+            if EVEN_L:
+                gl.store(hidden_rows + cols, saved)
+            else:
+                gl.store(hidden_rows + cols, saved, mask=rows_in & (cols >= 0))
         w2_hi = w2_smem.index(chunk % STAGES).permute((1, 0))
         if SPLIT:
             h_lo = gl.convert_layout((hidden - h_hi.to(gl.float32)).to(w2_smem.dtype), H_OPERAND)
@@ -252,10 +270,10 @@ if available():
 
     @gluon.jit
     def _mlp_step(pre, spare, acc, bias, j: gl.constexpr, z_smem, zlo_smem, w1_smem, w1lo_smem, w2_smem, w2lo_smem,
-                  w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem, n_chunks: gl.constexpr,
+                  w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem, hidden_rows, rows_in, n_chunks: gl.constexpr,
                   C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                   STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr, W1_LAYOUT: gl.constexpr,
-                  W2_LAYOUT: gl.constexpr, SPLIT: gl.constexpr):
+                  W2_LAYOUT: gl.constexpr, SPLIT: gl.constexpr, TRAINING: gl.constexpr, EVEN_L: gl.constexpr):
         """Chunk j (1 <= j, j + 1 < n_chunks): issue chunk j+1's first GEMM, finish chunk j's, refill W1[j]'s and
         W2[j-1]'s ring slots (STAGES chunks ahead), then GELU and chunk j's second GEMM. `bias` is b1[j]. Returns
         (chunk j+1's pre-activation token, chunk j's finished pre-activation: the next step's spare, acc token,
@@ -277,14 +295,16 @@ if available():
                      SPLIT)
         async_copy.commit_group()  # one group per step, empty or not: wait_group counts stay static
         next_bias = _load_bias(b1_smem, j + 1, BLOCK_E, PRE)
-        acc = _second_gemm(pre, acc, j, w2_smem, w2lo_smem, bias, STAGES, H_OPERAND, SPLIT)
+        acc = _second_gemm(pre, acc, j, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES, H_OPERAND, SPLIT,
+                           TRAINING, EVEN_L, BLOCK_E, PRE)
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
     def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
                         C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr, EVEN_L: gl.constexpr,
                         BLOCK_L: gl.constexpr, TILE: gl.constexpr):
-        """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE."""
+        """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE, and
+        the conv output's mean and rstd per position (what a training forward saves)."""
         y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
         for k in gl.static_range(KERNEL_SIZE):
             shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
@@ -303,22 +323,24 @@ if available():
         rstd = gl.rsqrt(gl.sum(centered * centered, axis=1) / C + eps)
         gamma = gl.load(gamma_ptr + offs_c).to(gl.float32)
         beta = gl.load(beta_ptr + offs_c).to(gl.float32)
-        return (centered * gl.expand_dims(rstd, 1)) * gl.expand_dims(gamma, 0) + gl.expand_dims(beta, 0)
+        return (centered * gl.expand_dims(rstd, 1)) * gl.expand_dims(gamma, 0) + gl.expand_dims(beta, 0), mean, rstd
 
     @gluon.jit
     def cheri_block_kernel(
         x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-        w1_lo_ptr, w2_lo_ptr, L, eps,
+        w1_lo_ptr, w2_lo_ptr, hidden_ptr, mean_ptr, rstd_ptr, L, eps,
         C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-        SPLIT: gl.constexpr, num_warps: gl.constexpr,
+        SPLIT: gl.constexpr, TRAINING: gl.constexpr, num_warps: gl.constexpr,
     ):
         """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile.
         x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 or fp16 contiguous; C a power of 2 (16..128),
         BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, STAGES >= 2. With SPLIT (an fp32 model's bf16x3
         mode) W1/W2 are the bf16 hi parts and w1_lo/w2_lo the lo parts (W - hi), z and the hidden layer split alike
         in registers, and each GEMM is three (lo*hi + hi*lo + hi*hi, fp32 accumulators); otherwise w1_lo/w2_lo are
-        not read."""
+        not read. With TRAINING (the training forward) it also saves what the backward reads, as the Triton kernel
+        does: the hidden layer (N, L, HIDDEN) (fp32 with SPLIT, else in the dots' type) and the conv output's mean
+        and rstd (N, L) fp32; otherwise hidden/mean/rstd are not written."""
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, num_warps)
@@ -371,8 +393,16 @@ if available():
         row = n.to(gl.int64) * C * L
         x_row = x_ptr + row
         in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-        z = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps, C,
-                            KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
+        z, mean, rstd = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
+                                        eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
+        if TRAINING:  # the statistics (N, L) fp32 (the lanes across C hold copies: one store each)
+            stat_offsets = n.to(gl.int64) * L + offs_l
+            gl.store(mean_ptr + stat_offsets, mean, mask=offs_l < L)
+            gl.store(rstd_ptr + stat_offsets, rstd, mask=offs_l < L)
+        # the saved hidden layer's rows of this tile, (BLOCK_L, 1) pointers in the pre-activation's row layout
+        offs_l_pre = (pid % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, PRE))
+        hidden_rows = gl.expand_dims(hidden_ptr + (n.to(gl.int64) * L + offs_l_pre) * HIDDEN, 1)
+        rows_in = gl.expand_dims(offs_l_pre < L, 1)
         z_hi = z.to(z_smem.dtype)
         z_smem.store(z_hi)
         if SPLIT:
@@ -407,19 +437,21 @@ if available():
                                    gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), STAGES, SPLIT)
         if n_chunks > 1:
             next_bias = _load_bias(b1_smem, 1, BLOCK_E, PRE)
-        acc = _second_gemm(pre, acc, 0, w2_smem, w2lo_smem, bias, STAGES, H_OPERAND, SPLIT)
+        acc = _second_gemm(pre, acc, 0, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES, H_OPERAND, SPLIT,
+                           TRAINING, EVEN_L, BLOCK_E, PRE)
         if n_chunks > 1:
             bias = next_bias
         for j in gl.static_range(1, n_chunks - 1):
             next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_smem, zlo_smem, w1_smem, w1lo_smem,
                                                  w2_smem, w2lo_smem, w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem,
-                                                 n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES, PRE, H_OPERAND,
-                                                 W1_LAYOUT, W2_LAYOUT, SPLIT)
+                                                 hidden_rows, rows_in, n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES,
+                                                 PRE, H_OPERAND, W1_LAYOUT, W2_LAYOUT, SPLIT, TRAINING, EVEN_L)
         if n_chunks > 1:
             pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
             async_copy.wait_group(0)  # W2 of the last chunk may be in the newest group
             _cta_barrier()
-            acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, w2lo_smem, bias, STAGES, H_OPERAND, SPLIT)
+            acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES,
+                               H_OPERAND, SPLIT, TRAINING, EVEN_L, BLOCK_E, PRE)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         async_copy.wait_group(0)
 
@@ -500,7 +532,7 @@ if available():
             row = n.to(gl.int64) * C * L
             x_row = x_ptr + row
             in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-            z = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
+            z, _, _ = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
                                 eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
             _cta_barrier()  # (this partition's warps) the previous tile's first GEMMs have all read z
             z_smem.store(z.to(z_smem.dtype))

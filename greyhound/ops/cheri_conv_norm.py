@@ -1025,15 +1025,20 @@ def _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias,
     batch, _, length = x.shape
     out = torch.empty_like(x)
     fc1_hi, fc2_hi = mlp_weights.fc1_hi, mlp_weights.fc2_hi
-    if plan.launch is None:  # a Gluon kernel (inference only)
-        if plan.layout == "gluon":  # (bf16x3: the lo parts too)
-            _cheri_gluon.launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi,
-                                fc2_bias, dilation, eps, fc1_lo=mlp_weights.fc1_lo, fc2_lo=mlp_weights.fc2_lo,
-                                **plan.kwargs)
-        else:
+    if plan.launch is None:  # a Gluon kernel
+        if plan.layout != "gluon":  # the warp-specialised ones: inference only
             _cheri_gluon.launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi,
                                    fc2_bias, dilation, eps, **plan.kwargs)
-        return out
+            return out
+        saved = None
+        if training:
+            saved = (torch.empty((batch, length, fc1_hi.shape[0]), device=x.device, dtype=plan.hidden_dtype),
+                     torch.empty((batch, length), device=x.device, dtype=torch.float32),
+                     torch.empty((batch, length), device=x.device, dtype=torch.float32))
+        _cheri_gluon.launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi, fc2_bias,
+                            dilation, eps, fc1_lo=mlp_weights.fc1_lo, fc2_lo=mlp_weights.fc2_lo, saved=saved,
+                            **plan.kwargs)
+        return (out, *saved) if training else out
     hidden = mean = rstd = z = out  # never touched: TRAINING and Z_PRECOMPUTED are compile-time switches
     if training:
         hidden = torch.empty((batch, length, fc1_hi.shape[0]), device=x.device, dtype=plan.hidden_dtype)

@@ -859,6 +859,49 @@ def test_gpu_fp32_inference_takes_the_gluon_kernel(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype,config", [(torch.float32, (64, 32, 4, 2)), (torch.float32, (128, 32, 8, 2)),
+                                          (torch.bfloat16, (64, 64, 4, 2)), (torch.float16, (64, 32, 4, 3))])
+@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length", [
+    (128, 4, 3, 4, 1024), (64, 2, 2, 3, 1000), (32, 6, 4, 1, 333)])
+def test_gpu_gluon_training_forward_saves_what_the_triton_one_does(dtype, config, channels, expansion, kernel_size,
+                                                                   dilation, length):
+    """The Gluon kernel as a training forward (layout gluon) writes the output, the hidden layer (fp32 for an fp32
+    model's bf16x3, else in the dots' type) and the conv output's mean and rstd that the Triton training kernel
+    writes, to rounding: a hidden chunk stored at the wrong columns or rows, a ragged tile's rows written past L, or
+    statistics from the wrong positions would show. The backward then gives the gradients the Triton path gives."""
+    hidden_width = channels * expansion
+    if hidden_width % config[1]:
+        pytest.skip("BLOCK_E must divide the hidden width")
+    block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=dtype, device="cuda")
+    x = torch.randn(3, channels, length, device="cuda", dtype=dtype)
+    weights = cheri_ops.prepare_mlp_weights(block.fc1.weight, block.fc2.weight, training=True)
+    args = (x, block.conv.weight, block.conv.bias, block.norm.weight, block.norm.bias, block.fc1.bias, block.fc2.bias,
+            weights, dilation, block.norm.eps)
+    with torch.no_grad():
+        gluon = cheri_ops.run_fused(*args, training=True, config=config + ("gluon",))
+        triton_ = cheri_ops.run_fused(*args, training=True, config=(64, 32, 4, 2, "lc"))
+    assert gluon[1].dtype == triton_[1].dtype == cheri_ops.hidden_dtype(dtype, weights.mode)
+    assert gluon[1].shape == (3, length, hidden_width)
+    out_bound = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 4e-3}[dtype]
+    assert max_abs(gluon[0], triton_[0]) <= out_bound
+    for mine, theirs, ulp in ((gluon[1], triton_[1], {torch.float32: 1e-5, torch.bfloat16: 2 ** -7,
+                                                       torch.float16: 2 ** -10}[dtype]),
+                              (gluon[2], triton_[2], 1e-5), (gluon[3], triton_[3], 1e-5)):
+        assert ((mine.float() - theirs.float()).abs() <= ulp * (1 + theirs.float().abs())).all()
+    from greyhound import _tuning  # the whole step with the Gluon forward against the Triton one
+    grads = []
+    for layout_options in (dict(layout="gluon", block_l=config[0], block_e=config[1], warps=config[2],
+                                stages=config[3]), dict(layout="lc", block_l=64, block_e=32, warps=4, stages=2)):
+        block.zero_grad()
+        x_grad = x.clone().requires_grad_()
+        with _tuning.override(cheri_ops.TUNING_OP, **layout_options):
+            block.train()(x_grad).backward(torch.ones_like(x))
+        grads.append([x_grad.grad] + [p.grad.clone() for p in block.parameters()])
+    for mine, theirs in zip(*grads):
+        assert rel_err(mine, theirs) < {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 5e-3}[dtype]
+
+
+@pytest.mark.gpu
 def test_gpu_warp_specialised_kernel_rejects_what_it_cannot_run():
     # asked for by name (a tuning override) with a config it cannot run, it names the field, what it needs and what
     # it got, instead of launching
@@ -892,15 +935,19 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     assert "multiple of 8 in [24, 152] with 3 consumers, got 156" in why(consumers=3, regs=156)
     assert "2 or 3 consumer warp groups, got 4" in why(consumers=4, regs=96)
     assert "num_stages (its weight ring) >= 2, got 1" in why(stages=1)
-    assert "no bf16x3 (split fp32) dots" in gluon_module.unsupported_ws(x, 128, 512, "bf16x3", False, 64, 64, 4, 2,
-                                                                       "poly", 2, 232)
-    assert "bf16, fp16 or bf16x3 dots and the poly GELU" in gluon_module.unsupported_ws(
+    for mode, training in (("bf16x3", False), ("bf16", True)):  # what only the Gluon kernel (layout gluon) runs
+        why_not = gluon_module.unsupported_ws(x, 128, 512, mode, training, 64, 64, 4, 2, "poly", 2, 232)
+        assert f"bf16 or fp16 dots (the Gluon kernel, layout gluon, also runs bf16x3 and training forwards), got " \
+               f"mode {mode!r}, training={training}" in why_not
+    assert "bf16, fp16 or bf16x3 dots and the poly GELU, got mode 'tf32x3'" in gluon_module.unsupported_ws(
         x, 128, 512, "tf32x3", False, 64, 64, 4, 2, "poly", 2, 232)
+    assert "gelu='erf'" in gluon_module.unsupported(x, 128, 512, "bf16", True, 64, 64, 4, 2, "erf")
 
 
 def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
     # an fp32 model's default (bf16x3) inference tries the Gluon kernel first, with its own tile (32 hidden columns:
-    # the lo rings fit two programs an SM); the other fp32 modes, and training, keep the Triton kernels
+    # the lo rings fit two programs an SM); the other fp32 modes keep the Triton kernels. The Gluon kernel can run a
+    # training forward (asked for by a tuning variant) but training's default candidates are the Triton kernels
     gluon_module = cheri_ops._cheri_gluon
     monkeypatch.setattr(gluon_module, "why_not_hopper", lambda device: None)
     monkeypatch.setattr(gluon_module, "_HOPPER_ERROR", None)
@@ -908,7 +955,8 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
     x = torch.randn(2, 128, 256)
     assert gluon_module.unsupported(x, 128, 512, "bf16x3", False, 64, 32, 4, 2, "poly") is None
     assert "got mode 'tf32x3'" in gluon_module.unsupported(x, 128, 512, "tf32x3", False, 64, 32, 4, 2, "poly")
-    assert "training=True" in gluon_module.unsupported(x, 128, 512, "bf16x3", True, 64, 32, 4, 2, "poly")
+    assert gluon_module.unsupported(x, 128, 512, "bf16x3", True, 64, 32, 4, 2, "poly") is None
+    assert "got mode 'ieee'" in gluon_module.unsupported(x, 128, 512, "ieee", True, 64, 32, 4, 2, "poly")
     cheri_ops._candidate_configs.cache_clear()
     try:
         assert cheri_ops._candidate_configs(128, 512, "bf16x3", False)[0] == (64, 32, 4, 2, "gluon", None)
@@ -955,22 +1003,24 @@ def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch
     assert max_abs(fallback, ref) < HALF_BOUNDS[torch.bfloat16]
 
 
-@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split", [("bf16", "bf16", 128, 64, True, False),
-                                                                        ("fp32", "bf16", 64, 32, False, False),
-                                                                        ("fp16", "fp16", 128, 64, True, False),
-                                                                        ("fp32", "bf16", 128, 32, True, True)])
-def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split):
+@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split,training", [
+    ("bf16", "bf16", 128, 64, True, False, False), ("fp32", "bf16", 64, 32, False, False, False),
+    ("fp16", "fp16", 128, 64, True, False, False), ("fp32", "bf16", 128, 32, True, True, False),
+    ("fp32", "bf16", 128, 32, False, True, True), ("bf16", "bf16", 128, 64, True, False, True)])
+def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split, training):
     # the default Gluon configs and others: valid for this Triton's Gluon, wgmma on the tensor cores in the weights'
     # type (fp16 models multiply fp16), 16-byte weight copies, within the H200's shared memory. Per hidden chunk one
     # wgmma per 16 of C (first GEMM) and per 16 of BLOCK_E (second); bf16x3 (split) issues each product three times
-    # and holds lo rings and a lo z tile beside the hi ones
+    # and holds lo rings and a lo z tile beside the hi ones. The training forward (it also stores the hidden layer and
+    # the statistics) issues the same products
     from tests.gluon_compile import compile_for_hopper
+    hidden_type = "fp32" if split else weights
     types = dict(x_ptr=f"*{dtype}", out_ptr=f"*{dtype}", conv_w_ptr=f"*{dtype}", conv_b_ptr=f"*{dtype}",
                  gamma_ptr=f"*{dtype}", beta_ptr=f"*{dtype}", w1_ptr=f"*{weights}", b1_ptr=f"*{dtype}",
-                 w2_ptr=f"*{weights}", b2_ptr=f"*{dtype}", w1_lo_ptr=f"*{weights}", w2_lo_ptr=f"*{weights}", L="i32",
-                 eps="fp32")
+                 w2_ptr=f"*{weights}", b2_ptr=f"*{dtype}", w1_lo_ptr=f"*{weights}", w2_lo_ptr=f"*{weights}",
+                 hidden_ptr=f"*{hidden_type}", mean_ptr="*fp32", rstd_ptr="*fp32", L="i32", eps="fp32")
     constexprs = dict(C=channels, HIDDEN=4 * channels, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64,
-                      BLOCK_E=block_e, STAGES=2, SPLIT=split, num_warps=4)
+                      BLOCK_E=block_e, STAGES=2, SPLIT=split, TRAINING=training, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_kernel", types, constexprs, 4,
                                divisible=("L",) if even else ())
     assert facts["cubin"] and facts["copy_bytes"] == [16]
@@ -983,6 +1033,11 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     assert parts * (ring + 64 * channels * 2) <= facts["shared"] <= 232448
     if split:  # two programs an SM: what the bf16x3 default config was chosen for
         assert 2 * facts["shared"] <= 228 * 1024
+    threads = 32 * 4
+    if training:  # each thread's share of the (64, HIDDEN) hidden tile, two values a store at most, and the statistics
+        assert facts["global_stores"] >= 64 * 4 * channels // (2 * threads) + 2, facts
+    else:  # only the output tile, one value a store at most
+        assert facts["global_stores"] <= 64 * channels // threads, facts
 
 
 @pytest.mark.parametrize("block_e,stages,even,consumers", [(32, 4, True, 2), (64, 2, False, 2), (32, 3, True, 3)])
