@@ -1,9 +1,10 @@
-"""The Cheri Block inference megakernel for Hopper, written in Gluon (Triton's explicit-layout dialect).
+"""The Cheri Block megakernel for Hopper, written in Gluon (Triton's explicit-layout dialect).
 
-Same function and numerics as `_cheri_block_kernel` in its bf16 and fp16 dot modes (conv + LayerNorm in fp32, z and
-the hidden layer rounded once to the weights' type, fp32 accumulators, the polynomial erf-GELU), but scheduled by
-hand so that the
-tensor cores and the FP32 units work at the same time:
+Same function and numerics as `_cheri_block_kernel` in its bf16, fp16 and bf16x3 dot modes (conv + LayerNorm in fp32;
+z and the hidden layer rounded once to the weights' type, or split into bf16 hi + lo with three products a GEMM for an
+fp32 model's bf16x3; fp32 accumulators; the polynomial erf-GELU), for inference and, with TRAINING, as the training
+forward that also saves the hidden layer and the LayerNorm statistics, but scheduled by hand so that the tensor cores
+and the FP32 units work at the same time:
 
   * z (BLOCK_L, C) goes to shared memory once per tile and is the first GEMM's A operand from there;
   * W1/W2 chunks stream through STAGES-deep rings of shared-memory buffers by cp.async, STAGES - 1 steps ahead;
