@@ -956,7 +956,8 @@ def _default_config(channels, hidden_width, dot_mode, training, small=False):
 # against 0.524 for the Triton kernel's (128, 64, 8, 2, maxnreg 128), one process. bf16x3 (an fp32 model, session 19):
 # 32 hidden columns, so that the lo rings and z's lo tile fit two programs per SM (254 registers, no spills, 106 KiB of
 # shared memory, Triton 3.6 offline; 64 columns spill and take one). It is tried first where it applies (run_fused).
-_GLUON_CONFIGS = {"half": (64, 64, 4, 2, "gluon", None), "bf16x3": (64, 32, 4, 2, "gluon", None)}
+# bf16x3 is not a default: its GPU tests failed on the H200 in session 20 (log 88); it runs only as a tuning variant.
+_GLUON_CONFIGS = {"half": (64, 64, 4, 2, "gluon", None)}
 
 
 @functools.lru_cache(maxsize=None)

@@ -959,11 +959,9 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
     assert "got mode 'ieee'" in gluon_module.unsupported(x, 128, 512, "ieee", True, 64, 32, 4, 2, "poly")
     cheri_ops._candidate_configs.cache_clear()
     try:
-        assert cheri_ops._candidate_configs(128, 512, "bf16x3", False)[0] == (64, 32, 4, 2, "gluon", None)
         assert cheri_ops._candidate_configs(128, 512, "bf16", False)[0] == (64, 64, 4, 2, "gluon", None)
-        assert cheri_ops._candidate_configs(64, 64, "bf16x3", False)[0][:2] == (64, 32)
-        assert cheri_ops._candidate_configs(16, 48, "bf16x3", False)[0][:2] == (64, 16)
-        for mode, training in (("tf32x3", False), ("ieee", False), ("bf16x3", True)):
+        # bf16x3 on the Gluon kernel failed its GPU tests (log 88): not a default until fixed
+        for mode, training in (("tf32x3", False), ("ieee", False), ("bf16x3", True), ("bf16x3", False)):
             assert all(c[4] != "gluon" for c in cheri_ops._candidate_configs(128, 512, mode, training))
     finally:
         cheri_ops._candidate_configs.cache_clear()
