@@ -955,8 +955,8 @@ def _default_config(channels, hidden_width, dot_mode, training, small=False):
 # positions x 64 hidden columns, 4 warps, a 2-deep weight ring, 234 registers -> 2 programs per SM: 0.506 ms at N=512
 # against 0.524 for the Triton kernel's (128, 64, 8, 2, maxnreg 128), one process. bf16x3 (an fp32 model, session 19):
 # 32 hidden columns, so that the lo rings and z's lo tile fit two programs per SM (254 registers, no spills, 106 KiB of
-# shared memory, Triton 3.6 offline; 64 columns spill and take one). It is tried first where it applies (run_fused).
-# bf16x3 is not a default: its GPU tests failed on the H200 in session 20 (log 88); it runs only as a tuning variant.
+# shared memory, Triton 3.6 offline; 64 columns spill and take one) is not a default: its GPU tests failed on the H200
+# in session 20 (log 88); it runs only as a tuning variant. The bf16/fp16 tile is tried first where it applies.
 _GLUON_CONFIGS = {"half": (64, 64, 4, 2, "gluon", None)}
 
 
@@ -1021,6 +1021,13 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                  _Z_DTYPES.get(mode, torch.float32))
 
 
+def _stat_buffers(x):
+    """The LayerNorm statistics a training forward saves: mean and rstd, (N, L) fp32 each, unwritten."""
+    batch, _, length = x.shape
+    return (torch.empty((batch, length), device=x.device, dtype=torch.float32),
+            torch.empty((batch, length), device=x.device, dtype=torch.float32))
+
+
 def _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation, eps,
               training):
     batch, _, length = x.shape
@@ -1034,8 +1041,7 @@ def _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias,
         saved = None
         if training:
             saved = (torch.empty((batch, length, fc1_hi.shape[0]), device=x.device, dtype=plan.hidden_dtype),
-                     torch.empty((batch, length), device=x.device, dtype=torch.float32),
-                     torch.empty((batch, length), device=x.device, dtype=torch.float32))
+                     *_stat_buffers(x))
         _cheri_gluon.launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_bias, fc2_hi, fc2_bias,
                             dilation, eps, fc1_lo=mlp_weights.fc1_lo, fc2_lo=mlp_weights.fc2_lo, saved=saved,
                             **plan.kwargs)
@@ -1049,8 +1055,7 @@ def _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias,
         if training:
             mean, rstd = split_mean, split_rstd
     elif training:
-        mean = torch.empty((batch, length), device=x.device, dtype=torch.float32)
-        rstd = torch.empty((batch, length), device=x.device, dtype=torch.float32)
+        mean, rstd = _stat_buffers(x)
     fc1_lo = fc1_hi if mlp_weights.fc1_lo is None else mlp_weights.fc1_lo
     fc2_lo = fc2_hi if mlp_weights.fc2_lo is None else mlp_weights.fc2_lo
     plan.launch(x, out, hidden, mean, rstd, conv_weight, conv_bias, norm_weight, norm_bias, fc1_hi, fc1_lo, fc1_bias,
