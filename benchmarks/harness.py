@@ -289,7 +289,8 @@ class KernelSuite(abc.ABC):
         return stack
 
     def forward_context(self, provider):
-        """Forward mode runs without autograd by default."""
+        """Forward mode runs without autograd by default. `provider` is the base name (a tuning variant
+        `greyhound-train[block_l=64]` passes `greyhound-train`)."""
         return torch.no_grad()
 
     def check_output(self, provider, out, ref, dtype):
@@ -346,7 +347,7 @@ class KernelSuite(abc.ABC):
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         shape = dict(zip(self.param_names[2:], shape_values))
         self.dtype = DTYPES[shape["dtype"]] if "dtype" in shape else torch.float32
-        self.mode, self.provider = mode, provider
+        self.mode, self.provider, self.base_provider = mode, provider, base
         phases = {} if phases is None else phases
         t0 = time.perf_counter()
         self.inputs, grad_names = self.make_inputs(**shape)
@@ -366,7 +367,7 @@ class KernelSuite(abc.ABC):
         """Run the provider once (compiles, loads kernels) and compare with the fp64 reference."""
         t0 = time.perf_counter()
         if self.mode == "forward":
-            with self.forward_context(self.provider):
+            with self.forward_context(self.base_provider):
                 out = _as_tuple(self.fn(*self.inputs.values()))
         else:
             out = _as_tuple(self.fn(*self.inputs.values()))
@@ -404,7 +405,7 @@ class KernelSuite(abc.ABC):
 
     def _call(self):
         if self.mode == "forward":
-            with self.forward_context(self.provider):
+            with self.forward_context(self.base_provider):
                 return self.fn(*self.inputs.values())
         if self.mode == "full":
             outputs = self._forward_for_backward()

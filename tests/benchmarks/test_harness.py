@@ -134,3 +134,33 @@ def test_subclasses_get_their_own_benchmark_functions():
     assert sweep.time_cross_entropy_with_grad is not CrossEntropyWithGradTracked.time_cross_entropy_with_grad
     assert (sweep.time_cross_entropy_with_grad.x_name, CrossEntropyWithGradTracked.time_cross_entropy_with_grad.x_name
             ) == ("batch_size", "vocab_size")
+
+
+class _GradRecordingSuite(_Suite):
+    """Forward mode with autograd on for `greyhound` (as the Cheri Block's training forward does); records the grad
+    mode of every provider call and what forward_context was asked for."""
+    tuning_module = "greyhound.ops.cross_entropy"
+
+    def __init__(self):
+        self.seen_grad, self.contexts = [], []
+
+    def provider_fn(self, provider, **shape):
+        fn = super().provider_fn(provider, **shape)
+
+        def recorded(*inputs):
+            self.seen_grad.append(torch.is_grad_enabled())
+            return fn(*inputs)
+        return recorded
+
+    def forward_context(self, provider):
+        self.contexts.append(provider)
+        return torch.enable_grad() if provider == "greyhound" else torch.no_grad()
+
+
+def test_a_tuning_variant_runs_in_its_base_providers_forward_context():
+    # a variant is its base provider with launch parameters forced: `greyhound-train[layout=...]` once ran its
+    # "training forward" under no_grad (the context compared the whole variant name), timing inference instead
+    suite = _GradRecordingSuite()
+    result = suite.measure("greyhound[loss_warps=4]", "forward", 16, 300, "float32")
+    assert result["error"] is None and result["skipped"] is None, result
+    assert set(suite.contexts) == {"greyhound"} and suite.seen_grad and all(suite.seen_grad)
