@@ -951,24 +951,30 @@ def _default_config(channels, hidden_width, dot_mode, training, small=False):
     return block_l, block_e, num_warps, num_stages, layout, max_registers
 
 
-# The Gluon kernel's tile for inference by dot-mode family. bf16/fp16 dots (docs/perf/cheri_block.md, session 13): 64
-# positions x 64 hidden columns, 4 warps, a 2-deep weight ring, 234 registers -> 2 programs per SM: 0.506 ms at N=512
-# against 0.524 for the Triton kernel's (128, 64, 8, 2, maxnreg 128), one process. bf16x3 (an fp32 model, session 19):
-# 32 hidden columns, so that the lo rings and z's lo tile fit two programs per SM (254 registers, no spills, 106 KiB of
-# shared memory, Triton 3.6 offline; 64 columns spill and take one) is not a default: its GPU tests failed on the H200
-# in session 20 (log 88); it runs only as a tuning variant. The bf16/fp16 tile is tried first where it applies.
-_GLUON_CONFIGS = {"half": (64, 64, 4, 2, "gluon", None)}
+# The Gluon kernel's tile by (dot-mode family, training), tried before the Triton default where it applies. bf16/fp16
+# inference (docs/perf/cheri_block.md, session 13): 64 positions x 64 hidden columns, 4 warps, a 2-deep weight ring,
+# 234 registers -> 2 programs per SM: 0.506 ms at N=512 against 0.524 for the Triton kernel's (128, 64, 8, 2, maxnreg
+# 128), one process. An fp32 model's bf16x3, inference and training forward (session 21, sweep CLI at N=512, H200):
+# inference 1.056 ms at (64, 32, 4, 2) against the Triton tile's 1.163 (log 88); training forward 1.202 at (128, 64, 8,
+# 2) against 1.573, peak memory equal (log 89; (64, 64, 4, 2) 1.423, (64, 32, 4, 3) 2.419). Both measured before the
+# accuracy fix of session 21 moved the residual out of the accumulator. bf16/fp16 training forwards keep the Triton
+# kernels (Gluon (64, 64, 4, 2) 0.675 ms against 0.644, log 89).
+_GLUON_CONFIGS = {
+    ("half", False): (64, 64, 4, 2, "gluon", None),
+    ("bf16x3", False): (64, 32, 4, 2, "gluon", None),
+    ("bf16x3", True): (128, 64, 8, 2, "gluon", None),
+}
 
 
 @functools.lru_cache(maxsize=None)
 def _candidate_configs(channels, hidden_width, dot_mode, training, small=False):
-    """The configs a shape tries in order, computed once per shape: for bf16-dot inference the Gluon tile (its
+    """The configs a shape tries in order, computed once per shape: the Gluon tile where _GLUON_CONFIGS has one (its
     block_e halved until it divides the hidden width), then the Triton default (_default_config, always present
     and the base tuning overrides start from), then the smaller Triton fallbacks that divide the hidden width."""
     configs = []
     family = "half" if dot_mode in ("bf16", "fp16") else dot_mode
-    if not training and family in _GLUON_CONFIGS and _cheri_gluon.available():
-        block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIGS[family]
+    if (family, training) in _GLUON_CONFIGS and _cheri_gluon.available():
+        block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIGS[family, training]
         while block_e > 16 and hidden_width % block_e:
             block_e //= 2
         configs.append((block_l, block_e, num_warps, num_stages, layout, max_registers))

@@ -844,11 +844,14 @@ def test_gpu_gluon_kernel_bf16x3_keeps_fp32_accuracy(channels, expansion, kernel
 
 
 @pytest.mark.gpu
-def test_gpu_fp32_inference_takes_the_gluon_kernel(monkeypatch):
-    # an fp32 model's default inference (bf16x3) runs the Gluon kernel on the H200, eval and no-eval alike
+def test_gpu_fp32_models_take_the_gluon_kernel(monkeypatch):
+    # an fp32 model's default inference (bf16x3) runs the Gluon kernel on the H200, eval and no-eval alike, and so
+    # does its training forward, within 1e-5 of fp64 and with the Triton path's gradients
     block = make_block(128, 3, 4, expansion=4, device="cuda")
     x = torch.randn(2, 128, 1000, device="cuda")
-    ref = fp64_twin(block).reference_forward(x.double())
+    twin = fp64_twin(block)
+    x64 = x.double().requires_grad_()
+    ref = twin.reference_forward(x64)
     monkeypatch.setattr(cheri_ops, "_chosen_configs", {})
     monkeypatch.setattr(cheri_ops, "_plans", {})
     with torch.no_grad():
@@ -856,6 +859,17 @@ def test_gpu_fp32_inference_takes_the_gluon_kernel(monkeypatch):
         evaluated = block.eval()(x)
     assert [c[4] for c in cheri_ops._chosen_configs.values()] == ["gluon"]
     assert torch.equal(no_eval, evaluated) and max_abs(evaluated, ref) < 1e-5
+    x_grad = x.clone().requires_grad_()
+    trained = block.train()(x_grad)
+    assert sorted(c[4] for c in cheri_ops._chosen_configs.values()) == ["gluon", "gluon"]
+    assert max_abs(trained, ref) < 1e-5
+    grad_out = torch.randn_like(x)
+    trained.backward(grad_out)
+    ref.backward(grad_out.double())
+    # fp32 cuBLAS backward (torch's allow_tf32 off by default): the saved hidden layer must be fp32-accurate
+    assert rel_err(x_grad.grad, x64.grad) < 1e-5
+    for mine, theirs in zip(block.parameters(), twin.parameters()):
+        assert rel_err(mine.grad, theirs.grad) < 1e-5
 
 
 @pytest.mark.gpu
@@ -960,8 +974,12 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
     cheri_ops._candidate_configs.cache_clear()
     try:
         assert cheri_ops._candidate_configs(128, 512, "bf16", False)[0] == (64, 64, 4, 2, "gluon", None)
-        # bf16x3 on the Gluon kernel failed its GPU tests (log 88): not a default until fixed
-        for mode, training in (("tf32x3", False), ("ieee", False), ("bf16x3", True), ("bf16x3", False)):
+        # an fp32 model's bf16x3, inference and training forward: the Gluon tile first, the Triton default behind it
+        for training, tile in ((False, (64, 32, 4, 2, "gluon", None)), (True, (128, 64, 8, 2, "gluon", None))):
+            first, then = cheri_ops._candidate_configs(128, 512, "bf16x3", training)[:2]
+            assert first == tile and then == cheri_ops._default_config(128, 512, "bf16x3", training)
+        assert cheri_ops._candidate_configs(128, 96, "bf16x3", True)[0] == (128, 32, 8, 2, "gluon", None)
+        for mode, training in (("tf32x3", False), ("ieee", False), ("bf16", True), ("fp16", True)):
             assert all(c[4] != "gluon" for c in cheri_ops._candidate_configs(128, 512, mode, training))
     finally:
         cheri_ops._candidate_configs.cache_clear()
