@@ -7,10 +7,12 @@ The block, on x of shape (N, C, L) (docs/kernels/cheri_block.md is the full defi
 
 Paths:
   * `cheri_block_megakernel` (inference): conv, LayerNorm, MLP and residual in one kernel; the E-wide hidden
-    layer is produced BLOCK_E columns at a time and consumed at once, so it never leaves the chip. With bf16 dots
-    on Hopper the Gluon version of it (greyhound/ops/_cheri_gluon.py, software-pipelined) is tried first.
-  * `cheri_block_forward` (training): the same kernel, also writing the hidden activations (and, in its default
-    "split" layout, reading z and the LayerNorm statistics from the conv + LayerNorm kernel) for its backward
+    layer is produced BLOCK_E columns at a time and consumed at once, so it never leaves the chip. With bf16, fp16
+    or bf16x3 dots on Hopper the Gluon version of it (greyhound/ops/_cheri_gluon.py, software-pipelined) is tried
+    first.
+  * `cheri_block_forward` (training): the same kernel, also writing the hidden activations (and, in the bf16/fp16
+    default "split" layout, reading z and the LayerNorm statistics from the conv + LayerNorm kernel; an fp32 model's
+    bf16x3 tries the Gluon kernel with TRAINING first) for its backward
     (cuBLAS GEMMs, the exact-erf GELU backward, two Triton conv + LayerNorm kernels).
     A hidden width that is not a multiple of 16 takes `conv_norm` + an eager MLP instead.
   * `conv_norm` (autograd): conv + LayerNorm alone, writing z as (N, L, C).
