@@ -415,19 +415,14 @@ if available():
         # a wgmma accumulator while another wgmma is in flight, or ptxas serialises them all. So the output
         # accumulator starts as residual + b2 (defined before any wgmma), chunk 0's first GEMM completes before
         # chunk 1's starts, and every later first GEMM writes over a finished pre-activation (see _first_gemm).
-        # With SPLIT the accumulator starts at b2 alone and the residual is added after the last wgmma: the tensor
-        # cores' fp32 accumulation truncates each partial sum to the accumulator's exponent, so starting from x (|x| up
-        # to ~4) cost 2.4e-5 max-abs at C=128, E=512 (96 k-steps) against 8e-6 from b2 (H200, session 21). The bf16/fp16
-        # modes round their output far coarser, and keep the residual in the accumulator (no reload).
+        # The accumulator starts at b2 alone and the residual is added after the last wgmma. With SPLIT this is for
+        # accuracy: the tensor cores' fp32 accumulation truncates each partial sum to the accumulator's exponent, so
+        # starting from x (|x| up to ~4) cost 2.4e-5 max-abs at C=128, E=512 (96 k-steps) against 8e-6 from b2 (H200,
+        # session 21). It also leaves the prologue without the residual's shuffle into the accumulator's layout (fp32
+        # inference went 1.056 -> 0.989 ms at N=512); x is read again at the end, from L2.
         offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
         tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
         acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
-        if not SPLIT:
-            if EVEN_L:
-                residual = gl.load(x_row + tile_offsets).to(gl.float32)
-            else:
-                residual = gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
-            acc += gl.convert_layout(residual, ACC)
         acc = warpgroup_mma_init(acc)
         async_copy.wait_group(STAGES - 2)  # chunks 0 and 1 (this thread's copies)
         _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
@@ -464,11 +459,10 @@ if available():
 
         # ---- store ---------------------------------------------------------------------------------------------
         out = gl.convert_layout(acc, TILE)
-        if SPLIT:  # the residual, read again (from L2: this tile's x was read in the prologue)
-            if EVEN_L:
-                out += gl.load(x_row + tile_offsets).to(gl.float32)
-            else:
-                out += gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
+        if EVEN_L:  # the residual, read again (from L2: this tile's x was read in the prologue)
+            out += gl.load(x_row + tile_offsets).to(gl.float32)
+        else:
+            out += gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
         if EVEN_L:
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty))
         else:
@@ -550,11 +544,9 @@ if available():
             z_smem.store(z.to(z_smem.dtype))
             fence_async_shared()
             tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
-            if EVEN_L:
-                residual = gl.load(x_row + tile_offsets).to(gl.float32)
-            else:
-                residual = gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
-            acc = gl.convert_layout(residual, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
+            # b2 now, the residual after the products (as cheri_block_kernel does: the same output bit for bit)
+            b2 = gl.load(b2_ptr + offs_c_acc).to(gl.float32)
+            acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(b2, 0)
             _cta_barrier()  # all of z is in shared memory
             for k in range(n_chunks):
                 slot = count % STAGES
@@ -570,6 +562,10 @@ if available():
                 mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
                 count += 1
             out = gl.convert_layout(acc, TILE)
+            if EVEN_L:
+                out += gl.load(x_row + tile_offsets).to(gl.float32)
+            else:
+                out += gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
 
     @gluon.jit
