@@ -1,8 +1,9 @@
 """CheriBlock: causal dilated depthwise conv -> LayerNorm over channels -> MLP (GELU) -> residual, on (N, C, L).
 
 A thin module over greyhound.ops.cheri_conv_norm (docs/kernels/cheri_block.md defines it and its paths):
-  * grad enabled (training-fwd): the fused Triton block kernel saving the hidden layer for a cuBLAS + Triton
-    backward (hidden width a multiple of 16); otherwise Triton conv + LayerNorm, then the MLP in eager PyTorch;
+  * grad enabled (training-fwd): the fused block kernel saving the hidden layer for a cuBLAS + Triton backward
+    (hidden width a multiple of 16; on Hopper an fp32 model's runs the Gluon version of the kernel); otherwise
+    Triton conv + LayerNorm, then the MLP in eager PyTorch;
   * grad disabled and hidden width (expansion * n_filters) a multiple of 16: the inference megakernel. In
     eval mode it reads the MLP weights' cast cached by .eval() (fp32 models; bf16 and fp16 models multiply their
     own weights); in train mode an fp32 model casts them every call;
