@@ -958,9 +958,9 @@ def _default_config(channels, hidden_width, dot_mode, training, small=False):
 # 234 registers -> 2 programs per SM: 0.506 ms at N=512 against 0.524 for the Triton kernel's (128, 64, 8, 2, maxnreg
 # 128), one process. An fp32 model's bf16x3, inference and training forward (session 21, sweep CLI at N=512, H200):
 # inference 1.056 ms at (64, 32, 4, 2) against the Triton tile's 1.163 (log 88); training forward 1.202 at (128, 64, 8,
-# 2) against 1.573, peak memory equal (log 89; (64, 64, 4, 2) 1.423, (64, 32, 4, 3) 2.419). Both measured before the
-# accuracy fix of session 21 moved the residual out of the accumulator. bf16/fp16 training forwards keep the Triton
-# kernels (Gluon (64, 64, 4, 2) 0.675 ms against 0.644, log 89).
+# 2) against 1.573, peak memory equal (log 89; (64, 64, 4, 2) 1.423, (64, 32, 4, 3) 2.419); after the accuracy fix
+# (residual added after the products) asv reads 0.982 and 1.290 (log 91; Triton 1.162 and 1.565). bf16/fp16 training
+# forwards keep the Triton kernels (Gluon (64, 64, 4, 2) 0.675 ms against 0.644, log 89).
 _GLUON_CONFIGS = {
     ("half", False): (64, 64, 4, 2, "gluon", None),
     ("bf16x3", False): (64, 32, 4, 2, "gluon", None),
