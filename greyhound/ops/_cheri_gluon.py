@@ -413,7 +413,7 @@ if available():
         # ---- the MLP over hidden chunks: dot1(j+1) is in flight while chunk j's GELU runs ------------------------
         # Statically unrolled (straight-line code: no loop-carried copies), and no non-wgmma instruction may write
         # a wgmma accumulator while another wgmma is in flight, or ptxas serialises them all. So the output
-        # accumulator starts as residual + b2 (defined before any wgmma), chunk 0's first GEMM completes before
+        # accumulator starts as b2 (defined before any wgmma), chunk 0's first GEMM completes before
         # chunk 1's starts, and every later first GEMM writes over a finished pre-activation (see _first_gemm).
         # The accumulator starts at b2 alone and the residual is added after the last wgmma. With SPLIT this is for
         # accuracy: the tensor cores' fp32 accumulation truncates each partial sum to the accumulator's exponent, so

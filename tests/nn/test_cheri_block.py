@@ -846,7 +846,7 @@ def test_gpu_gluon_kernel_bf16x3_keeps_fp32_accuracy(channels, expansion, kernel
 @pytest.mark.gpu
 def test_gpu_fp32_models_take_the_gluon_kernel(monkeypatch):
     # an fp32 model's default inference (bf16x3) runs the Gluon kernel on the H200, eval and no-eval alike, and so
-    # does its training forward, within 1e-5 of fp64 and with the Triton path's gradients
+    # does its training forward: output within 1e-5 max-abs and gradients within 1e-5 relative of fp64
     block = make_block(128, 3, 4, expansion=4, device="cuda")
     x = torch.randn(2, 128, 1000, device="cuda")
     twin = fp64_twin(block)
