@@ -415,7 +415,7 @@ if available():
         # a wgmma accumulator while another wgmma is in flight, or ptxas serialises them all. So the output
         # accumulator starts as b2 (defined before any wgmma), chunk 0's first GEMM completes before
         # chunk 1's starts, and every later first GEMM writes over a finished pre-activation (see _first_gemm).
-        # The accumulator starts at b2 alone and the residual is added after the last wgmma. With SPLIT this is for
+        # The residual is added after the last wgmma, not into the starting accumulator. With SPLIT this is for
         # accuracy: the tensor cores' fp32 accumulation truncates each partial sum to the accumulator's exponent, so
         # starting from x (|x| up to ~4) cost 2.4e-5 max-abs at C=128, E=512 (96 k-steps) against 8e-6 from b2 (H200,
         # session 21). It also leaves the prologue without the residual's shuffle into the accumulator's layout (fp32
