@@ -301,6 +301,15 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
+    def _load_x_tile(ptrs, in_range, EVEN_L: gl.constexpr):
+        """A tile of x in fp32: masked to the sequence's end unless L is a whole number of tiles."""
+        if EVEN_L:
+            tile = gl.load(ptrs)
+        else:
+            tile = gl.load(ptrs, mask=in_range, other=0.0)
+        return tile.to(gl.float32)
+
+    @gluon.jit
     def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
                         C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr, EVEN_L: gl.constexpr,
                         BLOCK_L: gl.constexpr, TILE: gl.constexpr):
@@ -312,10 +321,7 @@ if available():
             w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
             tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
             if k == KERNEL_SIZE - 1:
-                if EVEN_L:
-                    x_tap = gl.load(tap_ptrs)
-                else:
-                    x_tap = gl.load(tap_ptrs, mask=in_range, other=0.0)
+                x_tap = _load_x_tile(tap_ptrs, in_range, EVEN_L)
             else:
                 x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
             y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
@@ -459,10 +465,7 @@ if available():
 
         # ---- store ---------------------------------------------------------------------------------------------
         out = gl.convert_layout(acc, TILE)
-        if EVEN_L:  # the residual, read again (from L2: this tile's x was read in the prologue)
-            out += gl.load(x_row + tile_offsets).to(gl.float32)
-        else:
-            out += gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
+        out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)  # the residual, again (L2: the prologue read it)
         if EVEN_L:
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty))
         else:
@@ -562,10 +565,7 @@ if available():
                 mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
                 count += 1
             out = gl.convert_layout(acc, TILE)
-            if EVEN_L:
-                out += gl.load(x_row + tile_offsets).to(gl.float32)
-            else:
-                out += gl.load(x_row + tile_offsets, mask=in_range, other=0.0).to(gl.float32)
+            out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
 
     @gluon.jit
