@@ -76,10 +76,12 @@ def warn_fallback(error):
 
 
 def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
-           label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1):
+           label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1,
+           reuse_last=True):
     """One launch: loss, lse and grad_scale * d loss / d logits of every row (see cross_entropy._cross_entropy_rows
     for the arguments' meaning; `softcap` None for none). `programs` at most the number that can be resident at
-    once when split > 1 (a group's programs wait for each other)."""
+    once when split > 1 (a group's programs wait for each other). `reuse_last`: sweep 2 takes each row's last tile
+    from the ring slot sweep 1 left it in instead of loading it again."""
     rows, V = logits.shape
     programs = max(1, min(programs // split, rows)) * split
     if split > 1:
@@ -92,7 +94,8 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
         partials, arrivals, rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0),
         float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
-        TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, num_warps=num_warps)
+        TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, REUSE_LAST=int(bool(reuse_last)),
+        num_warps=num_warps)
 
 
 if gluon is not None:
@@ -126,14 +129,14 @@ if gluon is not None:
     @gluon.jit
     def _issue(ring, logits_ptr, stride, item, n_items, first_row, n_groups, n_tiles, rank, V,
                TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, num_warps: gl.constexpr,
-               LAYOUT: gl.constexpr, POLICY: gl.constexpr):
+               LAYOUT: gl.constexpr, POLICY: gl.constexpr, REUSE_LAST: gl.constexpr):
         """cp.async of stream item `item` into ring slot item % STAGES, as one commit group (empty past the stream's
         end, so that wait_group counts stay static). The program's stream: rows first_row, first_row + n_groups,
         ...; in each, its n_tiles tiles (row tiles rank, rank + SPLIT, ...) in order (sweep 1), then in reverse
-        order (sweep 2)."""
+        order (sweep 2), without the last tile when REUSE_LAST (sweep 2 reads it from sweep 1's slot)."""
         TILE: gl.constexpr = TILE_R * 256 * num_warps
         if item < n_items:
-            per_row = 2 * n_tiles
+            per_row = 2 * n_tiles - REUSE_LAST
             row = first_row + (item // per_row) * n_groups
             within = item % per_row
             tile = rank + SPLIT * gl.where(within < n_tiles, within, per_row - 1 - within)
@@ -186,13 +189,28 @@ if gluon is not None:
         return grad
 
     @gluon.jit
+    def _gradient_tile(slot, grad_row, t, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef, uniform,
+                       softcap, LAYOUT: gl.constexpr, TILE: gl.constexpr, HAS_SOFTCAP: gl.constexpr,
+                       POLICY: gl.constexpr):
+        """Sweep 2's work on row tile t, which sits in ring slot `slot`: its gradient, stored."""
+        x = slot.load(LAYOUT).to(gl.float32)
+        grad = _sweep2_tile(x, offsets, t * TILE, target, lse_log2, softmax_coef, target_coef, uniform, softcap, TILE,
+                            HAS_SOFTCAP)
+        pointers = grad_row + t * TILE + offsets
+        if t < n_full:
+            gl.store(pointers, grad.to(grad_row.dtype.element_ty), eviction_policy=_policy(POLICY, 4, "evict_first"))
+        else:
+            gl.store(pointers, grad.to(grad_row.dtype.element_ty), mask=offsets < V - t * TILE,
+                     eviction_policy=_policy(POLICY, 4, "evict_first"))
+
+    @gluon.jit
     def cross_entropy_one_pass_kernel(
         logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
         grad_scale_ptr, grad_scale_stride, partial_ptr, arrivals_ptr, n_rows, V, ignore_index, label_smoothing,
         softcap, lse_square_scale,
         HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr,
         TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, POLICY: gl.constexpr,
-        num_warps: gl.constexpr,
+        REUSE_LAST: gl.constexpr, num_warps: gl.constexpr,
     ):
         """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits. SPLIT programs (a group: pid // SPLIT,
         ranks pid % SPLIT) share each of the group's rows g, g + G / SPLIT, ... (G the grid, a multiple of SPLIT),
@@ -218,10 +236,10 @@ if gluon is not None:
         n_full = V // TILE
         n_tiles = gl.cdiv(gl.maximum(gl.cdiv(V, TILE) - rank, 0), SPLIT)  # this program's tiles of a row
         my_rows = gl.cdiv(gl.maximum(n_rows - group, 0), n_groups)
-        n_items = my_rows * 2 * n_tiles
+        n_items = my_rows * gl.maximum(2 * n_tiles - REUSE_LAST, 0)
         for s in gl.static_range(STAGES - 1):
             _issue(ring, logits_ptr, logits_row_stride, s, n_items, group, n_groups, n_tiles, rank, V, TILE_R, STAGES,
-                   SPLIT, num_warps, LAYOUT, POLICY)
+                   SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
         item = 0
         for i in range(my_rows):
             row = (group + i * n_groups).to(gl.int64)
@@ -235,7 +253,7 @@ if gluon is not None:
             for j in range(n_tiles):
                 t = rank + SPLIT * j
                 _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
-                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
                 async_copy.wait_group(STAGES - 1)  # item's copies (this thread's, the only ones it reads)
                 z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
                 if t < n_full:
@@ -291,21 +309,20 @@ if gluon is not None:
             uniform = row_scale * label_smoothing / V
             lse_log2 = lse * 1.4426950408889634
             grad_row = grad_ptr + row * grad_row_stride
-            for j2 in range(n_tiles):
-                t = rank + SPLIT * (n_tiles - 1 - j2)
+            if REUSE_LAST:
+                if n_tiles > 0:
+                    # The row's last tile is still in the slot sweep 1 read it from (item - 1): the copy issued in a
+                    # step goes to the slot read one step earlier, so that slot is refilled only in the next step.
+                    _gradient_tile(ring.index((item - 1) % STAGES), grad_row, rank + SPLIT * (n_tiles - 1), n_full, V,
+                                   offsets, target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT,
+                                   TILE, HAS_SOFTCAP, POLICY)
+            for j2 in range(REUSE_LAST, n_tiles):
                 _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
-                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY)
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
                 async_copy.wait_group(STAGES - 1)
-                x = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
-                grad = _sweep2_tile(x, offsets, t * TILE, target, lse_log2, softmax_coef, target_coef, uniform,
-                                    softcap, TILE, HAS_SOFTCAP)
-                pointers = grad_row + t * TILE + offsets
-                if t < n_full:
-                    gl.store(pointers, grad.to(grad_ptr.dtype.element_ty),
-                             eviction_policy=_policy(POLICY, 4, "evict_first"))
-                else:
-                    gl.store(pointers, grad.to(grad_ptr.dtype.element_ty), mask=offsets < V - t * TILE,
-                             eviction_policy=_policy(POLICY, 4, "evict_first"))
+                _gradient_tile(ring.index(item % STAGES), grad_row, rank + SPLIT * (n_tiles - 1 - j2), n_full, V,
+                               offsets, target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT, TILE,
+                               HAS_SOFTCAP, POLICY)
                 item += 1
         async_copy.wait_group(0)
 

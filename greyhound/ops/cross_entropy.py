@@ -40,6 +40,8 @@ _tuning.register(
     one_pass_split=(int, "one-pass kernel: programs sharing a row (power of 2; they exchange partials)"),
     one_pass_policy=(int, "one-pass kernel: L2 eviction hints, bits 1 sweep-1 loads evict_last, 2 sweep-2 loads "
                           "evict_first, 4 gradient stores evict_first (default 7; 8 means none)"),
+    one_pass_reuse=(bool, "one-pass kernel: sweep 2 takes each row's last tile from the ring slot sweep 1 left it in "
+                          "(else it loads it again)"),
 )
 
 
@@ -220,6 +222,7 @@ class _OnePassConfig(NamedTuple):
     programs: Optional[int]  # None: one per SM
     policy: int  # L2 eviction hints (see the tunable)
     split: int  # programs sharing a row
+    reuse_last: bool  # sweep 2 takes the row's last tile from sweep 1's ring slot
 
 
 def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
@@ -233,7 +236,7 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
     tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
     return _OnePassConfig(get("one_pass", None), get("one_pass_tile_rows", tile_rows), num_warps,
                           get("one_pass_stages", 3), get("one_pass_programs", None),
-                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1))
+                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True))
 
 
 @functools.lru_cache(maxsize=None)
@@ -353,7 +356,7 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     try:
         _ce_gluon.launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
                          label_smoothing, softcap, lse_square_scale, programs, config.tile_rows, config.num_warps,
-                         config.stages, config.policy, config.split)
+                         config.stages, config.policy, config.split, config.reuse_last)
     except Exception as error:  # Gluon is experimental: a compile failure falls back (nothing was written)
         _ce_gluon.warn_fallback(error)
         return False

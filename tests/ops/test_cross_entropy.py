@@ -497,11 +497,12 @@ def test_one_pass_default_config():
     # where the rows in flight fit in L2 (decided at the call)
     config = ce._one_pass_config(128256, 2)
     assert config.enabled is None and (config.tile_rows, config.num_warps, config.stages, config.split) == (8, 16, 3, 1)
+    assert config.reuse_last  # sweep 2 takes each row's last tile from the ring
     assert ce._one_pass_config(128256, 4).tile_rows == 4
     assert ce._one_pass_config(5000, 2).tile_rows == 2 and ce._one_pass_config(4096, 2).tile_rows == 1
-    with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2):
+    with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2, one_pass_reuse=False):
         config = ce._one_pass_config(128256, 2)
-        assert not config.enabled and config.tile_rows == 2 and config.split == 2
+        assert not config.enabled and config.tile_rows == 2 and config.split == 2 and not config.reuse_last
 
 
 def test_one_pass_kernel_says_why_it_cannot_run():
@@ -551,7 +552,8 @@ def test_gpu_one_pass_matches_reference(dtype, rows, vocab, options):
 @pytest.mark.parametrize("config", [dict(one_pass_tile_rows=4, one_pass_warps=4, one_pass_stages=3),
                                     dict(one_pass_tile_rows=8, one_pass_warps=16, one_pass_stages=2),
                                     dict(one_pass_programs=7), dict(one_pass_tile_rows=1, one_pass_stages=6),
-                                    dict(one_pass_policy=8), dict(one_pass_policy=2)])
+                                    dict(one_pass_policy=8), dict(one_pass_policy=2), dict(one_pass_reuse=False),
+                                    dict(one_pass_reuse=False, one_pass_stages=2, one_pass_split=2)])
 def test_gpu_one_pass_tuning_variants(config):
     logits, target = make_inputs(64, 128256, torch.bfloat16, "cuda", ignored=(3,), target_dtype=torch.int32)
     with _one_pass(**config):
@@ -620,17 +622,18 @@ def test_gpu_default_takes_one_pass_where_rows_fit_l2(monkeypatch, dtype, expect
     assert bool(calls) == expected
 
 
-@pytest.mark.parametrize("dtype,tile_rows,split", [("bf16", 8, 1), ("fp32", 4, 2)])
-def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split):
-    # the default config (and a split, fp32 one), every option on: valid for this Triton's Gluon, 16-byte copies
-    # only, the ring within the H200's shared memory, acquire/release only where programs share rows
+@pytest.mark.parametrize("dtype,tile_rows,split,reuse", [("bf16", 8, 1, 1), ("fp32", 4, 2, 0)])
+def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse):
+    # the default config (and a split, fp32 one that loads each tile twice), every option on: valid for this Triton's
+    # Gluon, 16-byte copies only, the ring within the H200's shared memory, acquire/release only where programs share
+    # rows
     from tests.gluon_compile import compile_for_hopper
     types = dict(logits_ptr=f"*{dtype}", logits_row_stride="i32", grad_ptr=f"*{dtype}", grad_row_stride="i32",
                  target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
                  grad_scale_stride="i32", partial_ptr="*fp32", arrivals_ptr="*i32", n_rows="i32", V="i32",
                  ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
     constexprs = dict(HAS_SOFTCAP=True, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=3,
-                      SPLIT=split, POLICY=7, num_warps=16)
+                      SPLIT=split, POLICY=7, REUSE_LAST=reuse, num_warps=16)
     facts = compile_for_hopper("greyhound.ops._ce_gluon", "cross_entropy_one_pass_kernel", types, constexprs, 16,
                                divisible=("V", "logits_row_stride", "grad_row_stride"))
     tile_bytes = tile_rows * 256 * 16 * (2 if dtype == "bf16" else 4)
