@@ -966,17 +966,29 @@ _GLUON_CONFIGS = {
     ("bf16x3", False): (64, 32, 4, 2, "gluon", None),
     ("bf16x3", True): (128, 64, 8, 2, "gluon", None),
 }
+# Small calls (N·L at most _SMALL_INFERENCE_ROWS positions) where another Gluon tile is faster. An fp32 model's
+# inference (bf16x3) at C=128, E=512, L=1024 (session 22, sweep CLI, one process, H200): (128, 64, 8 warps, 2) against
+# the (64, 32, 4, 2) default, N=16 0.0394 against 0.0471 ms, N=64 0.1419 against 0.1519; at N=512 it is slower (1.069
+# against 0.989, session 21). Its 128-position tiles put one 8-warp program on an SM where the default puts two
+# 4-warp programs that start in step. bf16/fp16 keep their tile (N=16 / 64: 0.0217 / 0.0717 at (128, 64, 8, 2)
+# against 0.0205 / 0.0676).
+_SMALL_INFERENCE_ROWS = 64 * 1024
+_SMALL_GLUON_CONFIGS = {
+    ("bf16x3", False): (128, 64, 8, 2, "gluon", None),
+}
 
 
 @functools.lru_cache(maxsize=None)
 def _candidate_configs(channels, hidden_width, dot_mode, training, small=False):
-    """The configs a shape tries in order, computed once per shape: the Gluon tile where _GLUON_CONFIGS has one (its
-    block_e halved until it divides the hidden width), then the Triton default (_default_config, always present
-    and the base tuning overrides start from), then the smaller Triton fallbacks that divide the hidden width."""
+    """The configs a shape tries in order, computed once per shape: the Gluon tile where _GLUON_CONFIGS has one
+    (_SMALL_GLUON_CONFIGS's first for a small call; its block_e halved until it divides the hidden width), then the
+    Triton default (_default_config, always present and the base tuning overrides start from), then the smaller
+    Triton fallbacks that divide the hidden width."""
     configs = []
     family = "half" if dot_mode in ("bf16", "fp16") else dot_mode
-    if (family, training) in _GLUON_CONFIGS and _cheri_gluon.available():
-        block_l, block_e, num_warps, num_stages, layout, max_registers = _GLUON_CONFIGS[family, training]
+    gluon_config = (small and _SMALL_GLUON_CONFIGS.get((family, training))) or _GLUON_CONFIGS.get((family, training))
+    if gluon_config is not None and _cheri_gluon.available():
+        block_l, block_e, num_warps, num_stages, layout, max_registers = gluon_config
         while block_e > 16 and hidden_width % block_e:
             block_e //= 2
         configs.append((block_l, block_e, num_warps, num_stages, layout, max_registers))
@@ -1102,7 +1114,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     if x.device.type == "cpu" and config is None:  # the interpreter: few, mid-sized tiles run fastest
         config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
     user_config = config is not None and plan_key is None  # the interpreter's tile is its default, not a request
-    small = training and batch * length <= _SMALL_TRAINING_ROWS
+    small = batch * length <= (_SMALL_TRAINING_ROWS if training else _SMALL_INFERENCE_ROWS)
     key = (channels, hidden_width, kernel_size, mode, training, small, x.dtype, x.device)
     shape_candidates = _candidate_configs(channels, hidden_width, mode, training, small)
     if config is not None:

@@ -469,7 +469,7 @@ def test_repeated_calls_launch_from_the_shape_plan(device, monkeypatch):
 
 def test_small_training_forwards_take_the_single_kernel():
     # bf16/fp16 training forwards of at most _SMALL_TRAINING_ROWS positions run one fused kernel (no split: one launch
-    # fewer); larger ones keep the split layout; fp32 modes and inference are unaffected
+    # fewer); larger ones keep the split layout; fp32 training and bf16 inference are unaffected
     rows = cheri_ops._SMALL_TRAINING_ROWS
     assert rows == 64 * 1024
     for mode in ("bf16", "fp16"):
@@ -979,6 +979,13 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
             first, then = cheri_ops._candidate_configs(128, 512, "bf16x3", training)[:2]
             assert first == tile and then == cheri_ops._default_config(128, 512, "bf16x3", training)
         assert cheri_ops._candidate_configs(128, 96, "bf16x3", True)[0] == (128, 32, 8, 2, "gluon", None)
+        # small fp32-model inference (at most _SMALL_INFERENCE_ROWS positions): one 128-position program an SM; a
+        # small bf16/fp16 one keeps its tile
+        assert cheri_ops._SMALL_INFERENCE_ROWS == 64 * 1024
+        first, then = cheri_ops._candidate_configs(128, 512, "bf16x3", False, True)[:2]
+        assert first == (128, 64, 8, 2, "gluon", None) and then == cheri_ops._default_config(128, 512, "bf16x3", False)
+        assert cheri_ops._candidate_configs(128, 96, "bf16x3", False, True)[0] == (128, 32, 8, 2, "gluon", None)
+        assert cheri_ops._candidate_configs(128, 512, "bf16", False, True)[0] == (64, 64, 4, 2, "gluon", None)
         for mode, training in (("tf32x3", False), ("ieee", False), ("bf16", True), ("fp16", True)):
             assert all(c[4] != "gluon" for c in cheri_ops._candidate_configs(128, 512, mode, training))
     finally:
