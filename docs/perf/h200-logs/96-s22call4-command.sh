@@ -1,0 +1,3 @@
+#!/bin/bash
+# session 22 call 4 (a fresh machine: call 3's was released): the GPU tests outside tests/nn and the CE files.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null; rm -rf /tmp/t && git clone -q .carry/repo.bundle /tmp/t && cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1 && nvidia-smi --query-gpu=uuid --format=csv,noheader && PYTHONPATH=/tmp/site:/tmp/t timeout 190 python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE tests/ops tests/test_launch.py tests/test_library.py tests/test_timing_agreement.py tests/test_tuning.py --ignore=tests/ops/test_cross_entropy.py --ignore=tests/ops/test_linear_cross_entropy.py > $OUT/pytest-rest.log 2>&1; echo "rc=$?"
