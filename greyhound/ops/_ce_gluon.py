@@ -7,7 +7,8 @@ program is persistent and walks whole rows; for each row it streams the tiles of
   * sweep 1, tiles in order, loaded `evict_last`: the row's online max and sum of exp (and for label smoothing the
     sum of the logits), per thread, then one cross-warp combine: the lse, the loss;
   * sweep 2, tiles in reverse order (the freshest in L2 first), loaded `evict_first`: the gradient, stored
-    `evict_first`.
+    `evict_first`. Its first tile, the row's last, is not loaded again: it is still in the ring slot sweep 1 read it
+    from (REUSE_LAST; −2.5% at BT=8192, V=128256 bf16, and a row of one tile is read once).
 
 Tiles reach shared memory by cp.async, STAGES - 1 items ahead along the program's whole stream of (row, sweep,
 tile) items, so the next row's first tiles are in flight while this row's gradient is written; registers hold only
