@@ -971,8 +971,10 @@ _GLUON_CONFIGS = {
 # the (64, 32, 4, 2) default, N=16 0.0394 against 0.0471 ms, N=64 0.1419 against 0.1519; at N=512 it is slower (1.069
 # against 0.989, session 21). Its 128-position tiles put one 8-warp program on an SM where the default puts two
 # 4-warp programs, which in a call this short may run in step (a guess: not profiled). bf16/fp16 keep their tile
-# (N=16 / 64: 0.0217 / 0.0717 at (128, 64, 8, 2) against 0.0205 / 0.0676).
-_SMALL_INFERENCE_ROWS = 64 * 1024
+# (N=16 / 64: 0.0217 / 0.0717 at (128, 64, 8, 2) against 0.0205 / 0.0676). The crossover (session 23, log 97, same
+# kind of run): N=96 0.2097 against 0.2174, N=128 0.2753 against 0.2785 (within the spread), N=256 0.5424 against
+# 0.5237; so up to 96Ki positions.
+_SMALL_INFERENCE_ROWS = 96 * 1024
 _SMALL_GLUON_CONFIGS = {
     ("bf16x3", False): (128, 64, 8, 2, "gluon", None),
 }

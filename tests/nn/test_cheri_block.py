@@ -981,7 +981,7 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
         assert cheri_ops._candidate_configs(128, 96, "bf16x3", True)[0] == (128, 32, 8, 2, "gluon", None)
         # small fp32-model inference (at most _SMALL_INFERENCE_ROWS positions): one 128-position program an SM; a
         # small bf16/fp16 one keeps its tile
-        assert cheri_ops._SMALL_INFERENCE_ROWS == 64 * 1024
+        assert cheri_ops._SMALL_INFERENCE_ROWS == 96 * 1024
         first, then = cheri_ops._candidate_configs(128, 512, "bf16x3", False, True)[:2]
         assert first == (128, 64, 8, 2, "gluon", None) and then == cheri_ops._default_config(128, 512, "bf16x3", False)
         assert cheri_ops._candidate_configs(128, 96, "bf16x3", False, True)[0] == (128, 32, 8, 2, "gluon", None)
