@@ -10,6 +10,11 @@ program is persistent and walks whole rows; for each row it streams the tiles of
     `evict_first`. Its first tile, the row's last, is not loaded again: it is still in the ring slot sweep 1 read it
     from (REUSE_LAST; −2.5% at BT=8192, V=128256 bf16, and a row of one tile is read once).
 
+The two load hints reach the PTX only from Triton 3.9 on (cp.async...L2::cache_hint); Triton 3.6, the H200's, drops a
+cp.async's eviction_policy, so every figure measured so far ran the loads without them (the stores' hint is emitted by
+both). Giving sweep 1 an evict_last priority there through bulk L2 prefetches measured 6% slower, the same as the
+prefetches with no priority (docs/perf/cross_entropy.md, session 23).
+
 Tiles reach shared memory by cp.async, STAGES - 1 items ahead along the program's whole stream of (row, sweep,
 tile) items, so the next row's first tiles are in flight while this row's gradient is written; registers hold only
 the tile being worked on. Each thread reads back exactly the bytes it copied (the same layout for the copy and the
@@ -78,13 +83,11 @@ def warn_fallback(error):
 
 def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
            label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1,
-           reuse_last=True, l2_prefetch=0):
+           reuse_last=True):
     """One launch: loss, lse and grad_scale * d loss / d logits of every row (see cross_entropy._cross_entropy_rows
     for the arguments' meaning; `softcap` None for none). `programs` at most the number that can be resident at
     once when split > 1 (a group's programs wait for each other). `reuse_last`: sweep 2 takes each row's last tile
-    from the ring slot sweep 1 left it in instead of loading it again. `l2_prefetch` (an experiment for Triton 3.6,
-    whose cp.async drops eviction hints; see _l2_hint): 1 each sweep-1 tile is first prefetched into L2 as evict_last,
-    2 also each sweep-2 tile marked evict_first once loaded, 3 the sweep-1 prefetch without a hint (a control)."""
+    from the ring slot sweep 1 left it in instead of loading it again."""
     rows, V = logits.shape
     programs = max(1, min(programs // split, rows)) * split
     if split > 1:
@@ -98,7 +101,7 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
         float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
         TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, REUSE_LAST=int(bool(reuse_last)),
-        L2_PREFETCH=l2_prefetch, num_warps=num_warps)
+        num_warps=num_warps)
 
 
 if gluon is not None:
@@ -130,30 +133,9 @@ if gluon is not None:
         return hint if policy & bit else ""
 
     @gluon.jit
-    def _l2_hint(address, nbytes, HINT: gl.constexpr):
-        """One thread of the program asks the TMA unit to bring `nbytes` (a multiple of 16) from the 16-byte aligned
-        global `address` into L2 (cp.async.bulk.prefetch), with an L2 eviction priority: HINT 1 evict_last, 2
-        evict_first, 3 none. Triton 3.6's cp.async drops its eviction_policy (no .L2::cache_hint in the PTX; Triton
-        3.9 emits it), so this is how a priority reaches the lines the ring loads; on a line already in L2 the
-        request sets its priority."""
-        if HINT == 3:
-            asm: gl.constexpr = ("{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
-                                 "@p cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0; }")
-        elif HINT == 1:
-            asm: gl.constexpr = ("{ .reg .pred p; .reg .b32 t; .reg .b64 q; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
-                                 "createpolicy.fractional.L2::evict_last.b64 q, 1.0; "
-                                 "@p cp.async.bulk.prefetch.L2.global.L2::cache_hint [$1], $2, q; mov.u32 $0, 0; }")
-        else:
-            asm: gl.constexpr = ("{ .reg .pred p; .reg .b32 t; .reg .b64 q; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
-                                 "createpolicy.fractional.L2::evict_first.b64 q, 1.0; "
-                                 "@p cp.async.bulk.prefetch.L2.global.L2::cache_hint [$1], $2, q; mov.u32 $0, 0; }")
-        gl.inline_asm_elementwise(asm, "=r,l,r", [address.to(gl.int64), nbytes], dtype=gl.int32, is_pure=False,
-                                  pack=1)
-
-    @gluon.jit
     def _issue(ring, logits_ptr, stride, item, n_items, first_row, n_groups, n_tiles, rank, V,
                TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, num_warps: gl.constexpr,
-               LAYOUT: gl.constexpr, POLICY: gl.constexpr, REUSE_LAST: gl.constexpr, L2_PREFETCH: gl.constexpr):
+               LAYOUT: gl.constexpr, POLICY: gl.constexpr, REUSE_LAST: gl.constexpr):
         """cp.async of stream item `item` into ring slot item % STAGES, as one commit group (empty past the stream's
         end, so that wait_group counts stay static). The program's stream: rows first_row, first_row + n_groups,
         ...; in each, its n_tiles tiles (row tiles rank, rank + SPLIT, ...) in order (sweep 1), then in reverse
@@ -168,12 +150,6 @@ if gluon is not None:
             pointers = logits_ptr + row.to(gl.int64) * stride + offsets
             slot = ring.index(item % STAGES)
             if within < n_tiles:  # sweep 1: kept in L2 for sweep 2
-                if L2_PREFETCH == 1 or L2_PREFETCH == 2:
-                    _l2_hint(logits_ptr + row.to(gl.int64) * stride + tile * TILE,
-                             gl.minimum(TILE, V - tile * TILE) * logits_ptr.dtype.element_ty.primitive_bitwidth // 8, 1)
-                elif L2_PREFETCH == 3:
-                    _l2_hint(logits_ptr + row.to(gl.int64) * stride + tile * TILE,
-                             gl.minimum(TILE, V - tile * TILE) * logits_ptr.dtype.element_ty.primitive_bitwidth // 8, 3)
                 _async_load(slot, pointers, mask=offsets < V,
                                                        eviction_policy=_policy(POLICY, 1, "evict_last"))
             else:  # sweep 2: the last use
@@ -240,7 +216,7 @@ if gluon is not None:
         softcap, lse_square_scale,
         HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr,
         TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, POLICY: gl.constexpr,
-        REUSE_LAST: gl.constexpr, L2_PREFETCH: gl.constexpr, num_warps: gl.constexpr,
+        REUSE_LAST: gl.constexpr, num_warps: gl.constexpr,
     ):
         """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits. SPLIT programs (a group: pid // SPLIT,
         ranks pid % SPLIT) share each of the group's rows g, g + G / SPLIT, ... (G the grid, a multiple of SPLIT),
@@ -269,7 +245,7 @@ if gluon is not None:
         n_items = my_rows * gl.maximum(2 * n_tiles - REUSE_LAST, 0)
         for s in gl.static_range(STAGES - 1):
             _issue(ring, logits_ptr, logits_row_stride, s, n_items, group, n_groups, n_tiles, rank, V, TILE_R, STAGES,
-                   SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST, L2_PREFETCH)
+                   SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
         item = 0
         for i in range(my_rows):
             row = (group + i * n_groups).to(gl.int64)
@@ -283,7 +259,7 @@ if gluon is not None:
             for j in range(n_tiles):
                 t = rank + SPLIT * j
                 _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
-                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST, L2_PREFETCH)
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
                 async_copy.wait_group(STAGES - 1)  # item's copies (this thread's, the only ones it reads)
                 z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
                 if t < n_full:
@@ -348,12 +324,8 @@ if gluon is not None:
                                    TILE, HAS_SOFTCAP, POLICY)
             for j2 in range(REUSE_LAST, n_tiles):
                 _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
-                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST, L2_PREFETCH)
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
                 async_copy.wait_group(STAGES - 1)
-                if L2_PREFETCH == 2:  # the re-read is the tile's last use
-                    t2 = rank + SPLIT * (n_tiles - 1 - j2)
-                    _l2_hint(logits_ptr + row * logits_row_stride + t2 * TILE,
-                             gl.minimum(TILE, V - t2 * TILE) * logits_ptr.dtype.element_ty.primitive_bitwidth // 8, 2)
                 _gradient_tile(ring.index(item % STAGES), grad_row, rank + SPLIT * (n_tiles - 1 - j2), n_full, V,
                                offsets, target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT, TILE,
                                HAS_SOFTCAP, POLICY)

@@ -39,12 +39,10 @@ _tuning.register(
     one_pass_programs=(int, "one-pass kernel: persistent programs (default: one per SM)"),
     one_pass_split=(int, "one-pass kernel: programs sharing a row (power of 2; they exchange partials)"),
     one_pass_policy=(int, "one-pass kernel: L2 eviction hints, bits 1 sweep-1 loads evict_last, 2 sweep-2 loads "
-                          "evict_first, 4 gradient stores evict_first (default 7; 8 means none)"),
+                          "evict_first, 4 gradient stores evict_first (default 7; 8 means none; Triton 3.6 drops "
+                          "the two load hints)"),
     one_pass_reuse=(bool, "one-pass kernel: sweep 2 takes each row's last tile from the ring slot sweep 1 left it in "
                           "(else it loads it again)"),
-    one_pass_l2_prefetch=(int, "one-pass kernel, an experiment: 1 each sweep-1 tile prefetched into L2 as evict_last "
-                               "(Triton 3.6's cp.async drops the loads' hints), 2 also each sweep-2 tile marked "
-                               "evict_first once loaded, 3 the prefetch without a hint (default 0: none)"),
 )
 
 
@@ -226,7 +224,6 @@ class _OnePassConfig(NamedTuple):
     policy: int  # L2 eviction hints (see the tunable)
     split: int  # programs sharing a row
     reuse_last: bool  # sweep 2 takes the row's last tile from sweep 1's ring slot
-    l2_prefetch: int  # bulk L2 prefetches with an eviction priority (see the tunable)
 
 
 def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
@@ -236,15 +233,11 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
     14). On by default where the kernel can run (see _ce_gluon.unsupported) and its sweep-2 re-reads can hit L2 (see
     _one_pass). Tuning overrides (op "cross_entropy_with_grad") replace any field."""
     get = functools.partial(_tuning.get, TUNING_OP)
-    l2_prefetch = get("one_pass_l2_prefetch", 0)
-    if l2_prefetch not in (0, 1, 2, 3):
-        raise ValueError(f"tuning one_pass_l2_prefetch must be 0, 1, 2 or 3, got {l2_prefetch}")
     num_warps = get("one_pass_warps", 16)
     tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
     return _OnePassConfig(get("one_pass", None), get("one_pass_tile_rows", tile_rows), num_warps,
                           get("one_pass_stages", 3), get("one_pass_programs", None),
-                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True),
-                          l2_prefetch)
+                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True))
 
 
 @functools.lru_cache(maxsize=None)
@@ -364,7 +357,7 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     try:
         _ce_gluon.launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
                          label_smoothing, softcap, lse_square_scale, programs, config.tile_rows, config.num_warps,
-                         config.stages, config.policy, config.split, config.reuse_last, config.l2_prefetch)
+                         config.stages, config.policy, config.split, config.reuse_last)
     except Exception as error:  # Gluon is experimental: a compile failure falls back (nothing was written)
         _ce_gluon.warn_fallback(error)
         return False

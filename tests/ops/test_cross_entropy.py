@@ -503,12 +503,6 @@ def test_one_pass_default_config():
     with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2, one_pass_reuse=False):
         config = ce._one_pass_config(128256, 2)
         assert not config.enabled and config.tile_rows == 2 and config.split == 2 and not config.reuse_last
-    assert ce._one_pass_config(128256, 2).l2_prefetch == 0  # the L2-prefetch experiment is off by default
-    with _tuning.override(ce.TUNING_OP, one_pass_l2_prefetch=2):
-        assert ce._one_pass_config(128256, 2).l2_prefetch == 2
-    with _tuning.override(ce.TUNING_OP, one_pass_l2_prefetch=4):
-        with pytest.raises(ValueError, match="one_pass_l2_prefetch must be 0, 1, 2 or 3, got 4"):
-            ce._one_pass_config(128256, 2)
 
 
 def test_one_pass_kernel_says_why_it_cannot_run():
@@ -628,26 +622,21 @@ def test_gpu_default_takes_one_pass_where_rows_fit_l2(monkeypatch, dtype, expect
     assert bool(calls) == expected
 
 
-@pytest.mark.parametrize("dtype,tile_rows,split,reuse,l2_prefetch", [("bf16", 8, 1, 1, 0), ("fp32", 4, 2, 0, 0),
-                                                                     ("bf16", 8, 1, 1, 1), ("bf16", 8, 1, 1, 2),
-                                                                     ("bf16", 8, 1, 1, 3)])
-def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse, l2_prefetch):
-    # the default config (and a split, fp32 one that loads each tile twice, and the L2-prefetch experiment's
-    # variants), every option on: valid for this Triton's Gluon, 16-byte copies only, the ring within the H200's
-    # shared memory, acquire/release only where programs share rows, bulk L2 prefetches only when asked for, with the
-    # asked-for priority
+@pytest.mark.parametrize("dtype,tile_rows,split,reuse", [("bf16", 8, 1, 1), ("fp32", 4, 2, 0)])
+def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse):
+    # the default config (and a split, fp32 one that loads each tile twice), every option on: valid for this Triton's
+    # Gluon, 16-byte copies only, the ring within the H200's shared memory, acquire/release only where programs share
+    # rows
     from tests.gluon_compile import compile_for_hopper
     types = dict(logits_ptr=f"*{dtype}", logits_row_stride="i32", grad_ptr=f"*{dtype}", grad_row_stride="i32",
                  target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
                  grad_scale_stride="i32", partial_ptr="*fp32", arrivals_ptr="*i32", n_rows="i32", V="i32",
                  ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
     constexprs = dict(HAS_SOFTCAP=True, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=3,
-                      SPLIT=split, POLICY=7, REUSE_LAST=reuse, L2_PREFETCH=l2_prefetch, num_warps=16)
+                      SPLIT=split, POLICY=7, REUSE_LAST=reuse, num_warps=16)
     facts = compile_for_hopper("greyhound.ops._ce_gluon", "cross_entropy_one_pass_kernel", types, constexprs, 16,
                                divisible=("V", "logits_row_stride", "grad_row_stride"))
     tile_bytes = tile_rows * 256 * 16 * (2 if dtype == "bf16" else 4)
     assert facts["cubin"] and facts["copy_bytes"] == [16] and facts["copies"] > 0
     assert 3 * tile_bytes <= facts["shared"] <= 232448
     assert (facts["acquire_release"] > 0) == (split > 1)
-    hinted = "cp.async.bulk.prefetch.L2.global.L2::cache_hint"
-    assert facts["l2_prefetches"] == {0: [], 1: [hinted], 2: [hinted], 3: ["cp.async.bulk.prefetch.L2.global"]}[l2_prefetch]
