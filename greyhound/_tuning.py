@@ -9,13 +9,12 @@ they are for benchmarks and tests, never for a model.
 """
 import contextlib
 
-_TUNABLES = {}  # op -> {name: (type, help) or (type, help, least int value)}
+_TUNABLES = {}  # op -> {name: (type, help)}
 _ACTIVE = {}  # op -> {name: value} while an override is entered
 
 
 def register(op, **tunables):
-    """Declare `op`'s tunables: name=(type, one-line help), or for an int that may go below 1 (e.g. 0 for "off"),
-    name=(int, help, least value). Called once at the op module's import."""
+    """Declare `op`'s tunables: name=(type, one-line help). Called once at the op module's import."""
     _TUNABLES[op] = dict(tunables)
 
 
@@ -46,7 +45,7 @@ def parse(op, values):
     for name, value in values.items():
         if name not in declared:
             raise ValueError(f"tuning: {op!r} has no tunable {name!r}; it has: "
-                             + ", ".join(f"{n} ({spec[0].__name__}: {spec[1]})" for n, spec in sorted(declared.items())))
+                             + ", ".join(f"{n} ({t.__name__}: {h})" for n, (t, h) in sorted(declared.items())))
         kind = declared[name][0]
         if kind is bool and isinstance(value, str):
             if value.lower() not in ("0", "1", "true", "false"):
@@ -57,9 +56,8 @@ def parse(op, values):
             out[name] = kind(value)
         except (TypeError, ValueError):
             raise ValueError(f"tuning: {op}.{name} must be {kind.__name__}, got {value!r}") from None
-        least = declared[name][2] if len(declared[name]) > 2 else 1
-        if kind is int and out[name] < least:
-            raise ValueError(f"tuning: {op}.{name} must be an int >= {least}, got {value!r}")
+        if kind is int and out[name] <= 0:
+            raise ValueError(f"tuning: {op}.{name} must be a positive int, got {value!r}")
     return out
 
 

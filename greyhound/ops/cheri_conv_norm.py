@@ -62,7 +62,7 @@ _tuning.register(
                   "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
     x_prefetch=(int, "Gluon kernel: each program prefetches into L2 the x rows of the tile this many tiles after "
-                     "its own (0: none; default twice the SM count)", 0),
+                     "its own (0: none; default twice the SM count)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth (default: stages, the W2 ring's)"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
