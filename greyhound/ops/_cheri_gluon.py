@@ -78,14 +78,14 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
 
 def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
            dilation, eps, block_l, block_e, num_warps, stages, max_registers=None, fc1_lo=None, fc2_lo=None,
-           saved=None, x_prefetch=None, w1_stages=None):
+           saved=None, w1_stages=None):
     """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16 or fp16, all contiguous.
     With fc1_lo and fc2_lo (bf16, W - hi: the bf16x3 mode of an fp32 model) every product is the three-term
     bf16x3 one, hi*hi + hi*lo + lo*hi (z and the hidden layer split the same way). With saved = (hidden (N, L, E),
     mean (N, L), rstd (N, L)) it is the training forward and writes them (hidden fp32 in bf16x3, else in the
-    weights' type; mean and rstd fp32). Each program first asks L2 for the x rows of the tile `x_prefetch` tiles
-    after its own (None: X_PREFETCH_PER_SM times the SM count, about the programs resident at once; 0: none).
-    `w1_stages` is the W1 ring's depth (None: `stages`, the W2 ring's; deeper gives both rings' refills more lead)."""
+    weights' type; mean and rstd fp32). `w1_stages` is the W1 ring's depth (`stages` is the W2 ring's): None for one
+    more than `stages` in bf16/fp16-dot inference (H200, session 24: 0.4558 against 0.4624 ms at N=512 bf16), else
+    `stages`."""
     if (fc1_lo is None) != (fc2_lo is None):
         raise ValueError("fc1_lo and fc2_lo are given together (the bf16x3 mode) or not at all")
     batch, channels, length = x.shape
@@ -94,25 +94,17 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
         options["maxnreg"] = max_registers
     split = fc1_lo is not None
     hidden, mean, rstd = (out, out, out) if saved is None else saved  # (not written without training)
-    if x_prefetch is None:
-        x_prefetch = X_PREFETCH_PER_SM * multiprocessor_count(x.device.index)
-    if x_prefetch < 0:
-        raise ValueError(f"x_prefetch is a number of tiles ahead (0: none), got {x_prefetch}")
-    w1_stages = stages if w1_stages is None else w1_stages
+    if w1_stages is None:
+        w1_stages = stages + 1 if not split and saved is None else stages
     if w1_stages < stages:
         raise ValueError(f"w1_stages (the W1 ring's depth) must be at least stages ({stages}), got {w1_stages}")
-    num_tiles = cdiv(length, block_l) * batch
-    _LAUNCHER[(num_tiles,)](
+    _LAUNCHER[(cdiv(length, block_l) * batch,)](
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
         fc1_lo if split else fc1_weight, fc2_lo if split else fc2_weight, hidden, mean, rstd,
-        length, eps, num_tiles, x_prefetch, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
+        length, eps, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
         W1_STAGES=w1_stages, SPLIT=split, TRAINING=saved is not None, **options)
 
-
-# How far ahead each program of the Gluon kernel prefetches x into L2, in SM counts of tiles: tile pid + 2 * SMs is
-# about the one that takes this program's place when it ends (two programs an SM at the bf16 default).
-X_PREFETCH_PER_SM = 2
 
 # The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
 # warp group of _PRODUCER_REGS, one CTA per SM (two consumers: 2 * 128 * 232 + 128 * 40 = 64512 of 65536 registers).
@@ -330,34 +322,13 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
-    def _prefetch_x_rows(x_ptr, tile, num_tiles, L, C: gl.constexpr, HALO: gl.constexpr, BLOCK_L: gl.constexpr,
-                         num_warps: gl.constexpr):
-        """Ask L2 for what tile `tile` (when it exists) will read of x: its BLOCK_L positions and the conv's HALO before
-        them, in each of its C rows, one bulk prefetch (cp.async.bulk.prefetch.L2) a row, widened to 16-byte
-        boundaries. Nothing waits for it and nothing is written: a program issues it for a tile that starts about when
-        it ends, so that tile's prologue reads x from L2 instead of HBM (ncu, session 24: the prologue's x loads were
-        13% of the bf16 kernel's warp stall samples, long scoreboard)."""
-        if tile < num_tiles:
-            num_l_blocks = gl.cdiv(L, BLOCK_L)
-            first = (tile % num_l_blocks) * BLOCK_L
-            rows = gl.arange(0, C, layout=gl.BlockedLayout([1], [32], [num_warps], [0]))
-            row_ptrs = x_ptr + ((tile // num_l_blocks).to(gl.int64) * C + rows) * L
-            start = (row_ptrs + gl.maximum(first - HALO, 0)).to(gl.int64)
-            end = (row_ptrs + gl.minimum(first + BLOCK_L, L)).to(gl.int64)
-            gl.inline_asm_elementwise(
-                "{ .reg .b64 a, n; .reg .b32 m; and.b64 a, $1, -16; sub.s64 n, $2, a; add.s64 n, n, 15; "
-                "and.b64 n, n, -16; cvt.u32.u64 m, n; cp.async.bulk.prefetch.L2.global [a], m; mov.u32 $0, 0; }",
-                "=r,l,l", [start, end], dtype=gl.int32, is_pure=False, pack=1)
-
-    @gluon.jit
     def _load_x_tile(ptrs, in_range, EVEN_L: gl.constexpr):
-        """A tile of x in x's type (callers convert where they use it): masked to the sequence's end unless L is a
-        whole number of tiles."""
+        """A tile of x in fp32: masked to the sequence's end unless L is a whole number of tiles."""
         if EVEN_L:
             tile = gl.load(ptrs)
         else:
             tile = gl.load(ptrs, mask=in_range, other=0.0)
-        return tile
+        return tile.to(gl.float32)
 
     @gluon.jit
     def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
@@ -385,7 +356,7 @@ if available():
     @gluon.jit
     def cheri_block_kernel(
         x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-        w1_lo_ptr, w2_lo_ptr, hidden_ptr, mean_ptr, rstd_ptr, L, eps, num_tiles, prefetch_ahead,
+        w1_lo_ptr, w2_lo_ptr, hidden_ptr, mean_ptr, rstd_ptr, L, eps,
         C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
         W1_STAGES: gl.constexpr, SPLIT: gl.constexpr, TRAINING: gl.constexpr, num_warps: gl.constexpr,
@@ -393,13 +364,11 @@ if available():
         """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile.
         x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 or fp16 contiguous; C a power of 2 (16..128),
         BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, W1_STAGES >= STAGES >= 2 (the W1 and W2 rings'
-        depths). With SPLIT (an fp32 model's bf16x3
-        mode) W1/W2 are the bf16 hi parts and w1_lo/w2_lo the lo parts (W - hi), z and the hidden layer split alike
-        in registers, and each GEMM is three (lo*hi + hi*lo + hi*hi, fp32 accumulators); otherwise w1_lo/w2_lo are
-        not read. With TRAINING (the training forward) it also saves what the backward reads, as the Triton kernel
+        depths). With SPLIT (an fp32 model's bf16x3 mode) W1/W2 are the bf16 hi parts and w1_lo/w2_lo the lo parts
+        (W - hi), z and the hidden layer split alike in registers, and each GEMM is three (lo*hi + hi*lo + hi*hi, fp32
+        accumulators); otherwise w1_lo/w2_lo are not read. With TRAINING (the training forward) it also saves what the backward reads, as the Triton kernel
         does: the hidden layer (N, L, HIDDEN) (fp32 with SPLIT, else in the dots' type) and the conv output's mean
-        and rstd (N, L) fp32; otherwise hidden/mean/rstd are not written. num_tiles is the grid's size; with
-        prefetch_ahead > 0 the program first prefetches tile pid + prefetch_ahead's x rows into L2."""
+        and rstd (N, L) fp32; otherwise hidden/mean/rstd are not written."""
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(W1_STAGES >= STAGES, "the W1 ring is at least as deep as the W2 ring")
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
@@ -416,10 +385,6 @@ if available():
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
         W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], DOT_T)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
-        pid = gl.program_id(0)
-        if prefetch_ahead > 0:  # first, so that the request is in flight as long as possible
-            _prefetch_x_rows(x_ptr, pid + prefetch_ahead, num_tiles, L, C, (KERNEL_SIZE - 1) * DILATION, BLOCK_L,
-                             num_warps)
 
         w1_smem = gl.allocate_shared_memory(DOT_T, [W1_STAGES, BLOCK_E, C], W1_SHARED)
         w2_smem = gl.allocate_shared_memory(DOT_T, [STAGES, C, BLOCK_E], W2_SHARED)
@@ -450,6 +415,7 @@ if available():
             async_copy.commit_group()
 
         # ---- conv + LayerNorm of this tile, fp32, (BLOCK_L, C) -------------------------------------------------
+        pid = gl.program_id(0)
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         n = pid // num_l_blocks
         offs_l = (pid % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
@@ -518,14 +484,12 @@ if available():
             _cta_barrier()
             acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES,
                                H_OPERAND, SPLIT, TRAINING, EVEN_L, BLOCK_E, PRE, -1)
-        # the residual, again (from L2: the prologue read it), issued before the wait for the last second GEMM so that
-        # its latency runs under the GEMM's (ncu, session 24: loaded after it, 3% of the warp stall samples)
-        residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         async_copy.wait_group(0)
 
         # ---- store ---------------------------------------------------------------------------------------------
-        out = gl.convert_layout(acc, TILE) + residual.to(gl.float32)
+        out = gl.convert_layout(acc, TILE)
+        out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)  # the residual, again (L2: the prologue read it)
         if EVEN_L:
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty))
         else:
@@ -625,7 +589,7 @@ if available():
                 mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
                 count += 1
             out = gl.convert_layout(acc, TILE)
-            out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L).to(gl.float32)
+            out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
 
     @gluon.jit

@@ -61,9 +61,8 @@ _tuning.register(
     maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
                   "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
-    x_prefetch=(int, "Gluon kernel: each program prefetches into L2 the x rows of the tile this many tiles after "
-                     "its own (0: none; default twice the SM count)"),
-    w1_stages=(int, "Gluon kernel: the W1 ring's depth (default: stages, the W2 ring's)"),
+    w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's); default stages + 1 for "
+                    "bf16/fp16-dot inference, else stages"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -1033,7 +1032,6 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout])
         else:
             kwargs["max_registers"] = max_registers
-            kwargs["x_prefetch"] = _tuning.get(TUNING_OP, "x_prefetch")  # None: the kernel's default
             kwargs["w1_stages"] = _tuning.get(TUNING_OP, "w1_stages")
         return _Plan(layout, None, kwargs, saved_dtype, None)  # launched through _cheri_gluon's module functions
     interpreting = x.device.type == "cpu"

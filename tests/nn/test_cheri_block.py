@@ -795,21 +795,20 @@ def test_gpu_gluon_kernel_matches_the_triton_kernel(channels, expansion, kernel_
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", [
     (128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)])
-def test_gpu_gluon_prefetch_and_w1_ring_depth_change_no_bit(dtype, channels, expansion, kernel_size, dilation,
-                                                            length, batch):
-    """The L2 prefetch of a later tile's x (any distance, including past the grid's end) and a W1 ring deeper than
-    the W2 ring (its wait for W2 after the GELU) change when data arrives, not what is summed: bit-equal outputs, for
-    bf16 dots and an fp32 model's bf16x3, ragged L, 2 to 16 hidden chunks, halos reaching before the sequence."""
+def test_gpu_gluon_w1_ring_depth_changes_no_bit(dtype, channels, expansion, kernel_size, dilation, length, batch):
+    """A W1 ring deeper than the W2 ring (with its wait for W2 after the GELU; the bf16/fp16 inference default)
+    changes when data arrives, not what is summed: bit-equal outputs for ring depths 2 to 4, for bf16 dots and an fp32
+    model's bf16x3, ragged L, 2 to 16 hidden chunks."""
     from greyhound import _tuning
     block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=dtype, device="cuda").eval()
     x = torch.randn(batch, channels, length, device="cuda", dtype=dtype)
     tile = dict(layout="gluon", block_l=64, block_e=32 if channels * expansion % 32 == 0 else 16, warps=4, stages=2)
     with torch.no_grad():
-        with _tuning.override(cheri_ops.TUNING_OP, **tile, x_prefetch=0, w1_stages=2):
+        with _tuning.override(cheri_ops.TUNING_OP, **tile, w1_stages=2):
             base = block(x)
-        for options in (dict(x_prefetch=1), dict(x_prefetch=264), dict(w1_stages=3), dict(w1_stages=4, x_prefetch=7)):
-            with _tuning.override(cheri_ops.TUNING_OP, **tile, **options):
-                assert torch.equal(block(x), base), options
+        for w1_stages in (3, 4):
+            with _tuning.override(cheri_ops.TUNING_OP, **tile, w1_stages=w1_stages):
+                assert torch.equal(block(x), base), w1_stages
     # and right (a sanity bound: the 1e-5 fp32 goal has its own tests, on fewer outputs than these 5M)
     assert max_abs(base, fp64_twin(block).reference_forward(x.double())) < 2 * MEGA_MAX_ABS[dtype]
 
@@ -1016,12 +1015,9 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
     with pytest.raises(ValueError, match="given together"):
         w = torch.empty(512, 128, dtype=torch.bfloat16)
         gluon_module.launch(x, x, None, None, None, None, w, None, w.T, None, 4, 1e-5, 64, 32, 4, 2, fc1_lo=w)
-    # the L2 prefetch distance and the W1 ring's depth: checked before anything launches
-    with pytest.raises(ValueError, match="x_prefetch is a number of tiles ahead .* got -1"):
-        gluon_module.launch(x, x, None, None, None, None, w, None, w.T, None, 4, 1e-5, 64, 32, 4, 2, x_prefetch=-1)
+    # the W1 ring's depth: checked before anything launches
     with pytest.raises(ValueError, match=r"w1_stages .* at least stages \(3\), got 2"):
-        gluon_module.launch(x, x, None, None, None, None, w, None, w.T, None, 4, 1e-5, 64, 32, 4, 3, x_prefetch=0,
-                            w1_stages=2)
+        gluon_module.launch(x, x, None, None, None, None, w, None, w.T, None, 4, 1e-5, 64, 32, 4, 3, w1_stages=2)
 
 
 @pytest.mark.gpu
@@ -1070,14 +1066,12 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     types = dict(x_ptr=f"*{dtype}", out_ptr=f"*{dtype}", conv_w_ptr=f"*{dtype}", conv_b_ptr=f"*{dtype}",
                  gamma_ptr=f"*{dtype}", beta_ptr=f"*{dtype}", w1_ptr=f"*{weights}", b1_ptr=f"*{dtype}",
                  w2_ptr=f"*{weights}", b2_ptr=f"*{dtype}", w1_lo_ptr=f"*{weights}", w2_lo_ptr=f"*{weights}",
-                 hidden_ptr=f"*{hidden_type}", mean_ptr="*fp32", rstd_ptr="*fp32", L="i32", eps="fp32",
-                 num_tiles="i32", prefetch_ahead="i32")
+                 hidden_ptr=f"*{hidden_type}", mean_ptr="*fp32", rstd_ptr="*fp32", L="i32", eps="fp32")
     constexprs = dict(C=channels, HIDDEN=4 * channels, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64,
                       BLOCK_E=block_e, STAGES=2, W1_STAGES=2, SPLIT=split, TRAINING=training, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_kernel", types, constexprs, 4,
                                divisible=("L",) if even else ())
     assert facts["cubin"] and facts["copy_bytes"] == [16]
-    assert facts["l2_prefetches"] == 1, facts  # the x rows of a later tile (one request a thread, one asm block)
     terms = 3 if split else 1
     assert facts["wgmma"] == terms * (4 * channels // block_e) * (channels // 16 + block_e // 16), facts
     operands = {"bf16": ".f32.bf16.bf16", "fp16": ".f32.f16.f16"}[weights]  # fp32 accumulators
