@@ -61,8 +61,7 @@ _tuning.register(
     maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
                   "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
-    w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's); default stages + 1 for "
-                    "bf16/fp16-dot inference, else stages"),
+    w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
