@@ -322,37 +322,28 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
-    def _load_x_tile(ptrs, in_range, EVEN_L: gl.constexpr, FP32: gl.constexpr = True):
-        """A tile of x, in fp32 (else in x's type, for a load whose conversion waits until the value is used): masked
-        to the sequence's end unless L is a whole number of tiles."""
+    def _load_x_tile(ptrs, in_range, EVEN_L: gl.constexpr):
+        """A tile of x in fp32: masked to the sequence's end unless L is a whole number of tiles."""
         if EVEN_L:
             tile = gl.load(ptrs)
         else:
             tile = gl.load(ptrs, mask=in_range, other=0.0)
-        if FP32:
-            tile = tile.to(gl.float32)
-        return tile
+        return tile.to(gl.float32)
 
     @gluon.jit
-    def _conv_norm_tile(x_row, x_last, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
+    def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
                         C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr, EVEN_L: gl.constexpr,
-                        BLOCK_L: gl.constexpr, TILE: gl.constexpr, X_LAST_GIVEN: gl.constexpr):
+                        BLOCK_L: gl.constexpr, TILE: gl.constexpr):
         """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE, and
-        the conv output's mean and rstd per position (what a training forward saves). With X_LAST_GIVEN, x_last is
-        the conv's unshifted tap, the tile of x itself, which the caller loaded (early); else it is loaded here, last,
-        and x_last is not read."""
+        the conv output's mean and rstd per position (what a training forward saves)."""
         y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
         for k in gl.static_range(KERNEL_SIZE):
             shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
             w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
+            tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
             if k == KERNEL_SIZE - 1:
-                if X_LAST_GIVEN:
-                    x_tap = x_last
-                else:
-                    x_tap = _load_x_tile(x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1), in_range,
-                                         EVEN_L)
+                x_tap = _load_x_tile(tap_ptrs, in_range, EVEN_L)
             else:
-                tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
                 x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
             y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
         mean = gl.sum(y, axis=1) / C
@@ -406,23 +397,12 @@ if available():
             w1lo_smem = w1_smem
             w2lo_smem = w2_smem
             zlo_smem = z_smem
-        # With a 16-bit x the tile's own x (the conv's unshifted tap, from HBM) is asked for first, then the weight
-        # rings (from L2), then b1, whose value the shared-memory copy below waits for: so those waits overlap rather
-        # than queue. ncu (session 24, bf16 N=512): the prologue's waits on x were 13% of the kernel's warp stall
-        # samples. An fp32 x loads in the conv, last, as before: 64 more live registers made ptxas spill (offline).
-        EARLY_X: gl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth == 16
-        pid = gl.program_id(0)
-        num_l_blocks = gl.cdiv(L, BLOCK_L)
-        n = pid // num_l_blocks
-        offs_l = (pid % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
-        offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
-        row = n.to(gl.int64) * C * L
-        x_row = x_ptr + row
-        in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-        tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
-        x_tile = 0  # (not read unless EARLY_X)
-        if EARLY_X:
-            x_tile = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
+        HIDDEN_P2: gl.constexpr = _next_power_of_2(HIDDEN)  # gl.arange's length
+        HIDDEN_ROW: gl.constexpr = gl.BlockedLayout([max(1, HIDDEN_P2 // (32 * num_warps))], [32], [num_warps], [0])
+        offs_hidden = gl.arange(0, HIDDEN_P2, layout=HIDDEN_ROW)
+        b1_smem = gl.allocate_shared_memory(  # b1 in fp32, read from here by every chunk's GELU
+            gl.float32, [HIDDEN_P2], gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
+            gl.load(b1_ptr + offs_hidden, mask=offs_hidden < HIDDEN, other=0.0).to(gl.float32))
         # Weight rings: W1[k] sits in slot k % W1_STAGES, W2[k] in slot k % STAGES. The first chunks of both load
         # under the conv + LayerNorm prologue, one commit group per chunk (W1_STAGES groups); after that each step
         # refills the W1 slot its first GEMM freed and the W2 slot the previous step's second GEMM freed, as one
@@ -434,16 +414,17 @@ if available():
                     _load_w2(w2_smem, w2lo_smem, w2_ptr, w2_lo_ptr, k, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT, SPLIT)
             async_copy.commit_group()
 
-        HIDDEN_P2: gl.constexpr = _next_power_of_2(HIDDEN)  # gl.arange's length
-        HIDDEN_ROW: gl.constexpr = gl.BlockedLayout([max(1, HIDDEN_P2 // (32 * num_warps))], [32], [num_warps], [0])
-        offs_hidden = gl.arange(0, HIDDEN_P2, layout=HIDDEN_ROW)
-        b1_smem = gl.allocate_shared_memory(  # b1 in fp32, read from here by every chunk's GELU
-            gl.float32, [HIDDEN_P2], gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
-            gl.load(b1_ptr + offs_hidden, mask=offs_hidden < HIDDEN, other=0.0).to(gl.float32))
-
         # ---- conv + LayerNorm of this tile, fp32, (BLOCK_L, C) -------------------------------------------------
-        z, mean, rstd = _conv_norm_tile(x_row, x_tile, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr,
-                                        beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE, EARLY_X)
+        pid = gl.program_id(0)
+        num_l_blocks = gl.cdiv(L, BLOCK_L)
+        n = pid // num_l_blocks
+        offs_l = (pid % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
+        offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
+        row = n.to(gl.int64) * C * L
+        x_row = x_ptr + row
+        in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
+        z, mean, rstd = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
+                                        eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
         if TRAINING:  # the statistics (N, L) fp32 (the lanes across C hold copies: one store each)
             stat_offsets = n.to(gl.int64) * L + offs_l
             gl.store(mean_ptr + stat_offsets, mean, mask=offs_l < L)
@@ -469,6 +450,7 @@ if available():
         # session 21). It also leaves the prologue without the residual's shuffle into the accumulator's layout (fp32
         # inference went 1.056 -> 0.989 ms at N=512); x is read again at the end, from L2.
         offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
+        tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
         acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
         acc = warpgroup_mma_init(acc)
         async_copy.wait_group(W1_STAGES - 2)  # chunks 0 and 1 (this thread's copies)
@@ -583,8 +565,8 @@ if available():
             row = n.to(gl.int64) * C * L
             x_row = x_ptr + row
             in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-            z, _, _ = _conv_norm_tile(x_row, 0, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
-                                      eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE, False)
+            z, _, _ = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
+                                eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
             _cta_barrier()  # (this partition's warps) the previous tile's first GEMMs have all read z
             z_smem.store(z.to(z_smem.dtype))
             fence_async_shared()
