@@ -796,8 +796,8 @@ def test_gpu_gluon_kernel_matches_the_triton_kernel(channels, expansion, kernel_
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", [
     (128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)])
 def test_gpu_gluon_w1_ring_depth_changes_no_bit(dtype, channels, expansion, kernel_size, dilation, length, batch):
-    """A W1 ring deeper than the W2 ring (with its wait for W2 after the GELU; the bf16/fp16 inference default)
-    changes when data arrives, not what is summed: bit-equal outputs for ring depths 2 to 4, for bf16 dots and an fp32
+    """A W1 ring deeper than the W2 ring (the `w1_stages` tuning variant, with its wait for W2 after the GELU) changes
+    when data arrives, not what is summed: bit-equal outputs for ring depths 2 to 4, for bf16 dots and an fp32
     model's bf16x3, ragged L, 2 to 16 hidden chunks."""
     from greyhound import _tuning
     block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=dtype, device="cuda").eval()
@@ -1051,16 +1051,17 @@ def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch
     assert max_abs(fallback, ref) < HALF_BOUNDS[torch.bfloat16]
 
 
-@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split,training", [
-    ("bf16", "bf16", 128, 64, True, False, False), ("fp32", "bf16", 64, 32, False, False, False),
-    ("fp16", "fp16", 128, 64, True, False, False), ("fp32", "bf16", 128, 32, True, True, False),
-    ("fp32", "bf16", 128, 32, False, True, True), ("bf16", "bf16", 128, 64, True, False, True)])
-def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split, training):
+@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split,training,w1_stages", [
+    ("bf16", "bf16", 128, 64, True, False, False, 2), ("fp32", "bf16", 64, 32, False, False, False, 2),
+    ("fp16", "fp16", 128, 64, True, False, False, 2), ("fp32", "bf16", 128, 32, True, True, False, 2),
+    ("fp32", "bf16", 128, 32, False, True, True, 2), ("bf16", "bf16", 128, 64, True, False, True, 2),
+    ("bf16", "bf16", 128, 64, True, False, False, 3)])
+def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split, training, w1_stages):
     # the default Gluon configs and others: valid for this Triton's Gluon, wgmma on the tensor cores in the weights'
     # type (fp16 models multiply fp16), 16-byte weight copies, within the H200's shared memory. Per hidden chunk one
     # wgmma per 16 of C (first GEMM) and per 16 of BLOCK_E (second); bf16x3 (split) issues each product three times
     # and holds lo rings and a lo z tile beside the hi ones. The training forward (it also stores the hidden layer and
-    # the statistics) issues the same products
+    # the statistics) issues the same products. A W1 ring deeper than W2's (the w1_stages variant) holds more W1 slices
     from tests.gluon_compile import compile_for_hopper
     hidden_type = "fp32" if split else weights
     types = dict(x_ptr=f"*{dtype}", out_ptr=f"*{dtype}", conv_w_ptr=f"*{dtype}", conv_b_ptr=f"*{dtype}",
@@ -1068,7 +1069,7 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
                  w2_ptr=f"*{weights}", b2_ptr=f"*{dtype}", w1_lo_ptr=f"*{weights}", w2_lo_ptr=f"*{weights}",
                  hidden_ptr=f"*{hidden_type}", mean_ptr="*fp32", rstd_ptr="*fp32", L="i32", eps="fp32")
     constexprs = dict(C=channels, HIDDEN=4 * channels, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64,
-                      BLOCK_E=block_e, STAGES=2, W1_STAGES=2, SPLIT=split, TRAINING=training, num_warps=4)
+                      BLOCK_E=block_e, STAGES=2, W1_STAGES=w1_stages, SPLIT=split, TRAINING=training, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_kernel", types, constexprs, 4,
                                divisible=("L",) if even else ())
     assert facts["cubin"] and facts["copy_bytes"] == [16]
@@ -1076,7 +1077,7 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     assert facts["wgmma"] == terms * (4 * channels // block_e) * (channels // 16 + block_e // 16), facts
     operands = {"bf16": ".f32.bf16.bf16", "fp16": ".f32.f16.f16"}[weights]  # fp32 accumulators
     assert facts["wgmma_kinds"] and all(kind.endswith(operands) for kind in facts["wgmma_kinds"]), facts
-    ring = 2 * 2 * block_e * channels * 2  # two W1 and two W2 slices of 16-bit weights
+    ring = (w1_stages + 2) * block_e * channels * 2  # w1_stages W1 and two W2 slices of 16-bit weights
     parts = 2 if split else 1
     assert parts * (ring + 64 * channels * 2) <= facts["shared"] <= 232448
     if split:  # two programs an SM: what the bf16x3 default config was chosen for
