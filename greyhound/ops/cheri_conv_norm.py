@@ -1025,13 +1025,17 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     block_l, block_e, num_warps, num_stages, layout, max_registers = candidate
     batch, channels, length = x.shape
     saved_dtype = hidden_dtype(x.dtype, mode)
+    w1_stages = _tuning.get(TUNING_OP, "w1_stages")
+    if layout != "gluon" and w1_stages is not None:  # a variant would otherwise time a kernel it does not apply to
+        raise ValueError(f"tuning: {TUNING_OP}.w1_stages applies to the gluon layout only; this call runs layout "
+                         f"{layout}")
     if layout == "gluon" or layout in _WS_CONSUMERS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout])
         else:
             kwargs["max_registers"] = max_registers
-            kwargs["w1_stages"] = _tuning.get(TUNING_OP, "w1_stages")
+            kwargs["w1_stages"] = w1_stages
         return _Plan(layout, None, kwargs, saved_dtype, None)  # launched through _cheri_gluon's module functions
     interpreting = x.device.type == "cpu"
     kwargs = {"C": channels, "HIDDEN": hidden_width, "KERNEL_SIZE": kernel_size, "DILATION": dilation,

@@ -591,7 +591,8 @@ def test_tuning_override_errors_name_the_tunable(device):
     from greyhound import _tuning
     block = make_block(16, 3, 2, expansion=4, device=device)
     x = torch.randn(1, 16, 24, device=device)
-    for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu")):
+    for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu"),
+                           (dict(w1_stages=3, layout="lc"), "w1_stages applies to the gluon layout only; .* layout lc")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
     if device == "cpu":  # the Gluon kernels are Hopper-only: asked for by name elsewhere, they say why they cannot run
