@@ -34,7 +34,7 @@ import functools
 import torch
 
 from greyhound._launch import FastLaunch
-from greyhound.ops._gluon import async_copy, async_load as _async_load, cta_barrier as _cta_barrier, gl, gluon
+from greyhound.ops._gluon import async_copy, async_load as _async_load, gl, gluon
 from greyhound.ops._gluon import warn_fallback as _warn_fallback, why_not_hopper
 
 _WARNED = set()
@@ -90,14 +90,13 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
     from the ring slot sweep 1 left it in instead of loading it again."""
     rows, V = logits.shape
     programs = max(1, min(programs // split, rows)) * split
-    if split > 1:
-        partials = torch.empty(rows * 3 * split, device=logits.device, dtype=torch.float32)
-        arrivals = torch.zeros(rows, device=logits.device, dtype=torch.int32)
+    if split > 1:  # every slot starts empty (-1: no pair of fp32 values a program publishes has these bits)
+        partials = torch.full((rows * 2 * split,), -1, device=logits.device, dtype=torch.int64)
     else:
-        partials = arrivals = lse  # unused
+        partials = lse  # unused
     _LAUNCHER[(programs,)](
         logits, logits.stride(0), grad, grad.stride(0), target, per_token_loss, lse, grad_scale, grad_scale_stride,
-        partials, arrivals, rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0),
+        partials, rows, V, ignore_index, float(label_smoothing), float(softcap or 1.0),
         float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
         TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, REUSE_LAST=int(bool(reuse_last)),
@@ -212,7 +211,7 @@ if gluon is not None:
     @gluon.jit
     def cross_entropy_one_pass_kernel(
         logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
-        grad_scale_ptr, grad_scale_stride, partial_ptr, arrivals_ptr, n_rows, V, ignore_index, label_smoothing,
+        grad_scale_ptr, grad_scale_stride, partial_ptr, n_rows, V, ignore_index, label_smoothing,
         softcap, lse_square_scale,
         HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr,
         TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, POLICY: gl.constexpr,
@@ -221,8 +220,8 @@ if gluon is not None:
         """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits. SPLIT programs (a group: pid // SPLIT,
         ranks pid % SPLIT) share each of the group's rows g, g + G / SPLIT, ... (G the grid, a multiple of SPLIT),
         rank r taking the row's tiles r, r + SPLIT, ...; with SPLIT > 1 they exchange their sweep-1 partials through
-        partial_ptr (fp32 [rows, 3, SPLIT]) and a zeroed per-row arrival counter (arrivals_ptr, int32 [rows]), all of
-        a group's programs being resident together. Same contract as cross_entropy._cross_entropy_kernel +
+        partial_ptr (int64 [rows, 2, SPLIT], every slot -1 before the launch), all of a group's programs being
+        resident together. Same contract as cross_entropy._cross_entropy_kernel +
         _gradient_kernel: an ignored row has loss 0 and a 0 gradient; a target outside [0, V) that is not
         ignore_index gives nan loss, lse and gradient, and is never read. grad_ptr may equal logits_ptr (each tile
         is read before it is written)."""
@@ -272,23 +271,31 @@ if gluon is not None:
             row_max = gl.max(col_max, axis=0)
             row_sum = gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0) * 1.4426950408889634), axis=0)
             row_sum_z = gl.sum(sum_z, axis=0)
-            if SPLIT > 1:  # publish this program's partials, count it on the row, wait for the group's others
-                partial_row = partial_ptr + row * (3 * SPLIT)
-                gl.store(partial_row + rank, row_max)
-                gl.store(partial_row + SPLIT + rank, row_sum)
-                gl.store(partial_row + 2 * SPLIT + rank, row_sum_z)
-                _cta_barrier()  # the partials are stored before the arrival is counted (release)
-                gl.atomic_add(arrivals_ptr + row, 1, sem="release", scope="gpu")
-                arrived = gl.atomic_add(arrivals_ptr + row, 0, sem="acquire", scope="gpu")
-                while arrived < SPLIT:
-                    arrived = gl.atomic_add(arrivals_ptr + row, 0, sem="acquire", scope="gpu")
-                _cta_barrier()
+            if SPLIT > 1:
+                # Publish this program's partials and wait for the group's others. Each slot is one relaxed 64-bit
+                # exchange that carries the values themselves (max and sum of exp as two fp32 bit patterns; the sum
+                # of the logits in a second slot), so no release/acquire fence is needed: a fence (MEMBAR.GPU) would
+                # wait for every copy and store this program has in flight, the ring's look-ahead included.
+                slot_row = partial_ptr + row * (2 * SPLIT)
+                gl.atomic_xchg(slot_row + rank, (row_max.to(gl.int32, bitcast=True).to(gl.int64) << 32)
+                               | (row_sum.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF), sem="relaxed",
+                               scope="gpu")
+                if HAS_SMOOTHING:
+                    gl.atomic_xchg(slot_row + SPLIT + rank, row_sum_z.to(gl.int32, bitcast=True).to(gl.int64)
+                                   & 0xFFFFFFFF, sem="relaxed", scope="gpu")
                 slots = gl.arange(0, SPLIT, layout=SLOTS)
-                maxes = gl.load(partial_row + slots, volatile=True)
+                packed = gl.load(slot_row + slots, volatile=True)
+                while gl.sum((packed == -1).to(gl.int32), axis=0) > 0:
+                    packed = gl.load(slot_row + slots, volatile=True)
+                maxes = (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+                sums = packed.to(gl.int32).to(gl.float32, bitcast=True)
                 row_max = gl.max(maxes, axis=0)
-                row_sum = gl.sum(gl.load(partial_row + SPLIT + slots, volatile=True)
-                                 * gl.exp2(gl.maximum(maxes - row_max, -1000.0) * 1.4426950408889634), axis=0)
-                row_sum_z = gl.sum(gl.load(partial_row + 2 * SPLIT + slots, volatile=True), axis=0)
+                row_sum = gl.sum(sums * gl.exp2(gl.maximum(maxes - row_max, -1000.0) * 1.4426950408889634), axis=0)
+                if HAS_SMOOTHING:
+                    packed_z = gl.load(slot_row + SPLIT + slots, volatile=True)
+                    while gl.sum((packed_z == -1).to(gl.int32), axis=0) > 0:
+                        packed_z = gl.load(slot_row + SPLIT + slots, volatile=True)
+                    row_sum_z = gl.sum(packed_z.to(gl.int32).to(gl.float32, bitcast=True), axis=0)
             lse = row_max + gl.log(row_sum)
             is_valid = target != ignore_index
             in_range = (target >= 0) & (target < V)
