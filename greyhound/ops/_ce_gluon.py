@@ -49,18 +49,10 @@ def _shared_memory(device_index):
     return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
 
 
-def unsupported(logits, grad, tile_rows, num_warps, stages, split=1, defer=False):
+def unsupported(logits, grad, tile_rows, num_warps, stages, split=1):
     """Why this kernel cannot run this call (a string), or None when it can. Its 16-byte copies need the vocabulary
     and both row strides to be multiples of 16 elements (what Triton's argument specialisation proves) and both base
     addresses 16-byte aligned."""
-    if num_warps not in (4, 8, 16, 32) or tile_rows & (tile_rows - 1) or not 1 <= tile_rows <= 16 or stages < 2:
-        return f"needs num_warps in (4, 8, 16, 32), a power-of-2 tile_rows <= 16 and stages >= 2, got {num_warps}, " \
-               f"{tile_rows}, {stages}"
-    if split & (split - 1) or not 1 <= split <= 8:
-        return f"the programs sharing a row (split) must be a power of 2 in [1, 8], got {split}"
-    if defer and (split == 1 or stages < 3):
-        return f"finishing rows a row later (defer) needs split > 1 and stages >= 3, got split {split}, " \
-               f"stages {stages}"
     why_not = why_not_hopper(logits.device)
     if why_not is not None:
         return why_not
@@ -72,6 +64,11 @@ def unsupported(logits, grad, tile_rows, num_warps, stages, split=1, defer=False
     for name, tensor in (("logits'", logits), ("gradient's", grad)):
         if tensor.data_ptr() % 16:
             return f"the {name} base address must be 16-byte aligned, got {tensor.data_ptr() % 16} bytes past"
+    if num_warps not in (4, 8, 16, 32) or tile_rows & (tile_rows - 1) or not 1 <= tile_rows <= 16 or stages < 2:
+        return f"needs num_warps in (4, 8, 16, 32), a power-of-2 tile_rows <= 16 and stages >= 2, got {num_warps}, " \
+               f"{tile_rows}, {stages}"
+    if split & (split - 1) or not 1 <= split <= 8:
+        return f"the programs sharing a row (split) must be a power of 2 in [1, 8], got {split}"
     tile_bytes = tile_rows * 8 * 32 * num_warps * logits.element_size()
     limit = _shared_memory(logits.device.index) - 1024  # the cross-warp reductions' scratch
     if stages * tile_bytes > limit:
@@ -86,12 +83,11 @@ def warn_fallback(error):
 
 def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
            label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1,
-           reuse_last=True, defer=False):
+           reuse_last=True):
     """One launch: loss, lse and grad_scale * d loss / d logits of every row (see cross_entropy._cross_entropy_rows
     for the arguments' meaning; `softcap` None for none). `programs` at most the number that can be resident at
     once when split > 1 (a group's programs wait for each other). `reuse_last`: sweep 2 takes each row's last tile
-    from the ring slot sweep 1 left it in instead of loading it again. `defer` (split > 1): each program finishes a
-    row after the next row's sweep 1, so the partners' partials have that long to arrive."""
+    from the ring slot sweep 1 left it in instead of loading it again."""
     rows, V = logits.shape
     programs = max(1, min(programs // split, rows)) * split
     if split > 1:  # every slot starts empty (-1: no pair of fp32 values a program publishes has these bits)
@@ -104,7 +100,7 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
         float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
         TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, REUSE_LAST=int(bool(reuse_last)),
-        DEFER=int(bool(defer)), num_warps=num_warps)
+        num_warps=num_warps)
 
 
 if gluon is not None:
@@ -136,42 +132,28 @@ if gluon is not None:
         return hint if policy & bit else ""
 
     @gluon.jit
-    def _issue(ring, logits_ptr, stride, item, n_items, first_row, n_groups, n_tiles, n_loads2, rank, V,
+    def _issue(ring, logits_ptr, stride, item, n_items, first_row, n_groups, n_tiles, rank, V,
                TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, num_warps: gl.constexpr,
-               LAYOUT: gl.constexpr, POLICY: gl.constexpr, DEFER: gl.constexpr):
+               LAYOUT: gl.constexpr, POLICY: gl.constexpr, REUSE_LAST: gl.constexpr):
         """cp.async of stream item `item` into ring slot item % STAGES, as one commit group (empty past the stream's
-        end, so that wait_group counts stay static). The program's rows are first_row, first_row + n_groups, ...;
-        each has n_tiles sweep-1 items (row tiles rank, rank + SPLIT, ... in order) and n_loads2 sweep-2 items (the
-        same tiles in reverse order, without the last when sweep 2 takes it from sweep 1's slot). The stream takes
-        them in the order the program consumes them: row by row; with DEFER, row k's sweep 1 before row k - 1's
-        sweep 2."""
+        end, so that wait_group counts stay static). The program's stream: rows first_row, first_row + n_groups,
+        ...; in each, its n_tiles tiles (row tiles rank, rank + SPLIT, ...) in order (sweep 1), then in reverse
+        order (sweep 2), without the last tile when REUSE_LAST (sweep 2 reads it from sweep 1's slot)."""
         TILE: gl.constexpr = TILE_R * 256 * num_warps
         if item < n_items:
-            per_row = n_tiles + n_loads2
-            if DEFER:  # row 0's sweep 1, then units [row k + 1's sweep 1, row k's sweep 2]; the last unit: sweep 2
-                later = gl.maximum(item - n_tiles, 0)
-                unit = later // per_row
-                within = later % per_row
-                last_unit = unit + 1 >= n_items // per_row  # n_items: the program's rows x per_row
-                first = item < n_tiles
-                sweep1 = first | ((within < n_tiles) & (unit + 1 < n_items // per_row))
-                row_k = gl.where(first, 0, gl.where(sweep1, unit + 1, unit))
-                j = gl.where(first, item, gl.where(sweep1 | last_unit, within, within - n_tiles))
-            else:
-                row_k = item // per_row
-                within = item % per_row
-                sweep1 = within < n_tiles
-                j = gl.where(sweep1, within, within - n_tiles)
-            # sweep-2 item j reads tile n_tiles - 1 - (j + n_tiles - n_loads2): from the row's end backwards
-            tile = rank + SPLIT * gl.where(sweep1, j, n_loads2 - 1 - j)
-            row = first_row + row_k * n_groups
+            per_row = 2 * n_tiles - REUSE_LAST
+            row = first_row + (item // per_row) * n_groups
+            within = item % per_row
+            tile = rank + SPLIT * gl.where(within < n_tiles, within, per_row - 1 - within)
             offsets = tile * TILE + _tile_offsets(TILE_R, num_warps, LAYOUT)
             pointers = logits_ptr + row.to(gl.int64) * stride + offsets
             slot = ring.index(item % STAGES)
-            if sweep1:  # kept in L2 for sweep 2
-                _async_load(slot, pointers, mask=offsets < V, eviction_policy=_policy(POLICY, 1, "evict_last"))
+            if within < n_tiles:  # sweep 1: kept in L2 for sweep 2
+                _async_load(slot, pointers, mask=offsets < V,
+                                                       eviction_policy=_policy(POLICY, 1, "evict_last"))
             else:  # sweep 2: the last use
-                _async_load(slot, pointers, mask=offsets < V, eviction_policy=_policy(POLICY, 2, "evict_first"))
+                _async_load(slot, pointers, mask=offsets < V,
+                                                       eviction_policy=_policy(POLICY, 2, "evict_first"))
         async_copy.commit_group()
 
     @gluon.jit
@@ -227,150 +209,23 @@ if gluon is not None:
                      eviction_policy=_policy(POLICY, 4, "evict_first"))
 
     @gluon.jit
-    def _publish(partial_ptr, row, rank, row_max, row_sum, row_sum_z, SPLIT: gl.constexpr,
-                 HAS_SMOOTHING: gl.constexpr):
-        """This program's sweep-1 partials of `row`, into its slots. Each slot is one relaxed 64-bit exchange that
-        carries the values themselves (max and sum of exp as two fp32 bit patterns; the sum of the logits in a second
-        slot), so no release/acquire fence is needed: a fence (MEMBAR.GPU) would wait for every copy and store this
-        program has in flight, the ring's look-ahead included."""
-        slot_row = partial_ptr + row * (2 * SPLIT)
-        gl.atomic_xchg(slot_row + rank, (row_max.to(gl.int32, bitcast=True).to(gl.int64) << 32)
-                       | (row_sum.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF), sem="relaxed", scope="gpu")
-        if HAS_SMOOTHING:
-            gl.atomic_xchg(slot_row + SPLIT + rank, row_sum_z.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF,
-                           sem="relaxed", scope="gpu")
-
-    @gluon.jit
-    def _gather(partial_ptr, row, SPLIT: gl.constexpr, HAS_SMOOTHING: gl.constexpr, SLOTS: gl.constexpr):
-        """The row's max, sum of exp and sum of logits over the group's programs, once every slot is filled."""
-        slot_row = partial_ptr + row * (2 * SPLIT)
-        slots = gl.arange(0, SPLIT, layout=SLOTS)
-        packed = gl.load(slot_row + slots, volatile=True)
-        while gl.sum((packed == -1).to(gl.int32), axis=0) > 0:
-            packed = gl.load(slot_row + slots, volatile=True)
-        maxes = (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True)
-        sums = packed.to(gl.int32).to(gl.float32, bitcast=True)
-        row_max = gl.max(maxes, axis=0)
-        row_sum = gl.sum(sums * gl.exp2(gl.maximum(maxes - row_max, -1000.0) * 1.4426950408889634), axis=0)
-        row_sum_z = 0.0
-        if HAS_SMOOTHING:
-            packed_z = gl.load(slot_row + SPLIT + slots, volatile=True)
-            while gl.sum((packed_z == -1).to(gl.int32), axis=0) > 0:
-                packed_z = gl.load(slot_row + SPLIT + slots, volatile=True)
-            row_sum_z = gl.sum(packed_z.to(gl.int32).to(gl.float32, bitcast=True), axis=0)
-        return row_max, row_sum, row_sum_z
-
-    @gluon.jit
-    def _sweep1_row(ring, logits_ptr, logits_row_stride, item, n_items, group, n_groups, n_tiles, n_loads2, rank, V,
-                    n_full, offsets, softcap, TILE_R: gl.constexpr, STAGES: gl.constexpr, LOOKAHEAD: gl.constexpr,
-                    SPLIT: gl.constexpr, num_warps: gl.constexpr, LAYOUT: gl.constexpr, COLS: gl.constexpr,
-                    POLICY: gl.constexpr, DEFER: gl.constexpr, HAS_SOFTCAP: gl.constexpr,
-                    HAS_SMOOTHING: gl.constexpr):
-        """Sweep 1 of the program's row part, tiles from the ring: the next item, this program's max, sum of exp and
-        sum of logits (combined across its warps)."""
-        TILE: gl.constexpr = TILE_R * 256 * num_warps
-        # finite, and finite times log2(e) too: -inf logits then give exp2(-inf) = 0, never inf - inf = nan
-        col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)
-        sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
-        sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
-        for j in range(n_tiles):
-            t = rank + SPLIT * j
-            _issue(ring, logits_ptr, logits_row_stride, item + LOOKAHEAD, n_items, group, n_groups, n_tiles,
-                   n_loads2, rank, V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, DEFER)
-            async_copy.wait_group(LOOKAHEAD)  # item's copies (this thread's, the only ones it reads)
-            z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
-            if t < n_full:
-                col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z, softcap,
-                                                       False, HAS_SOFTCAP, HAS_SMOOTHING)
-            else:
-                col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z, softcap,
-                                                       True, HAS_SOFTCAP, HAS_SMOOTHING)
-            item += 1
-        row_max = gl.max(col_max, axis=0)
-        row_sum = gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0) * 1.4426950408889634), axis=0)
-        row_sum_z = gl.sum(sum_z, axis=0)
-        return item, row_max, row_sum, row_sum_z
-
-    @gluon.jit
-    def _finish_row(ring, logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr,
-                    lse_ptr, grad_scale_ptr, grad_scale_stride, row, row_max, row_sum, row_sum_z, item, held, reuse,
-                    n_items, group, n_groups, n_tiles, n_loads2, rank, V, n_full, offsets, ignore_index,
-                    label_smoothing, softcap, lse_square_scale, HAS_SOFTCAP: gl.constexpr,
-                    HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr, TILE_R: gl.constexpr,
-                    STAGES: gl.constexpr, LOOKAHEAD: gl.constexpr, SPLIT: gl.constexpr, num_warps: gl.constexpr,
-                    LAYOUT: gl.constexpr, POLICY: gl.constexpr, DEFER: gl.constexpr, REUSE_LAST: gl.constexpr):
-        """The row's loss and lse (rank 0 stores them), then sweep 2: its gradient, tiles in reverse order, the last
-        one from ring slot `held` when `reuse`. Returns the next item."""
-        TILE: gl.constexpr = TILE_R * 256 * num_warps
-        target = gl.load(target_ptr + row).to(gl.int64)
-        row_scale = gl.load(grad_scale_ptr + row * grad_scale_stride).to(gl.float32)
-        lse = row_max + gl.log(row_sum)
-        is_valid = target != ignore_index
-        in_range = (target >= 0) & (target < V)
-        is_bad = is_valid & ((target < 0) | (target >= V))
-        z_target = gl.load(logits_ptr + row * logits_row_stride + gl.where(in_range, target, 0),
-                           mask=is_valid & in_range, other=0.0).to(gl.float32)
-        if HAS_SOFTCAP:
-            z_target = softcap * _tanh(z_target / softcap)
-        loss = lse - (1.0 - label_smoothing) * z_target
-        if HAS_SMOOTHING:
-            loss -= label_smoothing * row_sum_z / V
-        if HAS_Z_LOSS:
-            loss += lse_square_scale * lse * lse
-        lse = gl.where(is_bad, float("nan"), lse)
-        gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)),
-                 mask=rank == 0)
-        gl.store(lse_ptr + row, lse, mask=rank == 0)
-        row_scale = gl.where(is_valid, row_scale, 0.0)
-        softmax_coef = row_scale
-        if HAS_Z_LOSS:
-            softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
-        target_coef = row_scale * (1.0 - label_smoothing)
-        uniform = row_scale * label_smoothing / V
-        lse_log2 = lse * 1.4426950408889634
-        grad_row = grad_ptr + row * grad_row_stride
-        if REUSE_LAST:
-            if reuse:
-                # The row's last tile is still in the slot sweep 1 read it from: the copies issued since went to other
-                # slots (see the kernel's LOOKAHEAD).
-                _gradient_tile(ring.index(held % STAGES), grad_row, rank + SPLIT * (n_tiles - 1), n_full, V, offsets,
-                               target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT, TILE,
-                               HAS_SOFTCAP, POLICY)
-        for j2 in range(n_loads2):
-            _issue(ring, logits_ptr, logits_row_stride, item + LOOKAHEAD, n_items, group, n_groups, n_tiles,
-                   n_loads2, rank, V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, DEFER)
-            async_copy.wait_group(LOOKAHEAD)
-            _gradient_tile(ring.index(item % STAGES), grad_row, rank + SPLIT * (n_loads2 - 1 - j2), n_full, V,
-                           offsets, target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT, TILE,
-                           HAS_SOFTCAP, POLICY)
-            item += 1
-        return item
-
-    @gluon.jit
     def cross_entropy_one_pass_kernel(
         logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
         grad_scale_ptr, grad_scale_stride, partial_ptr, n_rows, V, ignore_index, label_smoothing,
         softcap, lse_square_scale,
         HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr,
         TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, POLICY: gl.constexpr,
-        REUSE_LAST: gl.constexpr, DEFER: gl.constexpr, num_warps: gl.constexpr,
+        REUSE_LAST: gl.constexpr, num_warps: gl.constexpr,
     ):
         """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits. SPLIT programs (a group: pid // SPLIT,
         ranks pid % SPLIT) share each of the group's rows g, g + G / SPLIT, ... (G the grid, a multiple of SPLIT),
         rank r taking the row's tiles r, r + SPLIT, ...; with SPLIT > 1 they exchange their sweep-1 partials through
         partial_ptr (int64 [rows, 2, SPLIT], every slot -1 before the launch), all of a group's programs being
-        resident together. With DEFER (SPLIT > 1 only) a program finishes each row one row later: it runs the next
-        row's sweep 1 while the partners' partials of this one travel. Same contract as
-        cross_entropy._cross_entropy_kernel + _gradient_kernel: an ignored row has loss 0 and a 0 gradient; a target
-        outside [0, V) that is not ignore_index gives nan loss, lse and gradient, and is never read. grad_ptr may
-        equal logits_ptr (each tile is read before it is written)."""
-        gl.static_assert(STAGES >= 2 + DEFER, "the ring holds the tile in use and the next one (and, with DEFER, "
-                                              "the tile waiting for its row's sweep 2)")
-        gl.static_assert(SPLIT > 1 or not DEFER, "DEFER is for programs sharing a row")
-        # Copies run LOOKAHEAD items ahead, so the copy issued in a step goes to the slot read one step earlier
-        # (DEFER: two steps earlier), and the slot of a row's last sweep-1 tile is not refilled before that row's
-        # sweep 2 takes the tile from it (with DEFER, one item of the next row is read in between).
-        LOOKAHEAD: gl.constexpr = STAGES - 1 - DEFER
+        resident together. Same contract as cross_entropy._cross_entropy_kernel +
+        _gradient_kernel: an ignored row has loss 0 and a 0 gradient; a target outside [0, V) that is not
+        ignore_index gives nan loss, lse and gradient, and is never read. grad_ptr may equal logits_ptr (each tile
+        is read before it is written)."""
+        gl.static_assert(STAGES >= 2, "the ring holds the tile in use and the next one")
         LAYOUT: gl.constexpr = _tile_layout(TILE_R, num_warps)
         COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))
         TILE: gl.constexpr = TILE_R * 256 * num_warps
@@ -385,50 +240,103 @@ if gluon is not None:
         n_groups = gl.num_programs(0) // SPLIT
         n_full = V // TILE
         n_tiles = gl.cdiv(gl.maximum(gl.cdiv(V, TILE) - rank, 0), SPLIT)  # this program's tiles of a row
-        # sweep 2 takes the row's last tile from sweep 1's slot: with DEFER only when it is the row part's only tile
-        # (the slot outlives one item of the next row, not more)
-        if DEFER:
-            reuse = REUSE_LAST * (n_tiles == 1).to(gl.int32)
-        else:
-            reuse = REUSE_LAST * (n_tiles > 0).to(gl.int32)
-        n_loads2 = n_tiles - reuse
         my_rows = gl.cdiv(gl.maximum(n_rows - group, 0), n_groups)
-        n_items = my_rows * (n_tiles + n_loads2)
-        for s in gl.static_range(LOOKAHEAD):
-            _issue(ring, logits_ptr, logits_row_stride, s, n_items, group, n_groups, n_tiles, n_loads2, rank, V,
-                   TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, DEFER)
+        n_items = my_rows * gl.maximum(2 * n_tiles - REUSE_LAST, 0)
+        for s in gl.static_range(STAGES - 1):
+            _issue(ring, logits_ptr, logits_row_stride, s, n_items, group, n_groups, n_tiles, rank, V, TILE_R, STAGES,
+                   SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
         item = 0
-        held = 0  # the ring slot item of the last sweep-1 tile read
-        for k in range(my_rows + DEFER):
-            prev_held = held
-            row = (group + k * n_groups).to(gl.int64)
-            if k < my_rows:  # always, without DEFER
-                item, row_max, row_sum, row_sum_z = _sweep1_row(
-                    ring, logits_ptr, logits_row_stride, item, n_items, group, n_groups, n_tiles, n_loads2, rank, V,
-                    n_full, offsets, softcap, TILE_R, STAGES, LOOKAHEAD, SPLIT, num_warps, LAYOUT, COLS, POLICY,
-                    DEFER, HAS_SOFTCAP, HAS_SMOOTHING)
-                held = item - 1
-                if SPLIT > 1:
-                    _publish(partial_ptr, row, rank, row_max, row_sum, row_sum_z, SPLIT, HAS_SMOOTHING)
-                if DEFER == 0:
-                    if SPLIT > 1:
-                        row_max, row_sum, row_sum_z = _gather(partial_ptr, row, SPLIT, HAS_SMOOTHING, SLOTS)
-                    item = _finish_row(
-                        ring, logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr,
-                        lse_ptr, grad_scale_ptr, grad_scale_stride, row, row_max, row_sum, row_sum_z, item, held,
-                        reuse, n_items, group, n_groups, n_tiles, n_loads2, rank, V, n_full, offsets, ignore_index,
-                        label_smoothing, softcap, lse_square_scale, HAS_SOFTCAP, HAS_SMOOTHING, HAS_Z_LOSS, TILE_R,
-                        STAGES, LOOKAHEAD, SPLIT, num_warps, LAYOUT, POLICY, DEFER, REUSE_LAST)
-            if DEFER:
-                if k >= 1:  # the row before: its partners' partials have had this row's sweep 1 to arrive
-                    prev_row = row - n_groups
-                    prev_max, prev_sum, prev_sum_z = _gather(partial_ptr, prev_row, SPLIT, HAS_SMOOTHING, SLOTS)
-                    item = _finish_row(
-                        ring, logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr,
-                        lse_ptr, grad_scale_ptr, grad_scale_stride, prev_row, prev_max, prev_sum, prev_sum_z, item,
-                        prev_held, reuse, n_items, group, n_groups, n_tiles, n_loads2, rank, V, n_full, offsets,
-                        ignore_index, label_smoothing, softcap, lse_square_scale, HAS_SOFTCAP, HAS_SMOOTHING,
-                        HAS_Z_LOSS, TILE_R, STAGES, LOOKAHEAD, SPLIT, num_warps, LAYOUT, POLICY, DEFER, REUSE_LAST)
+        for i in range(my_rows):
+            row = (group + i * n_groups).to(gl.int64)
+            target = gl.load(target_ptr + row).to(gl.int64)
+            row_scale = gl.load(grad_scale_ptr + row * grad_scale_stride).to(gl.float32)
+            # finite, and finite times log2(e) too: -inf logits then give exp2(-inf) = 0, never inf - inf = nan
+            col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)
+            sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
+            sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
+            # ---- sweep 1: the row's max and sum of exp -------------------------------------------------------
+            for j in range(n_tiles):
+                t = rank + SPLIT * j
+                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
+                async_copy.wait_group(STAGES - 1)  # item's copies (this thread's, the only ones it reads)
+                z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
+                if t < n_full:
+                    col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
+                                                           softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
+                else:
+                    col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
+                                                           softcap, True, HAS_SOFTCAP, HAS_SMOOTHING)
+                item += 1
+            row_max = gl.max(col_max, axis=0)
+            row_sum = gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0) * 1.4426950408889634), axis=0)
+            row_sum_z = gl.sum(sum_z, axis=0)
+            if SPLIT > 1:
+                # Publish this program's partials and wait for the group's others. Each slot is one relaxed 64-bit
+                # exchange that carries the values themselves (max and sum of exp as two fp32 bit patterns; the sum
+                # of the logits in a second slot), so no release/acquire fence is needed: a fence (MEMBAR.GPU) would
+                # wait for every copy and store this program has in flight, the ring's look-ahead included.
+                slot_row = partial_ptr + row * (2 * SPLIT)
+                gl.atomic_xchg(slot_row + rank, (row_max.to(gl.int32, bitcast=True).to(gl.int64) << 32)
+                               | (row_sum.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF), sem="relaxed",
+                               scope="gpu")
+                if HAS_SMOOTHING:
+                    gl.atomic_xchg(slot_row + SPLIT + rank, row_sum_z.to(gl.int32, bitcast=True).to(gl.int64)
+                                   & 0xFFFFFFFF, sem="relaxed", scope="gpu")
+                slots = gl.arange(0, SPLIT, layout=SLOTS)
+                packed = gl.load(slot_row + slots, volatile=True)
+                while gl.sum((packed == -1).to(gl.int32), axis=0) > 0:
+                    packed = gl.load(slot_row + slots, volatile=True)
+                maxes = (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+                sums = packed.to(gl.int32).to(gl.float32, bitcast=True)
+                row_max = gl.max(maxes, axis=0)
+                row_sum = gl.sum(sums * gl.exp2(gl.maximum(maxes - row_max, -1000.0) * 1.4426950408889634), axis=0)
+                if HAS_SMOOTHING:
+                    packed_z = gl.load(slot_row + SPLIT + slots, volatile=True)
+                    while gl.sum((packed_z == -1).to(gl.int32), axis=0) > 0:
+                        packed_z = gl.load(slot_row + SPLIT + slots, volatile=True)
+                    row_sum_z = gl.sum(packed_z.to(gl.int32).to(gl.float32, bitcast=True), axis=0)
+            lse = row_max + gl.log(row_sum)
+            is_valid = target != ignore_index
+            in_range = (target >= 0) & (target < V)
+            is_bad = is_valid & ((target < 0) | (target >= V))
+            z_target = gl.load(logits_ptr + row * logits_row_stride + gl.where(in_range, target, 0),
+                               mask=is_valid & in_range, other=0.0).to(gl.float32)
+            if HAS_SOFTCAP:
+                z_target = softcap * _tanh(z_target / softcap)
+            loss = lse - (1.0 - label_smoothing) * z_target
+            if HAS_SMOOTHING:
+                loss -= label_smoothing * row_sum_z / V
+            if HAS_Z_LOSS:
+                loss += lse_square_scale * lse * lse
+            lse = gl.where(is_bad, float("nan"), lse)
+            gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)),
+                     mask=rank == 0)
+            gl.store(lse_ptr + row, lse, mask=rank == 0)
+            # ---- sweep 2: the gradient, tiles in reverse order --------------------------------------------------
+            row_scale = gl.where(is_valid, row_scale, 0.0)
+            softmax_coef = row_scale
+            if HAS_Z_LOSS:
+                softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
+            target_coef = row_scale * (1.0 - label_smoothing)
+            uniform = row_scale * label_smoothing / V
+            lse_log2 = lse * 1.4426950408889634
+            grad_row = grad_ptr + row * grad_row_stride
+            if REUSE_LAST:
+                if n_tiles > 0:
+                    # The row's last tile is still in the slot sweep 1 read it from (item - 1): the copy issued in a
+                    # step goes to the slot read one step earlier, so that slot is refilled only in the next step.
+                    _gradient_tile(ring.index((item - 1) % STAGES), grad_row, rank + SPLIT * (n_tiles - 1), n_full, V,
+                                   offsets, target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT,
+                                   TILE, HAS_SOFTCAP, POLICY)
+            for j2 in range(REUSE_LAST, n_tiles):
+                _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
+                       V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
+                async_copy.wait_group(STAGES - 1)
+                _gradient_tile(ring.index(item % STAGES), grad_row, rank + SPLIT * (n_tiles - 1 - j2), n_full, V,
+                               offsets, target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT, TILE,
+                               HAS_SOFTCAP, POLICY)
+                item += 1
         async_copy.wait_group(0)
 
     _LAUNCHER = FastLaunch(cross_entropy_one_pass_kernel)

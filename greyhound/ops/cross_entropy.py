@@ -43,8 +43,6 @@ _tuning.register(
                           "the two load hints)"),
     one_pass_reuse=(bool, "one-pass kernel: sweep 2 takes each row's last tile from the ring slot sweep 1 left it in "
                           "(else it loads it again)"),
-    one_pass_defer=(bool, "one-pass kernel, split > 1: finish each row after the next row's sweep 1, while the "
-                          "partners' partials travel (needs stages >= 3)"),
 )
 
 
@@ -226,7 +224,6 @@ class _OnePassConfig(NamedTuple):
     policy: int  # L2 eviction hints (see the tunable)
     split: int  # programs sharing a row
     reuse_last: bool  # sweep 2 takes the row's last tile from sweep 1's ring slot
-    defer: bool = False  # split > 1: rows finished one row later
 
 
 def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
@@ -240,8 +237,7 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
     tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
     return _OnePassConfig(get("one_pass", None), get("one_pass_tile_rows", tile_rows), num_warps,
                           get("one_pass_stages", 3), get("one_pass_programs", None),
-                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True),
-                          get("one_pass_defer", False))
+                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True))
 
 
 @functools.lru_cache(maxsize=None)
@@ -353,8 +349,7 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
         # bf16 rows, 33 MB in flight, 1.37 vs 1.61 ms; fp32 rows, 66 MB, 3.32 vs 3.13 ms).
         if programs * logits.shape[1] * logits.element_size() > _l2_bytes(logits.device):
             return False
-    why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split,
-                                    config.defer)
+    why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split)
     if why_not is not None:
         if _tuning.get(TUNING_OP, "one_pass", None):  # asked for by name: say why it did not run
             _ce_gluon.warn_fallback(ValueError(why_not))
@@ -362,7 +357,7 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     try:
         _ce_gluon.launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
                          label_smoothing, softcap, lse_square_scale, programs, config.tile_rows, config.num_warps,
-                         config.stages, config.policy, config.split, config.reuse_last, config.defer)
+                         config.stages, config.policy, config.split, config.reuse_last)
     except Exception as error:  # Gluon is experimental: a compile failure falls back (nothing was written)
         _ce_gluon.warn_fallback(error)
         return False

@@ -500,23 +500,15 @@ def test_one_pass_default_config():
     assert config.reuse_last  # sweep 2 takes each row's last tile from the ring
     assert ce._one_pass_config(128256, 4).tile_rows == 4
     assert ce._one_pass_config(5000, 2).tile_rows == 2 and ce._one_pass_config(4096, 2).tile_rows == 1
-    assert not config.defer
-    with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2, one_pass_reuse=False,
-                          one_pass_defer=True):
+    with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2, one_pass_reuse=False):
         config = ce._one_pass_config(128256, 2)
         assert not config.enabled and config.tile_rows == 2 and config.split == 2 and not config.reuse_last
-        assert config.defer
 
 
 def test_one_pass_kernel_says_why_it_cannot_run():
     logits = torch.randn(4, 64)
     why = ce._ce_gluon.unsupported(logits, logits, 8, 8, 4)
     assert why is not None and ("compute capability" in why or "Gluon" in why)
-    # finishing rows a row later needs programs sharing rows and a ring with room for the held tile
-    assert "defer" in ce._ce_gluon.unsupported(logits, logits, 8, 8, 4, split=1, defer=True)
-    why = ce._ce_gluon.unsupported(logits, logits, 8, 8, 2, split=2, defer=True)
-    assert "defer" in why and "stages 2" in why
-    assert "split" in ce._ce_gluon.unsupported(logits, logits, 8, 8, 4, split=3)
 
 
 def test_one_pass_forced_on_cpu_falls_back_with_a_warning(device):
@@ -561,9 +553,7 @@ def test_gpu_one_pass_matches_reference(dtype, rows, vocab, options):
                                     dict(one_pass_tile_rows=8, one_pass_warps=16, one_pass_stages=2),
                                     dict(one_pass_programs=7), dict(one_pass_tile_rows=1, one_pass_stages=6),
                                     dict(one_pass_policy=8), dict(one_pass_policy=2), dict(one_pass_reuse=False),
-                                    dict(one_pass_reuse=False, one_pass_stages=2, one_pass_split=2),
-                                    dict(one_pass_split=4, one_pass_defer=True),
-                                    dict(one_pass_split=2, one_pass_defer=True, one_pass_reuse=False)])
+                                    dict(one_pass_reuse=False, one_pass_stages=2, one_pass_split=2)])
 def test_gpu_one_pass_tuning_variants(config):
     logits, target = make_inputs(64, 128256, torch.bfloat16, "cuda", ignored=(3,), target_dtype=torch.int32)
     with _one_pass(**config):
@@ -574,16 +564,13 @@ def test_gpu_one_pass_tuning_variants(config):
 @pytest.mark.parametrize("split", [2, 4])
 @pytest.mark.parametrize("rows,vocab", [(3, 128256), (300, 50304), (9, 16), (200, 32768)])
 @pytest.mark.parametrize("options", [{}, ALL_OPTIONS], ids=["plain", "all"])
-@pytest.mark.parametrize("defer", [False, True], ids=["now", "deferred"])
-def test_gpu_one_pass_split_rows(split, rows, vocab, options, defer):
+def test_gpu_one_pass_split_rows(split, rows, vocab, options):
     # programs sharing a row exchange their partials: ranks with no tile (V = 16 is one tile), fewer rows than
-    # groups, programs walking several rows, a group's ranks with unequal tile counts (50304: 4 tiles of 16384);
-    # deferred: each row finished after the next row's sweep 1 (one-tile row parts keep their tile in the ring,
-    # longer ones load it again)
+    # groups, programs walking several rows, a group's ranks with unequal tile counts (50304: 4 tiles of 16384)
     logits, target = make_inputs(rows, vocab, torch.bfloat16, "cuda", ignored=(1,))
-    with _one_pass(one_pass_split=split, one_pass_programs=16 * split, one_pass_defer=defer):
+    with _one_pass(one_pass_split=split, one_pass_programs=16 * split):
         check_against_reference(logits, target, reduction="none", **options)
-    with _one_pass(one_pass_split=split, one_pass_defer=defer, one_pass_stages=4):
+    with _one_pass(one_pass_split=split):
         check_against_reference(logits, target, reduction="mean", **options)
 
 
@@ -635,18 +622,17 @@ def test_gpu_default_takes_one_pass_where_rows_fit_l2(monkeypatch, dtype, expect
     assert bool(calls) == expected
 
 
-@pytest.mark.parametrize("dtype,tile_rows,split,reuse,defer", [("bf16", 8, 1, 1, 0), ("fp32", 4, 2, 0, 0),
-                                                                ("bf16", 8, 4, 1, 1)])
-def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse, defer):
-    # the default config (a split, fp32 one that loads each tile twice; a split one finishing rows a row later), every
-    # option on: valid for this Triton's Gluon, 16-byte copies only, the ring within the H200's shared memory
+@pytest.mark.parametrize("dtype,tile_rows,split,reuse", [("bf16", 8, 1, 1), ("fp32", 4, 2, 0)])
+def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse):
+    # the default config (and a split, fp32 one that loads each tile twice), every option on: valid for this Triton's
+    # Gluon, 16-byte copies only, the ring within the H200's shared memory
     from tests.gluon_compile import compile_for_hopper
     types = dict(logits_ptr=f"*{dtype}", logits_row_stride="i32", grad_ptr=f"*{dtype}", grad_row_stride="i32",
                  target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
                  grad_scale_stride="i32", partial_ptr="*i64", n_rows="i32", V="i32",
                  ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
     constexprs = dict(HAS_SOFTCAP=True, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=3,
-                      SPLIT=split, POLICY=7, REUSE_LAST=reuse, DEFER=defer, num_warps=16)
+                      SPLIT=split, POLICY=7, REUSE_LAST=reuse, num_warps=16)
     facts = compile_for_hopper("greyhound.ops._ce_gluon", "cross_entropy_one_pass_kernel", types, constexprs, 16,
                                divisible=("V", "logits_row_stride", "grad_row_stride"))
     tile_bytes = tile_rows * 256 * 16 * (2 if dtype == "bf16" else 4)
