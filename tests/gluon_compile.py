@@ -34,6 +34,7 @@ print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm
                   "copy_bytes": sorted({int(c, 0) for c in copies}), "copies": len(copies),
                   "wgmma": ptx.count("wgmma.mma_async"), "global_stores": len(re.findall(r"\bst\.global", ptx)),
                   "wgmma_kinds": sorted(set(re.findall(r"wgmma\.mma_async\.\S+", ptx))),
+                  "wgmma_register_a": len(re.findall(r"wgmma\.mma_async\S*\s+\{[^}]*\},\s*\{", ptx)),
                   "acquire_release": len(re.findall(r"\b(?:atom|red)\.\S*(?:release|acquire)|ld\.\S*acquire", ptx)),
                   "fences": len(re.findall(r"\b(?:fence|membar)\.", ptx)),
                   "exchanges": len(re.findall(r"\batom\.\S*exch", ptx))}))
@@ -43,7 +44,8 @@ print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm
 def compile_for_hopper(module_name, kernel_name, types, constexprs, num_warps, divisible=()):
     """Facts about `module_name.kernel_name` compiled for sm_90a: shared memory bytes, whether a cubin was made,
     the sizes of its cp.async copies, their count, its wgmma count and instruction kinds (operand types), its global
-    store instructions, its acquire/release memory operations, its fences and its atomic exchanges."""
+    store instructions, its wgmmas whose A operand is in registers, its acquire/release memory operations, its fences
+    and its atomic exchanges."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     result = subprocess.run([sys.executable, "-c", _SCRIPT,

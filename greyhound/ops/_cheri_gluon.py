@@ -78,7 +78,7 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
 
 def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
            dilation, eps, block_l, block_e, num_warps, stages, max_registers=None, fc1_lo=None, fc2_lo=None,
-           saved=None, w1_stages=None):
+           saved=None, w1_stages=None, z_regs=False):
     """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16 or fp16, all contiguous.
     With fc1_lo and fc2_lo (bf16, W - hi: the bf16x3 mode of an fp32 model) every product is the three-term
     bf16x3 one, hi*hi + hi*lo + lo*hi (z and the hidden layer split the same way). With saved = (hidden (N, L, E),
@@ -103,7 +103,7 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
         fc1_lo if split else fc1_weight, fc2_lo if split else fc2_weight, hidden, mean, rstd,
         length, eps, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
-        W1_STAGES=w1_stages, SPLIT=split, TRAINING=saved is not None, **options)
+        W1_STAGES=w1_stages, SPLIT=split, TRAINING=saved is not None, Z_REGS=bool(z_regs), **options)
 
 
 # The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
@@ -359,7 +359,8 @@ if available():
         w1_lo_ptr, w2_lo_ptr, hidden_ptr, mean_ptr, rstd_ptr, L, eps,
         C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-        W1_STAGES: gl.constexpr, SPLIT: gl.constexpr, TRAINING: gl.constexpr, num_warps: gl.constexpr,
+        W1_STAGES: gl.constexpr, SPLIT: gl.constexpr, TRAINING: gl.constexpr, Z_REGS: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
         """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile.
         x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 or fp16 contiguous; C a power of 2 (16..128),
@@ -368,8 +369,11 @@ if available():
         (W - hi), z and the hidden layer split alike in registers, and each GEMM is three (lo*hi + hi*lo + hi*hi, fp32
         accumulators); otherwise w1_lo/w2_lo are not read. With TRAINING (the training forward) it also saves what the backward reads, as the Triton kernel
         does: the hidden layer (N, L, HIDDEN) (fp32 with SPLIT, else in the dots' type) and the conv output's mean
-        and rstd (N, L) fp32; otherwise hidden/mean/rstd are not written."""
+        and rstd (N, L) fp32; otherwise hidden/mean/rstd are not written. With Z_REGS (not with SPLIT) every first
+        GEMM reads z from registers (loaded once from its shared-memory copy) instead of shared memory: half the
+        shared-memory operand traffic of those wgmmas, for BLOCK_L * C / 64 registers a thread more."""
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
+        gl.static_assert(not (Z_REGS and SPLIT), "z from registers is for one-pass dots")
         gl.static_assert(W1_STAGES >= STAGES, "the W1 ring is at least as deep as the W2 ring")
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, num_warps)
@@ -380,6 +384,7 @@ if available():
         PRE: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
                                                       instr_shape=[16, BLOCK_E, 16])
         H_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=ACC, k_width=2)
+        Z_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=PRE, k_width=2)
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
@@ -455,8 +460,12 @@ if available():
         acc = warpgroup_mma_init(acc)
         async_copy.wait_group(W1_STAGES - 2)  # chunks 0 and 1 (this thread's copies)
         _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
+        if Z_REGS:  # the first GEMMs' A operand, from registers from here on
+            z_a = z_smem.load(Z_OPERAND)
+        else:
+            z_a = z_smem
         bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
-        pre = _first_gemm(z_smem, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
+        pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
                           W1_STAGES, SPLIT)
         pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
         _cta_barrier()  # every warp group is done with W1[0]
@@ -464,7 +473,7 @@ if available():
             _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, W1_STAGES, W1_STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
         async_copy.commit_group()
         if n_chunks > 1:
-            next_pre = _first_gemm(z_smem, zlo_smem, w1_smem, w1lo_smem, 1,
+            next_pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 1,
                                    gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), W1_STAGES, SPLIT)
         if n_chunks > 1:
             next_bias = _load_bias(b1_smem, 1, BLOCK_E, PRE)
@@ -473,7 +482,7 @@ if available():
         if n_chunks > 1:
             bias = next_bias
         for j in gl.static_range(1, n_chunks - 1):
-            next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_smem, zlo_smem, w1_smem, w1lo_smem,
+            next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_a, zlo_smem, w1_smem, w1lo_smem,
                                                  w2_smem, w2lo_smem, w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem,
                                                  hidden_rows, rows_in, n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES,
                                                  W1_STAGES, PRE, H_OPERAND, W1_LAYOUT, W2_LAYOUT, SPLIT, TRAINING,
@@ -551,6 +560,7 @@ if available():
         PRE: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                       instr_shape=[16, BLOCK_E, 16])
         H_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=ACC, k_width=2)
+        Z_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=PRE, k_width=2)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))

@@ -62,6 +62,7 @@ _tuning.register(
                   "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
+    z_regs=(bool, "Gluon kernel, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -1026,9 +1027,13 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     batch, channels, length = x.shape
     saved_dtype = hidden_dtype(x.dtype, mode)
     w1_stages = _tuning.get(TUNING_OP, "w1_stages")
-    if layout != "gluon" and w1_stages is not None:  # a variant would otherwise time a kernel it does not apply to
-        raise ValueError(f"tuning: {TUNING_OP}.w1_stages applies to the gluon layout only; this call runs layout "
-                         f"{layout}")
+    z_regs = _tuning.get(TUNING_OP, "z_regs")
+    for name, value in (("w1_stages", w1_stages), ("z_regs", z_regs)):
+        if layout != "gluon" and value is not None:  # a variant would otherwise time a kernel it does not apply to
+            raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon layout only; this call runs layout "
+                             f"{layout}")
+    if z_regs and mode not in ("bf16", "fp16"):
+        raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to bf16/fp16 dots only; this call runs {mode} dots")
     if layout == "gluon" or layout in _WS_CONSUMERS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
@@ -1036,6 +1041,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
+            kwargs["z_regs"] = bool(z_regs)
         return _Plan(layout, None, kwargs, saved_dtype, None)  # launched through _cheri_gluon's module functions
     interpreting = x.device.type == "cpu"
     kwargs = {"C": channels, "HIDDEN": hidden_width, "KERNEL_SIZE": kernel_size, "DILATION": dilation,

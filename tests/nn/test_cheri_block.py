@@ -592,7 +592,8 @@ def test_tuning_override_errors_name_the_tunable(device):
     block = make_block(16, 3, 2, expansion=4, device=device)
     x = torch.randn(1, 16, 24, device=device)
     for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu"),
-                           (dict(w1_stages=3, layout="lc"), "w1_stages applies to the gluon layout only; .* layout lc")):
+                           (dict(w1_stages=3, layout="lc"), "w1_stages applies to the gluon layout only; .* layout lc"),
+                           (dict(z_regs=True, layout="lc"), "z_regs applies to the gluon layout only; .* layout lc")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
     if device == "cpu":  # the Gluon kernels are Hopper-only: asked for by name elsewhere, they say why they cannot run
@@ -812,6 +813,28 @@ def test_gpu_gluon_w1_ring_depth_changes_no_bit(dtype, channels, expansion, kern
                 assert torch.equal(block(x), base), w1_stages
     # and right (a sanity bound: the 1e-5 fp32 goal has its own tests, on fewer outputs than these 5M)
     assert max_abs(base, fp64_twin(block).reference_forward(x.double())) < 2 * MEGA_MAX_ABS[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", [
+    (128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)])
+def test_gpu_gluon_z_from_registers_changes_no_bit(dtype, channels, expansion, kernel_size, dilation, length, batch):
+    """The first GEMMs reading z from registers (the `z_regs` tuning variant) instead of shared memory multiply the
+    same values in the same order: bit-equal outputs, for 64-, 32- and 16-column hidden chunks, ragged L."""
+    from greyhound import _tuning
+    block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=dtype, device="cuda").eval()
+    x = torch.randn(batch, channels, length, device="cuda", dtype=dtype)
+    for block_e in (64, 32, 16):
+        if channels * expansion % block_e:
+            continue
+        tile = dict(layout="gluon", block_l=64, block_e=block_e, warps=4, stages=2)
+        with torch.no_grad():
+            with _tuning.override(cheri_ops.TUNING_OP, **tile):
+                base = block(x)
+            with _tuning.override(cheri_ops.TUNING_OP, **tile, z_regs=True):
+                assert torch.equal(block(x), base), block_e
+        assert max_abs(base, fp64_twin(block).reference_forward(x.double())) < 2 * MEGA_MAX_ABS[dtype]
 
 
 @pytest.mark.gpu
@@ -1052,17 +1075,19 @@ def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch
     assert max_abs(fallback, ref) < HALF_BOUNDS[torch.bfloat16]
 
 
-@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split,training,w1_stages", [
-    ("bf16", "bf16", 128, 64, True, False, False, 2), ("fp32", "bf16", 64, 32, False, False, False, 2),
-    ("fp16", "fp16", 128, 64, True, False, False, 2), ("fp32", "bf16", 128, 32, True, True, False, 2),
-    ("fp32", "bf16", 128, 32, False, True, True, 2), ("bf16", "bf16", 128, 64, True, False, True, 2),
-    ("bf16", "bf16", 128, 64, True, False, False, 3)])
-def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split, training, w1_stages):
+@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split,training,w1_stages,z_regs", [
+    ("bf16", "bf16", 128, 64, True, False, False, 2, False), ("fp32", "bf16", 64, 32, False, False, False, 2, False),
+    ("fp16", "fp16", 128, 64, True, False, False, 2, False), ("fp32", "bf16", 128, 32, True, True, False, 2, False),
+    ("fp32", "bf16", 128, 32, False, True, True, 2, False), ("bf16", "bf16", 128, 64, True, False, True, 2, False),
+    ("bf16", "bf16", 128, 64, True, False, False, 3, False), ("bf16", "bf16", 128, 32, True, False, False, 2, True),
+    ("fp16", "fp16", 64, 64, False, False, True, 2, True)])
+def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split, training, w1_stages, z_regs):
     # the default Gluon configs and others: valid for this Triton's Gluon, wgmma on the tensor cores in the weights'
     # type (fp16 models multiply fp16), 16-byte weight copies, within the H200's shared memory. Per hidden chunk one
     # wgmma per 16 of C (first GEMM) and per 16 of BLOCK_E (second); bf16x3 (split) issues each product three times
     # and holds lo rings and a lo z tile beside the hi ones. The training forward (it also stores the hidden layer and
-    # the statistics) issues the same products. A W1 ring deeper than W2's (the w1_stages variant) holds more W1 slices
+    # the statistics) issues the same products. A W1 ring deeper than W2's (the w1_stages variant) holds more W1 slices.
+    # z_regs: the first GEMMs read z from registers
     from tests.gluon_compile import compile_for_hopper
     hidden_type = "fp32" if split else weights
     types = dict(x_ptr=f"*{dtype}", out_ptr=f"*{dtype}", conv_w_ptr=f"*{dtype}", conv_b_ptr=f"*{dtype}",
@@ -1070,12 +1095,17 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
                  w2_ptr=f"*{weights}", b2_ptr=f"*{dtype}", w1_lo_ptr=f"*{weights}", w2_lo_ptr=f"*{weights}",
                  hidden_ptr=f"*{hidden_type}", mean_ptr="*fp32", rstd_ptr="*fp32", L="i32", eps="fp32")
     constexprs = dict(C=channels, HIDDEN=4 * channels, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64,
-                      BLOCK_E=block_e, STAGES=2, W1_STAGES=w1_stages, SPLIT=split, TRAINING=training, num_warps=4)
+                      BLOCK_E=block_e, STAGES=2, W1_STAGES=w1_stages, SPLIT=split, TRAINING=training, Z_REGS=z_regs,
+                      num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_kernel", types, constexprs, 4,
                                divisible=("L",) if even else ())
     assert facts["cubin"] and facts["copy_bytes"] == [16]
     terms = 3 if split else 1
     assert facts["wgmma"] == terms * (4 * channels // block_e) * (channels // 16 + block_e // 16), facts
+    # the second GEMMs take the hidden layer from registers; with z_regs the first GEMMs take z from there too
+    chunks = terms * (4 * channels // block_e)
+    first, second = chunks * (channels // 16), chunks * (block_e // 16)
+    assert facts["wgmma_register_a"] == second + (first if z_regs else 0), facts
     operands = {"bf16": ".f32.bf16.bf16", "fp16": ".f32.f16.f16"}[weights]  # fp32 accumulators
     assert facts["wgmma_kinds"] and all(kind.endswith(operands) for kind in facts["wgmma_kinds"]), facts
     ring = (w1_stages + 2) * block_e * channels * 2  # w1_stages W1 and two W2 slices of 16-bit weights
