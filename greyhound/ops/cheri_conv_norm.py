@@ -62,7 +62,8 @@ _tuning.register(
                   "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
-    z_regs=(bool, "Gluon kernel, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory"),
+    z_regs=(bool, "Gluon kernel, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
+                  "(default: on for bf16/fp16 dots)"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -962,9 +963,13 @@ def _default_config(channels, hidden_width, dot_mode, training, small=False):
 # inference 1.056 ms at (64, 32, 4, 2) against the Triton tile's 1.163 (log 88); training forward 1.202 at (128, 64, 8,
 # 2) against 1.573, peak memory equal (log 89; (64, 64, 4, 2) 1.423, (64, 32, 4, 3) 2.419); after the accuracy fix
 # (residual added after the products) asv reads 0.982 and 1.290 (log 91; Triton 1.162 and 1.565). bf16/fp16 training
-# forwards keep the Triton kernels (Gluon (64, 64, 4, 2) 0.675 ms against 0.644, log 89).
+# forwards keep the Triton kernels (Gluon (64, 64, 4, 2) 0.675 ms against 0.644, log 89). bf16/fp16 inference since
+# session 25: 32 hidden columns a chunk under a 168-register cap (40 bytes of stack), so three programs share an SM
+# instead of two, with z read from registers by the first GEMMs (z_regs, the default for these dots); sweep CLI, one
+# process, H200 (log 110): N=512 bf16 0.4505 against (64, 64, 4, 2)'s 0.4638 ms, fp16 0.4362 against 0.4570; N=64
+# 0.0640 / 0.0646 against 0.0677 / 0.0678.
 _GLUON_CONFIGS = {
-    ("half", False): (64, 64, 4, 2, "gluon", None),
+    ("half", False): (64, 32, 4, 2, "gluon", 168),
     ("bf16x3", False): (64, 32, 4, 2, "gluon", None),
     ("bf16x3", True): (128, 64, 8, 2, "gluon", None),
 }
@@ -1034,6 +1039,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                              f"{layout}")
     if z_regs and mode not in ("bf16", "fp16"):
         raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to bf16/fp16 dots only; this call runs {mode} dots")
+    if z_regs is None:  # on where it applies (docs/perf/cheri_block.md, session 25)
+        z_regs = mode in ("bf16", "fp16")
     if layout == "gluon" or layout in _WS_CONSUMERS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:

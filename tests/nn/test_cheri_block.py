@@ -587,6 +587,19 @@ def test_tuning_overrides_force_the_fused_config(device, monkeypatch, options):
     assert len(launches) == 2
 
 
+def test_gluon_plan_reads_z_from_registers_for_half_dots_by_default():
+    # bf16/fp16 dots: on unless turned off by name; an fp32 model's bf16x3 keeps z (and its lo part) in shared memory
+    from greyhound import _tuning
+    x = torch.randn(2, 128, 256)
+    tile = (64, 32, 4, 2, "gluon", 168)
+    for mode, expected in (("bf16", True), ("fp16", True), ("bf16x3", False)):
+        assert cheri_ops._make_plan(tile, x, 512, 3, mode, False, 4, "poly").kwargs["z_regs"] is expected, mode
+    with _tuning.override(cheri_ops.TUNING_OP, z_regs=False):
+        assert cheri_ops._make_plan(tile, x, 512, 3, "bf16", False, 4, "poly").kwargs["z_regs"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, z_regs=True), pytest.raises(ValueError, match="z_regs .* bf16x3 dots"):
+        cheri_ops._make_plan(tile, x, 512, 3, "bf16x3", False, 4, "poly")
+
+
 def test_tuning_override_errors_name_the_tunable(device):
     from greyhound import _tuning
     block = make_block(16, 3, 2, expansion=4, device=device)
@@ -830,10 +843,11 @@ def test_gpu_gluon_z_from_registers_changes_no_bit(dtype, channels, expansion, k
             continue
         tile = dict(layout="gluon", block_l=64, block_e=block_e, warps=4, stages=2)
         with torch.no_grad():
-            with _tuning.override(cheri_ops.TUNING_OP, **tile):
+            with _tuning.override(cheri_ops.TUNING_OP, **tile, z_regs=False):
                 base = block(x)
-            with _tuning.override(cheri_ops.TUNING_OP, **tile, z_regs=True):
-                assert torch.equal(block(x), base), block_e
+            for forced in (dict(z_regs=True), {}):  # {}: the default for these dots (on)
+                with _tuning.override(cheri_ops.TUNING_OP, **tile, **forced):
+                    assert torch.equal(block(x), base), (block_e, forced)
         assert max_abs(base, fp64_twin(block).reference_forward(x.double())) < 2 * MEGA_MAX_ABS[dtype]
 
 
@@ -1019,7 +1033,7 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
     assert "got mode 'ieee'" in gluon_module.unsupported(x, 128, 512, "ieee", True, 64, 32, 4, 2, "poly")
     cheri_ops._candidate_configs.cache_clear()
     try:
-        assert cheri_ops._candidate_configs(128, 512, "bf16", False)[0] == (64, 64, 4, 2, "gluon", None)
+        assert cheri_ops._candidate_configs(128, 512, "bf16", False)[0] == (64, 32, 4, 2, "gluon", 168)
         # an fp32 model's bf16x3, inference and training forward: the Gluon tile first, the Triton default behind it
         for training, tile in ((False, (64, 32, 4, 2, "gluon", None)), (True, (128, 64, 8, 2, "gluon", None))):
             first, then = cheri_ops._candidate_configs(128, 512, "bf16x3", training)[:2]
@@ -1031,7 +1045,7 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
         first, then = cheri_ops._candidate_configs(128, 512, "bf16x3", False, True)[:2]
         assert first == (128, 64, 8, 2, "gluon", None) and then == cheri_ops._default_config(128, 512, "bf16x3", False)
         assert cheri_ops._candidate_configs(128, 96, "bf16x3", False, True)[0] == (128, 32, 8, 2, "gluon", None)
-        assert cheri_ops._candidate_configs(128, 512, "bf16", False, True)[0] == (64, 64, 4, 2, "gluon", None)
+        assert cheri_ops._candidate_configs(128, 512, "bf16", False, True)[0] == (64, 32, 4, 2, "gluon", 168)
         for mode, training in (("tf32x3", False), ("ieee", False), ("bf16", True), ("fp16", True)):
             assert all(c[4] != "gluon" for c in cheri_ops._candidate_configs(128, 512, mode, training))
     finally:
