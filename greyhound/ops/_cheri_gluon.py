@@ -560,7 +560,6 @@ if available():
         PRE: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                       instr_shape=[16, BLOCK_E, 16])
         H_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=ACC, k_width=2)
-        Z_OPERAND: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=PRE, k_width=2)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
