@@ -157,6 +157,14 @@ if gluon is not None:
         async_copy.commit_group()
 
     @gluon.jit
+    def _filled(slots):
+        """The group's partials in these int64 slots, read (volatile: from L2) until none is empty (-1) any more."""
+        packed = gl.load(slots, volatile=True)
+        while gl.sum((packed == -1).to(gl.int32), axis=0) > 0:
+            packed = gl.load(slots, volatile=True)
+        return packed
+
+    @gluon.jit
     def _sweep1_tile(z, offsets, V, col_max, sum_exp, sum_z, softcap, MASKED: gl.constexpr,
                      HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
         """Folds one tile (fp32, LAYOUT) into the thread's running max, sum of exp and sum of logits."""
@@ -284,18 +292,14 @@ if gluon is not None:
                     gl.atomic_xchg(slot_row + SPLIT + rank, row_sum_z.to(gl.int32, bitcast=True).to(gl.int64)
                                    & 0xFFFFFFFF, sem="relaxed", scope="gpu")
                 slots = gl.arange(0, SPLIT, layout=SLOTS)
-                packed = gl.load(slot_row + slots, volatile=True)
-                while gl.sum((packed == -1).to(gl.int32), axis=0) > 0:
-                    packed = gl.load(slot_row + slots, volatile=True)
+                packed = _filled(slot_row + slots)
                 maxes = (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True)
                 sums = packed.to(gl.int32).to(gl.float32, bitcast=True)
                 row_max = gl.max(maxes, axis=0)
                 row_sum = gl.sum(sums * gl.exp2(gl.maximum(maxes - row_max, -1000.0) * 1.4426950408889634), axis=0)
                 if HAS_SMOOTHING:
-                    packed_z = gl.load(slot_row + SPLIT + slots, volatile=True)
-                    while gl.sum((packed_z == -1).to(gl.int32), axis=0) > 0:
-                        packed_z = gl.load(slot_row + SPLIT + slots, volatile=True)
-                    row_sum_z = gl.sum(packed_z.to(gl.int32).to(gl.float32, bitcast=True), axis=0)
+                    row_sum_z = gl.sum(_filled(slot_row + SPLIT + slots).to(gl.int32).to(gl.float32, bitcast=True),
+                                       axis=0)
             lse = row_max + gl.log(row_sum)
             is_valid = target != ignore_index
             in_range = (target >= 0) & (target < V)

@@ -223,18 +223,19 @@ if available():
             _async_load(w2lo_smem.index(chunk % STAGES), w2_lo_ptr + offsets)
 
     @gluon.jit
-    def _first_gemm(z_smem, zlo_smem, w1_smem, w1lo_smem, chunk, spare, STAGES: gl.constexpr, SPLIT: gl.constexpr):
-        """z @ W1[chunk]^T, issued asynchronously (a token: wait for it before reading). `spare` is a finished,
+    def _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, chunk, spare, STAGES: gl.constexpr, SPLIT: gl.constexpr):
+        """z @ W1[chunk]^T, issued asynchronously (a token: wait for it before reading); z_a is z's shared-memory
+        tile or z in the wgmma's A-operand registers (Z_REGS), zlo_smem its lo part's tile. `spare` is a finished,
         otherwise dead (BLOCK_L, BLOCK_E) fp32 tensor whose registers the result takes over (use_acc=False ignores
         its values): defining fresh accumulator registers while another wgmma is in flight makes ptxas serialise.
         With SPLIT, three wgmma groups (z_lo W1_hi + z_hi W1_lo + z_hi W1_hi, the small terms first), else one."""
         w1_hi = w1_smem.index(chunk % STAGES).permute((1, 0))
         if SPLIT:
             pre = warpgroup_mma(zlo_smem, w1_hi, spare, use_acc=False, is_async=True)
-            pre = warpgroup_mma(z_smem, w1lo_smem.index(chunk % STAGES).permute((1, 0)), pre, is_async=True)
-            pre = warpgroup_mma(z_smem, w1_hi, pre, is_async=True)
+            pre = warpgroup_mma(z_a, w1lo_smem.index(chunk % STAGES).permute((1, 0)), pre, is_async=True)
+            pre = warpgroup_mma(z_a, w1_hi, pre, is_async=True)
         else:
-            pre = warpgroup_mma(z_smem, w1_hi, spare, use_acc=False, is_async=True)
+            pre = warpgroup_mma(z_a, w1_hi, spare, use_acc=False, is_async=True)
         return pre
 
     @gluon.jit
@@ -281,7 +282,7 @@ if available():
         return acc
 
     @gluon.jit
-    def _mlp_step(pre, spare, acc, bias, j: gl.constexpr, z_smem, zlo_smem, w1_smem, w1lo_smem, w2_smem, w2lo_smem,
+    def _mlp_step(pre, spare, acc, bias, j: gl.constexpr, z_a, zlo_smem, w1_smem, w1lo_smem, w2_smem, w2lo_smem,
                   w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem, hidden_rows, rows_in, n_chunks: gl.constexpr,
                   C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                   STAGES: gl.constexpr, W1_STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr,
@@ -298,7 +299,7 @@ if available():
         committed by then): a step and a half of lead for both instead of about half a step."""
         async_copy.wait_group(W1_STAGES - 2)  # W1[j+1] (and W2[j] when the rings are alike) (this thread's part)
         _cta_barrier()  # ... and everyone's. (No proxy fence: its MEMBAR would wait for the refills in flight)
-        next_pre = _first_gemm(z_smem, zlo_smem, w1_smem, w1lo_smem, j + 1, spare, W1_STAGES, SPLIT)
+        next_pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, j + 1, spare, W1_STAGES, SPLIT)
         # all but the newest wgmma groups (chunk j+1's first GEMM: 1, or 3 with SPLIT) are done: pre (chunk j) and
         # chunk j-1's second GEMM
         if SPLIT:
@@ -367,11 +368,12 @@ if available():
         BLOCK_L = 16 * num_warps, HIDDEN a multiple of BLOCK_E, W1_STAGES >= STAGES >= 2 (the W1 and W2 rings'
         depths). With SPLIT (an fp32 model's bf16x3 mode) W1/W2 are the bf16 hi parts and w1_lo/w2_lo the lo parts
         (W - hi), z and the hidden layer split alike in registers, and each GEMM is three (lo*hi + hi*lo + hi*hi, fp32
-        accumulators); otherwise w1_lo/w2_lo are not read. With TRAINING (the training forward) it also saves what the backward reads, as the Triton kernel
-        does: the hidden layer (N, L, HIDDEN) (fp32 with SPLIT, else in the dots' type) and the conv output's mean
-        and rstd (N, L) fp32; otherwise hidden/mean/rstd are not written. With Z_REGS (not with SPLIT) every first
-        GEMM reads z from registers (loaded once from its shared-memory copy) instead of shared memory: half the
-        shared-memory operand traffic of those wgmmas, for BLOCK_L * C / 64 registers a thread more."""
+        accumulators); otherwise w1_lo/w2_lo are not read. With TRAINING (the training forward) it also saves what
+        the backward reads, as the Triton kernel does: the hidden layer (N, L, HIDDEN) (fp32 with SPLIT, else in the
+        dots' type) and the conv output's mean and rstd (N, L) fp32; otherwise hidden/mean/rstd are not written.
+        With Z_REGS (not with SPLIT) every first GEMM reads z from registers (loaded once from its shared-memory copy)
+        instead of shared memory: half the shared-memory operand traffic of those wgmmas, for BLOCK_L * C / 64
+        registers a thread more."""
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(not (Z_REGS and SPLIT), "z from registers is for one-pass dots")
         gl.static_assert(W1_STAGES >= STAGES, "the W1 ring is at least as deep as the W2 ring")

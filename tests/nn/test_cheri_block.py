@@ -806,10 +806,14 @@ def test_gpu_gluon_kernel_matches_the_triton_kernel(channels, expansion, kernel_
     assert rel_err(gluon_out, ref) < 1.5 * rel_err(triton_out, ref) + 1e-3
 
 
+# Shapes of the GPU tests that compare two Gluon kernel variants bit for bit: C 16..128, ragged L, 2 to 16 hidden
+# chunks, and (batch 40) 640 tiles, several a program for the persistent kernel
+BIT_EQUAL_SHAPES = [(128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", [
-    (128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)])
+@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
 def test_gpu_gluon_w1_ring_depth_changes_no_bit(dtype, channels, expansion, kernel_size, dilation, length, batch):
     """A W1 ring deeper than the W2 ring (the `w1_stages` tuning variant, with its wait for W2 after the GELU) changes
     when data arrives, not what is summed: bit-equal outputs for ring depths 2 to 4, for bf16 dots and an fp32
@@ -830,8 +834,7 @@ def test_gpu_gluon_w1_ring_depth_changes_no_bit(dtype, channels, expansion, kern
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", [
-    (128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)])
+@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
 def test_gpu_gluon_z_from_registers_changes_no_bit(dtype, channels, expansion, kernel_size, dilation, length, batch):
     """The first GEMMs reading z from registers (the `z_regs` tuning variant) instead of shared memory multiply the
     same values in the same order: bit-equal outputs, for 64-, 32- and 16-column hidden chunks, ragged L."""
@@ -852,8 +855,7 @@ def test_gpu_gluon_z_from_registers_changes_no_bit(dtype, channels, expansion, k
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", [
-    (128, 4, 3, 4, 1024, 40), (64, 2, 2, 3, 1000, 3), (32, 6, 4, 1, 333, 5), (16, 4, 3, 2, 700, 3)])
+@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
 @pytest.mark.parametrize("block_e,stages,layout", [(32, 2, "gluon_ws"), (64, 4, "gluon_ws"), (32, 3, "gluon_ws3"),
                                                   (16, 4, "gluon_ws3")])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
@@ -1115,10 +1117,10 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
                                divisible=("L",) if even else ())
     assert facts["cubin"] and facts["copy_bytes"] == [16]
     terms = 3 if split else 1
-    assert facts["wgmma"] == terms * (4 * channels // block_e) * (channels // 16 + block_e // 16), facts
-    # the second GEMMs take the hidden layer from registers; with z_regs the first GEMMs take z from there too
     chunks = terms * (4 * channels // block_e)
-    first, second = chunks * (channels // 16), chunks * (block_e // 16)
+    first, second = chunks * (channels // 16), chunks * (block_e // 16)  # wgmmas of the first and second GEMMs
+    assert facts["wgmma"] == first + second, facts
+    # the second GEMMs take the hidden layer from registers; with z_regs the first GEMMs take z from there too
     assert facts["wgmma_register_a"] == second + (first if z_regs else 0), facts
     operands = {"bf16": ".f32.bf16.bf16", "fp16": ".f32.f16.f16"}[weights]  # fp32 accumulators
     assert facts["wgmma_kinds"] and all(kind.endswith(operands) for kind in facts["wgmma_kinds"]), facts
