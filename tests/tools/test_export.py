@@ -423,6 +423,8 @@ def test_help_runs_as_a_module():
 # --- real asv output that no one here wrote ------------------------------------------------------------------------
 def _django_expectations(results):
     """Independent reading of the fixture's JSON: {(machine, commit, kernel): (seconds, date)} and skip counts."""
+    assert results.is_dir(), f"fixture missing: {results} (the shared/ folder sits beside the clone, or set " \
+                             "GREYHOUND_SHARED_DIR)"
     benchmarks = json.loads((results / "benchmarks.json").read_text())
     expected, unknown, stale, failed = {}, 0, 0, 0
     files = sorted(p for p in results.glob("*/*.json") if p.name != "machine.json")
@@ -444,7 +446,6 @@ def _django_expectations(results):
 
 def test_real_asv_results_django(tmp_path, capsys):
     results = DJANGO / "results"
-    assert results.is_dir(), f"fixture missing: {results} (the shared/ folder sits beside the clone, or set GREYHOUND_SHARED_DIR)"
     files, expected, unknown, stale, failed = _django_expectations(results)
     assert len(files) == 62 and len(expected) > 1000
     csv_path = tmp_path / "django.csv"
