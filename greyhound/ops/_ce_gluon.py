@@ -34,7 +34,7 @@ import functools
 import torch
 
 from greyhound._launch import FastLaunch
-from greyhound.ops._gluon import async_copy, async_load as _async_load, gl, gluon
+from greyhound.ops._gluon import async_copy, async_load as _async_load, gl, gluon, reinterpret as _reinterpret
 from greyhound.ops._gluon import warn_fallback as _warn_fallback, why_not_hopper
 
 _WARNED = set()
@@ -49,14 +49,40 @@ def _shared_memory(device_index):
     return torch.cuda.get_device_properties(device_index).shared_memory_per_block_optin
 
 
-def unsupported(logits, grad, tile_rows, num_warps, stages, split=1):
+# the H200's (any Hopper's) shared memory a block can opt into, less the cross-warp reductions' scratch
+_HOPPER_RING_BYTES = 232448 - 1024
+
+
+def held_geometry(V, element_size, num_warps):
+    """(tile_rows, stages) for HOLD: the largest tile (tile_rows a power of 2 in [2, 16 / element_size]) that
+    splits a row of V entries into n >= 3 tiles whose last n - 1 fit the ring (stages = n - 1; tile 0 is held in
+    registers), or None when no tile does (a row longer than about 4.5 tiles of 64 KB: 131072 bf16 entries or
+    65536 fp32 ones at 16 warps)."""
+    tile_rows = 16 // element_size
+    while tile_rows >= 2:
+        tile = tile_rows * 256 * num_warps
+        n = -(-V // tile)
+        if n >= 3 and (n - 1) * tile * element_size <= _HOPPER_RING_BYTES:
+            return tile_rows, n - 1
+        tile_rows //= 2
+    return None
+
+
+def unsupported(logits, grad, tile_rows, num_warps, stages, split=1, hold=False):
     """Why this kernel cannot run this call (a string), or None when it can. Its 16-byte copies need the vocabulary
     and both row strides to be multiples of 16 elements (what Triton's argument specialisation proves) and both base
-    addresses 16-byte aligned."""
+    addresses 16-byte aligned. `hold` needs a row of more than one and at most stages + 1 tiles, one program a row
+    and a gradient of the logits' dtype."""
+    V = logits.shape[1]
+    if hold:
+        tile = tile_rows * 256 * num_warps
+        if not tile < V <= (stages + 1) * tile or split != 1 or tile_rows < 2 or grad.dtype != logits.dtype:
+            return f"holding a row needs tile_rows >= 2, one program a row, a gradient of the logits' dtype and " \
+                   f"{tile} < V <= {(stages + 1) * tile} (stages + 1 tiles of {tile} entries), got tile_rows " \
+                   f"{tile_rows}, split {split}, gradient {grad.dtype} for logits {logits.dtype}, V {V}"
     why_not = why_not_hopper(logits.device)
     if why_not is not None:
         return why_not
-    V = logits.shape[1]
     for name, value in (("the vocabulary size", V), ("the logits' row stride", logits.stride(0)),
                         ("the gradient's row stride", grad.stride(0))):
         if value % 16:
@@ -83,11 +109,12 @@ def warn_fallback(error):
 
 def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
            label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1,
-           reuse_last=True):
+           reuse_last=True, hold=False):
     """One launch: loss, lse and grad_scale * d loss / d logits of every row (see cross_entropy._cross_entropy_rows
     for the arguments' meaning; `softcap` None for none). `programs` at most the number that can be resident at
     once when split > 1 (a group's programs wait for each other). `reuse_last`: sweep 2 takes each row's last tile
-    from the ring slot sweep 1 left it in instead of loading it again."""
+    from the ring slot sweep 1 left it in instead of loading it again. `hold`: each row read once and held on chip (see
+    _held_rows; the row must be exactly stages + 1 tiles, see held_tile_rows)."""
     rows, V = logits.shape
     programs = max(1, min(programs // split, rows)) * split
     if split > 1:  # every slot starts empty (-1: no pair of fp32 values a program publishes has these bits)
@@ -100,7 +127,7 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
         float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
         TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, REUSE_LAST=int(bool(reuse_last)),
-        num_warps=num_warps)
+        HOLD=int(bool(hold)), num_warps=num_warps)
 
 
 if gluon is not None:
@@ -202,11 +229,9 @@ if gluon is not None:
         return grad
 
     @gluon.jit
-    def _gradient_tile(slot, grad_row, t, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef, uniform,
-                       softcap, LAYOUT: gl.constexpr, TILE: gl.constexpr, HAS_SOFTCAP: gl.constexpr,
-                       POLICY: gl.constexpr):
-        """Sweep 2's work on row tile t, which sits in ring slot `slot`: its gradient, stored."""
-        x = slot.load(LAYOUT).to(gl.float32)
+    def _gradient_tile(x, grad_row, t, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef, uniform,
+                       softcap, TILE: gl.constexpr, HAS_SOFTCAP: gl.constexpr, POLICY: gl.constexpr):
+        """Sweep 2's work on row tile t, whose entries are x (fp32, LAYOUT): its gradient, stored."""
         grad = _sweep2_tile(x, offsets, t * TILE, target, lse_log2, softmax_coef, target_coef, uniform, softcap, TILE,
                             HAS_SOFTCAP)
         pointers = grad_row + t * TILE + offsets
@@ -217,13 +242,226 @@ if gluon is not None:
                      eviction_policy=_policy(POLICY, 4, "evict_first"))
 
     @gluon.jit
+    def _row_end(logits_ptr, logits_row_stride, per_token_loss_ptr, lse_ptr, row, target, row_scale, row_max, row_sum,
+                 row_sum_z, V, ignore_index, label_smoothing, softcap, lse_square_scale, writer,
+                 HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr):
+        """The row's loss and lse from its max, sum of exp and sum of logits, stored when `writer`; returns sweep 2's
+        coefficients (lse * log2(e), softmax_coef, target_coef, uniform; see _sweep2_tile)."""
+        lse = row_max + gl.log(row_sum)
+        is_valid = target != ignore_index
+        in_range = (target >= 0) & (target < V)
+        is_bad = is_valid & ((target < 0) | (target >= V))
+        z_target = gl.load(logits_ptr + row * logits_row_stride + gl.where(in_range, target, 0),
+                           mask=is_valid & in_range, other=0.0).to(gl.float32)
+        if HAS_SOFTCAP:
+            z_target = softcap * _tanh(z_target / softcap)
+        loss = lse - (1.0 - label_smoothing) * z_target
+        if HAS_SMOOTHING:
+            loss -= label_smoothing * row_sum_z / V
+        if HAS_Z_LOSS:
+            loss += lse_square_scale * lse * lse
+        lse = gl.where(is_bad, float("nan"), lse)
+        gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)), mask=writer)
+        gl.store(lse_ptr + row, lse, mask=writer)
+        row_scale = gl.where(is_valid, row_scale, 0.0)
+        softmax_coef = row_scale
+        if HAS_Z_LOSS:
+            softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
+        target_coef = row_scale * (1.0 - label_smoothing)
+        uniform = row_scale * label_smoothing / V
+        return lse * 1.4426950408889634, softmax_coef, target_coef, uniform
+
+    @gluon.jit
+    def _row_stats(col_max, sum_exp, sum_z):
+        """The row's max, sum of exp and sum of logits from the threads' running ones."""
+        row_max = gl.max(col_max, axis=0)
+        row_sum = gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0) * 1.4426950408889634), axis=0)
+        return row_max, row_sum, gl.sum(sum_z, axis=0)
+
+    @gluon.jit
+    def _issue_held(ring, logits_ptr, stride, item, n_items, first_row, n_groups, V, TILE_R: gl.constexpr,
+                    STAGES: gl.constexpr, num_warps: gl.constexpr, LAYOUT: gl.constexpr, POLICY: gl.constexpr):
+        """HOLD's stream: item k is tile k % (STAGES + 1) of the program's row k // (STAGES + 1), copied into ring
+        slot k % STAGES as one commit group (empty past the stream's end). Each tile is loaded once: its last use."""
+        TILE: gl.constexpr = TILE_R * 256 * num_warps
+        if item < n_items:
+            row = first_row + (item // (STAGES + 1)) * n_groups
+            offsets = (item % (STAGES + 1)) * TILE + _tile_offsets(TILE_R, num_warps, LAYOUT)
+            _async_load(ring.index(item % STAGES), logits_ptr + row.to(gl.int64) * stride + offsets, mask=offsets < V,
+                        eviction_policy=_policy(POLICY, 2, "evict_first"))
+        async_copy.commit_group()
+
+    @gluon.constexpr_function
+    def _word_layout(tile_r, num_warps):
+        """_tile_layout's tile seen as 32-bit words: each thread's 8 16-bit entries of a slab are 4 words."""
+        return gl.BlockedLayout([tile_r, 1, 4], [1, 32, 1], [1, num_warps, 1], [2, 1, 0])
+
+    @gluon.jit
+    def _held_words(slot, TILE_R: gl.constexpr, num_warps: gl.constexpr):
+        """A ring slot of 16-bit entries, loaded as the 32-bit words that hold them: held in registers, two entries
+        a register (a tensor of 16-bit entries is held one a register)."""
+        WORDS: gl.constexpr = _word_layout(TILE_R, num_warps)
+        return _reinterpret(slot, gl.int32, [TILE_R, 32 * num_warps, 4],
+                            gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0])).load(WORDS)
+
+    @gluon.jit
+    def _entry(words, SHIFT: gl.constexpr, DTYPE: gl.constexpr):
+        """The 16-bit entries in bits SHIFT.. of 32-bit words, as fp32."""
+        return (words >> SHIFT).to(gl.int16).to(DTYPE, bitcast=True).to(gl.float32)
+
+    @gluon.jit
+    def _bits(x, DTYPE: gl.constexpr):
+        """fp32 values rounded to the 16-bit DTYPE, as the low 16 bits of int32s (the rest 0)."""
+        return x.to(DTYPE).to(gl.int16, bitcast=True).to(gl.int32) & 0xFFFF
+
+    @gluon.jit
+    def _gradient_words(words, grad_row, start, target, lse_log2, softmax_coef, target_coef, uniform, softcap,
+                        TILE_R: gl.constexpr, num_warps: gl.constexpr, HAS_SOFTCAP: gl.constexpr,
+                        POLICY: gl.constexpr, DTYPE: gl.constexpr):
+        """Sweep 2's work on a full chunk of a row (TILE_R slabs from entry `start`) held as the 32-bit words of its
+        16-bit DTYPE entries: its gradient, stored as words (a word's low half is the earlier entry)."""
+        WORDS: gl.constexpr = _word_layout(TILE_R, num_warps)
+        r = gl.arange(0, TILE_R, layout=gl.SliceLayout(1, gl.SliceLayout(2, WORDS)))
+        t = gl.arange(0, 32 * num_warps, layout=gl.SliceLayout(0, gl.SliceLayout(2, WORDS)))
+        w = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, WORDS)))
+        word_offsets = (gl.expand_dims(gl.expand_dims(r, 1), 2) * (128 * num_warps)
+                        + gl.expand_dims(gl.expand_dims(t, 0), 2) * 4 + gl.expand_dims(gl.expand_dims(w, 0), 1))
+        TILE: gl.constexpr = TILE_R * 256 * num_warps
+        low = _sweep2_tile(_entry(words, 0, DTYPE), 2 * word_offsets, start, target, lse_log2, softmax_coef,
+                           target_coef, uniform, softcap, TILE, HAS_SOFTCAP)
+        high = _sweep2_tile(_entry(words, 16, DTYPE), 2 * word_offsets + 1, start, target, lse_log2, softmax_coef,
+                            target_coef, uniform, softcap, TILE, HAS_SOFTCAP)
+        gl.store(grad_row.to(gl.pointer_type(gl.int32)) + start // 2 + word_offsets,
+                 _bits(low, grad_row.dtype.element_ty) | (_bits(high, grad_row.dtype.element_ty) << 16),
+                 eviction_policy=_policy(POLICY, 4, "evict_first"))
+
+    @gluon.jit
+    def _hold(slot, WORDS: gl.constexpr, HALF: gl.constexpr, LAYOUT: gl.constexpr, num_warps: gl.constexpr):
+        """A chunk (a half-tile slot) kept in registers across the row: as its 32-bit words when its entries are
+        16-bit (two a register; a tensor of 16-bit entries takes one register each), else as loaded."""
+        if WORDS:
+            return _held_words(slot, HALF, num_warps)
+        else:
+            return slot.load(LAYOUT)
+
+    @gluon.jit
+    def _gradient_held(held, grad_row, q, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef, uniform,
+                       softcap, WORDS: gl.constexpr, HALF: gl.constexpr, num_warps: gl.constexpr,
+                       HAS_SOFTCAP: gl.constexpr, POLICY: gl.constexpr, DTYPE: gl.constexpr):
+        """Sweep 2's work on held chunk q (full)."""
+        CHUNK: gl.constexpr = HALF * 256 * num_warps
+        if WORDS:
+            _gradient_words(held, grad_row, q * CHUNK, target, lse_log2, softmax_coef, target_coef, uniform, softcap,
+                            HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+        else:
+            _gradient_tile(held.to(gl.float32), grad_row, q, n_full, V, offsets, target, lse_log2, softmax_coef,
+                           target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
+
+    @gluon.jit
+    def _fold_chunk(z, q, n_full, V, offsets, col_max, sum_exp, sum_z, softcap, CHUNK: gl.constexpr,
+                    HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
+        """Sweep 1's work on chunk q (z fp32): masked only when it is not full."""
+        if q < n_full:
+            return _sweep1_tile(z, offsets, V - q * CHUNK, col_max, sum_exp, sum_z, softcap, False, HAS_SOFTCAP,
+                                HAS_SMOOTHING)
+        else:
+            return _sweep1_tile(z, offsets, V - q * CHUNK, col_max, sum_exp, sum_z, softcap, True, HAS_SOFTCAP,
+                                HAS_SMOOTHING)
+
+    @gluon.jit
+    def _held_rows(ring, logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr,
+                   lse_ptr, grad_scale_ptr, grad_scale_stride, n_rows, V, ignore_index, label_smoothing, softcap,
+                   lse_square_scale, HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr,
+                   HAS_Z_LOSS: gl.constexpr, TILE_R: gl.constexpr, STAGES: gl.constexpr, POLICY: gl.constexpr,
+                   num_warps: gl.constexpr):
+        """HOLD: each row is read from HBM once and held on chip until its gradient is written. A row is exactly
+        STAGES + 1 tiles (the caller's choice of tile): tile 0 in registers, tiles 1..STAGES in the ring's STAGES
+        slots. A slot is refilled as soon as its tile is done with: tile 0's slot (read into registers) by this
+        row's last tile, tile t's slot (t >= 1, after its gradient) by the next row's tile t - 1, so the next row's
+        first STAGES tiles are in flight while this row's gradient is written. Every wait in sweep 1 leaves
+        STAGES - 1 groups in flight: the tiles after the one awaited, and an empty group committed after each tile
+        before it.
+
+        Registers: the work goes by half tiles (chunks of TILE_R / 2 slabs, each thread's own bytes still), and tile
+        0 is held as the 32-bit words of its 16-bit entries: with whole tiles and 16-bit registers it spilled 168
+        bytes a thread at 16 warps (ptxas, Triton 3.6)."""
+        HALF: gl.constexpr = TILE_R // 2
+        LAYOUT: gl.constexpr = _tile_layout(HALF, num_warps)
+        COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))
+        CHUNK: gl.constexpr = HALF * 256 * num_warps
+        N_T: gl.constexpr = STAGES + 1
+        WORDS: gl.constexpr = logits_ptr.dtype.element_ty.primitive_bitwidth == 16
+        DTYPE: gl.constexpr = logits_ptr.dtype.element_ty
+        gl.static_assert(TILE_R >= 2, "a held tile is worked on in halves")
+        offsets = _tile_offsets(HALF, num_warps, LAYOUT)
+        pid = gl.program_id(0)
+        n_programs = gl.num_programs(0)
+        n_full = V // CHUNK
+        my_rows = gl.cdiv(gl.maximum(n_rows - pid, 0), n_programs)
+        n_items = my_rows * N_T
+        for s in gl.static_range(STAGES):
+            _issue_held(ring, logits_ptr, logits_row_stride, s, n_items, pid, n_programs, V, TILE_R, STAGES,
+                        num_warps, _tile_layout(TILE_R, num_warps), POLICY)
+        for i in range(my_rows):
+            row = (pid + i * n_programs).to(gl.int64)
+            base = i * N_T
+            target = gl.load(target_ptr + row).to(gl.int64)
+            row_scale = gl.load(grad_scale_ptr + row * grad_scale_stride).to(gl.float32)
+            col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)  # see the kernel's note
+            sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
+            sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
+            # ---- sweep 1: tile 0 into registers, its slot refilled with this row's last tile; then tiles 1.. ----
+            async_copy.wait_group(STAGES - 1)
+            slot = ring.index(base % STAGES)
+            held0 = _hold(slot.slice(0, HALF), WORDS, HALF, LAYOUT, num_warps)
+            held1 = _hold(slot.slice(HALF, HALF), WORDS, HALF, LAYOUT, num_warps)
+            first0 = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
+            first1 = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
+            _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES, n_items, pid, n_programs, V, TILE_R,
+                        STAGES, num_warps, _tile_layout(TILE_R, num_warps), POLICY)
+            col_max, sum_exp, sum_z = _sweep1_tile(first0, offsets, V, col_max, sum_exp, sum_z, softcap, False,
+                                                   HAS_SOFTCAP, HAS_SMOOTHING)  # V > STAGES x TILE: tile 0 is full
+            col_max, sum_exp, sum_z = _sweep1_tile(first1, offsets, V - CHUNK, col_max, sum_exp, sum_z, softcap,
+                                                   False, HAS_SOFTCAP, HAS_SMOOTHING)
+            for t in range(1, N_T):
+                async_copy.wait_group(STAGES - 1)  # tile t's copies (the count: see above)
+                slot = ring.index((base + t) % STAGES)
+                for c in gl.static_range(2):
+                    z = slot.slice(c * HALF, HALF).load(LAYOUT).to(gl.float32)
+                    col_max, sum_exp, sum_z = _fold_chunk(z, 2 * t + c, n_full, V, offsets, col_max, sum_exp, sum_z,
+                                                          softcap, CHUNK, HAS_SOFTCAP, HAS_SMOOTHING)
+                async_copy.commit_group()
+            row_max, row_sum, row_sum_z = _row_stats(col_max, sum_exp, sum_z)
+            lse_log2, softmax_coef, target_coef, uniform = _row_end(
+                logits_ptr, logits_row_stride, per_token_loss_ptr, lse_ptr, row, target, row_scale, row_max, row_sum,
+                row_sum_z, V, ignore_index, label_smoothing, softcap, lse_square_scale, True, HAS_SOFTCAP,
+                HAS_SMOOTHING, HAS_Z_LOSS)
+            # ---- sweep 2: tiles 1.. from the ring, each slot refilled with the next row's tile; tile 0 last ------
+            grad_row = grad_ptr + row * grad_row_stride
+            for t in range(1, N_T):
+                slot = ring.index((base + t) % STAGES)
+                x = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
+                _gradient_tile(x, grad_row, 2 * t, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+                               uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
+                x = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
+                _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES + t, n_items, pid, n_programs, V,
+                            TILE_R, STAGES, num_warps, _tile_layout(TILE_R, num_warps), POLICY)
+                _gradient_tile(x, grad_row, 2 * t + 1, n_full, V, offsets, target, lse_log2, softmax_coef,
+                               target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
+            _gradient_held(held0, grad_row, 0, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+                           uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+            _gradient_held(held1, grad_row, 1, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+                           uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+        async_copy.wait_group(0)
+
+    @gluon.jit
     def cross_entropy_one_pass_kernel(
         logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr, lse_ptr,
         grad_scale_ptr, grad_scale_stride, partial_ptr, n_rows, V, ignore_index, label_smoothing,
         softcap, lse_square_scale,
         HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr,
         TILE_R: gl.constexpr, STAGES: gl.constexpr, SPLIT: gl.constexpr, POLICY: gl.constexpr,
-        REUSE_LAST: gl.constexpr, num_warps: gl.constexpr,
+        REUSE_LAST: gl.constexpr, HOLD: gl.constexpr, num_warps: gl.constexpr,
     ):
         """Per-token loss, lse (fp32) and grad_scale[row] * d loss / d logits. SPLIT programs (a group: pid // SPLIT,
         ranks pid % SPLIT) share each of the group's rows g, g + G / SPLIT, ... (G the grid, a multiple of SPLIT),
@@ -239,6 +477,12 @@ if gluon is not None:
         TILE: gl.constexpr = TILE_R * 256 * num_warps
         ring = gl.allocate_shared_memory(logits_ptr.dtype.element_ty, [STAGES, TILE_R, 32 * num_warps, 8],
                                          gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0]))
+        if HOLD:
+            gl.static_assert(SPLIT == 1, "a held row is one program's")
+            _held_rows(ring, logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr,
+                       lse_ptr, grad_scale_ptr, grad_scale_stride, n_rows, V, ignore_index, label_smoothing, softcap,
+                       lse_square_scale, HAS_SOFTCAP, HAS_SMOOTHING, HAS_Z_LOSS, TILE_R, STAGES, POLICY, num_warps)
+            return
         offsets = _tile_offsets(TILE_R, num_warps, LAYOUT)
 
         SLOTS: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
@@ -276,9 +520,7 @@ if gluon is not None:
                     col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
                                                            softcap, True, HAS_SOFTCAP, HAS_SMOOTHING)
                 item += 1
-            row_max = gl.max(col_max, axis=0)
-            row_sum = gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0) * 1.4426950408889634), axis=0)
-            row_sum_z = gl.sum(sum_z, axis=0)
+            row_max, row_sum, row_sum_z = _row_stats(col_max, sum_exp, sum_z)
             if SPLIT > 1:
                 # Publish this program's partials and wait for the group's others. Each slot is one relaxed 64-bit
                 # exchange that carries the values themselves (max and sum of exp as two fp32 bit patterns; the sum
@@ -300,46 +542,25 @@ if gluon is not None:
                 if HAS_SMOOTHING:
                     row_sum_z = gl.sum(_filled(slot_row + SPLIT + slots).to(gl.int32).to(gl.float32, bitcast=True),
                                        axis=0)
-            lse = row_max + gl.log(row_sum)
-            is_valid = target != ignore_index
-            in_range = (target >= 0) & (target < V)
-            is_bad = is_valid & ((target < 0) | (target >= V))
-            z_target = gl.load(logits_ptr + row * logits_row_stride + gl.where(in_range, target, 0),
-                               mask=is_valid & in_range, other=0.0).to(gl.float32)
-            if HAS_SOFTCAP:
-                z_target = softcap * _tanh(z_target / softcap)
-            loss = lse - (1.0 - label_smoothing) * z_target
-            if HAS_SMOOTHING:
-                loss -= label_smoothing * row_sum_z / V
-            if HAS_Z_LOSS:
-                loss += lse_square_scale * lse * lse
-            lse = gl.where(is_bad, float("nan"), lse)
-            gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)),
-                     mask=rank == 0)
-            gl.store(lse_ptr + row, lse, mask=rank == 0)
-            # ---- sweep 2: the gradient, tiles in reverse order --------------------------------------------------
-            row_scale = gl.where(is_valid, row_scale, 0.0)
-            softmax_coef = row_scale
-            if HAS_Z_LOSS:
-                softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
-            target_coef = row_scale * (1.0 - label_smoothing)
-            uniform = row_scale * label_smoothing / V
-            lse_log2 = lse * 1.4426950408889634
+            lse_log2, softmax_coef, target_coef, uniform = _row_end(
+                logits_ptr, logits_row_stride, per_token_loss_ptr, lse_ptr, row, target, row_scale, row_max, row_sum,
+                row_sum_z, V, ignore_index, label_smoothing, softcap, lse_square_scale, rank == 0, HAS_SOFTCAP,
+                HAS_SMOOTHING, HAS_Z_LOSS)
             grad_row = grad_ptr + row * grad_row_stride
             if REUSE_LAST:
                 if n_tiles > 0:
                     # The row's last tile is still in the slot sweep 1 read it from (item - 1): the copy issued in a
                     # step goes to the slot read one step earlier, so that slot is refilled only in the next step.
-                    _gradient_tile(ring.index((item - 1) % STAGES), grad_row, rank + SPLIT * (n_tiles - 1), n_full, V,
-                                   offsets, target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT,
-                                   TILE, HAS_SOFTCAP, POLICY)
+                    _gradient_tile(ring.index((item - 1) % STAGES).load(LAYOUT).to(gl.float32), grad_row,
+                                   rank + SPLIT * (n_tiles - 1), n_full, V, offsets, target, lse_log2, softmax_coef,
+                                   target_coef, uniform, softcap, TILE, HAS_SOFTCAP, POLICY)
             for j2 in range(REUSE_LAST, n_tiles):
                 _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
                        V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
                 async_copy.wait_group(STAGES - 1)
-                _gradient_tile(ring.index(item % STAGES), grad_row, rank + SPLIT * (n_tiles - 1 - j2), n_full, V,
-                               offsets, target, lse_log2, softmax_coef, target_coef, uniform, softcap, LAYOUT, TILE,
-                               HAS_SOFTCAP, POLICY)
+                _gradient_tile(ring.index(item % STAGES).load(LAYOUT).to(gl.float32), grad_row,
+                               rank + SPLIT * (n_tiles - 1 - j2), n_full, V, offsets, target, lse_log2, softmax_coef,
+                               target_coef, uniform, softcap, TILE, HAS_SOFTCAP, POLICY)
                 item += 1
         async_copy.wait_group(0)
 

@@ -17,9 +17,18 @@ try:
     async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
     # the CTA-wide barrier: `thread_barrier` in Triton 3.6, `barrier` in newer ones (3.9)
     cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
+    # a shared-memory buffer seen with another dtype/shape: `reinterpret` in newer Tritons (3.9), `_reinterpret` in 3.6
+    if hasattr(gl.shared_memory_descriptor, "reinterpret"):
+        @gluon.jit
+        def reinterpret(buffer, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+            return buffer.reinterpret(dtype, shape, layout)
+    else:
+        @gluon.jit
+        def reinterpret(buffer, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+            return buffer._reinterpret(dtype, shape, layout)
     IMPORT_ERROR = None
 except Exception as error:  # pragma: no cover - depends on the installed Triton
-    gluon = gl = async_copy = async_load = cta_barrier = None
+    gluon = gl = async_copy = async_load = cta_barrier = reinterpret = None
     IMPORT_ERROR = error
 
 

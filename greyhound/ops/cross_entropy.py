@@ -43,6 +43,8 @@ _tuning.register(
                           "the two load hints)"),
     one_pass_reuse=(bool, "one-pass kernel: sweep 2 takes each row's last tile from the ring slot sweep 1 left it in "
                           "(else it loads it again)"),
+    one_pass_hold=(bool, "one-pass kernel: hold each row on chip (one tile in registers, the rest in the ring) and "
+                         "read it from HBM once, where the row fits; picks its own tile and ring depth"),
 )
 
 
@@ -224,6 +226,7 @@ class _OnePassConfig(NamedTuple):
     policy: int  # L2 eviction hints (see the tunable)
     split: int  # programs sharing a row
     reuse_last: bool  # sweep 2 takes the row's last tile from sweep 1's ring slot
+    hold: bool = False  # the row held on chip, read once (tile_rows and stages then from _ce_gluon.held_geometry)
 
 
 def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
@@ -235,9 +238,14 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
     get = functools.partial(_tuning.get, TUNING_OP)
     num_warps = get("one_pass_warps", 16)
     tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
-    return _OnePassConfig(get("one_pass", None), get("one_pass_tile_rows", tile_rows), num_warps,
-                          get("one_pass_stages", 3), get("one_pass_programs", None),
-                          get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True))
+    config = _OnePassConfig(get("one_pass", None), get("one_pass_tile_rows", tile_rows), num_warps,
+                            get("one_pass_stages", 3), get("one_pass_programs", None),
+                            get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True))
+    if get("one_pass_hold", False) and config.split == 1:
+        geometry = _ce_gluon.held_geometry(V, element_size, num_warps)
+        if geometry is not None:  # else the row does not fit on chip: the ring as configured
+            config = config._replace(tile_rows=geometry[0], stages=geometry[1], hold=True)
+    return config
 
 
 @functools.lru_cache(maxsize=None)
@@ -343,13 +351,14 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     sm_count = _sm_count(logits.device)
     # a group's programs wait for each other: never more programs than SMs when split > 1
     programs = min(config.programs or sm_count, sm_count) if config.split > 1 else config.programs or sm_count
-    if config.enabled is None and logits.is_cuda:
+    if config.enabled is None and logits.is_cuda and not config.hold:
         # Sweep 2 re-reads each row from L2 only while it is still there: one row in flight a program. Where they
         # do not fit, HBM sees the second read too and the two-kernel path is faster (H200, BT=8192 V=128256 full:
         # bf16 rows, 33 MB in flight, 1.37 vs 1.61 ms; fp32 rows, 66 MB, 3.32 vs 3.13 ms).
         if programs * logits.shape[1] * logits.element_size() > _l2_bytes(logits.device):
             return False
-    why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split)
+    why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split,
+                                    config.hold)
     if why_not is not None:
         if _tuning.get(TUNING_OP, "one_pass", None):  # asked for by name: say why it did not run
             _ce_gluon.warn_fallback(ValueError(why_not))
@@ -357,7 +366,7 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     try:
         _ce_gluon.launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
                          label_smoothing, softcap, lse_square_scale, programs, config.tile_rows, config.num_warps,
-                         config.stages, config.policy, config.split, config.reuse_last)
+                         config.stages, config.policy, config.split, config.reuse_last, config.hold)
     except Exception as error:  # Gluon is experimental: a compile failure falls back (nothing was written)
         _ce_gluon.warn_fallback(error)
         return False

@@ -505,6 +505,41 @@ def test_one_pass_default_config():
         assert not config.enabled and config.tile_rows == 2 and config.split == 2 and not config.reuse_last
 
 
+def test_one_pass_held_geometry():
+    # the largest tile that cuts the row into n >= 3 tiles whose last n - 1 fit the ring; none for longer rows
+    geometry = ce._ce_gluon.held_geometry
+    assert geometry(128256, 2, 16) == (8, 3)  # 4 tiles of 64 KB: one in registers, three in the ring
+    assert geometry(50304, 2, 16) == (4, 3) and geometry(40000, 2, 16) == (4, 2)
+    assert geometry(65536, 4, 16) == (4, 3)  # fp32: 4 tiles of 64 KB
+    assert geometry(128256, 4, 16) is None and geometry(151936, 2, 16) is None  # 8 and 5 tiles of 64 KB
+    assert geometry(4096, 2, 16) is None  # shorter than three of the smallest tiles
+    for V, size in ((128256, 2), (50304, 2), (40000, 2), (65536, 4), (20000, 2)):
+        tile_rows, stages = geometry(V, size, 16)
+        tile = tile_rows * 256 * 16
+        assert stages * tile < V <= (stages + 1) * tile and stages * tile * size <= 232448 - 1024
+
+
+def test_one_pass_hold_config():
+    # one_pass_hold picks the tile and ring depth where the row fits on chip, and stays off where it does not
+    with _tuning.override(ce.TUNING_OP, one_pass_hold=True):
+        config = ce._one_pass_config(50304, 2)
+        assert config.hold and (config.tile_rows, config.stages) == (4, 3)
+        assert not ce._one_pass_config(128256, 4).hold  # fp32 rows of 128256 do not fit
+    with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_split=2):
+        assert not ce._one_pass_config(50304, 2).hold  # split rows are not held
+    assert not ce._one_pass_config(50304, 2).hold
+
+
+@pytest.mark.parametrize("tile_rows,stages,split,V,grad_dtype,expected", [
+    (8, 3, 1, 131073, torch.bfloat16, "V <= 131072"), (8, 3, 1, 32768, torch.bfloat16, "32768 < V"),
+    (8, 3, 2, 100000, torch.bfloat16, "split 2"), (1, 3, 1, 10000, torch.bfloat16, "tile_rows 1"),
+    (8, 3, 1, 100000, torch.float32, "gradient torch.float32")])
+def test_one_pass_hold_says_why_it_cannot_hold(tile_rows, stages, split, V, grad_dtype, expected):
+    logits = torch.empty(2, V, dtype=torch.bfloat16)
+    why = ce._ce_gluon.unsupported(logits, torch.empty(2, V, dtype=grad_dtype), tile_rows, 16, stages, split, True)
+    assert why is not None and "holding a row needs" in why and expected in why
+
+
 def test_one_pass_kernel_says_why_it_cannot_run():
     logits = torch.randn(4, 64)
     why = ce._ce_gluon.unsupported(logits, logits, 8, 8, 4)
@@ -577,6 +612,45 @@ def test_gpu_one_pass_split_rows(split, rows, vocab, options):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows,vocab", [(3, 128256), (300, 50304), (140, 40000), (9, 65536), (200, 20000)])
+@pytest.mark.parametrize("options", [{}, ALL_OPTIONS, {"label_smoothing": 0.2}, {"softcap": 5.0},
+                                     {"lse_square_scale": 1e-3}], ids=["plain", "all", "smoothing", "softcap", "zloss"])
+def test_gpu_one_pass_held_rows(dtype, rows, vocab, options):
+    # rows held on chip: 4 tiles (the last ragged), 3 tiles, fewer rows than programs and programs walking several
+    # rows; targets in both halves of the tile held in registers and in the last entry. fp32 rows of 128256 do not
+    # fit, so they run (and are checked) on the ring
+    logits, target = make_inputs(rows, vocab, dtype, "cuda", ignored=(1,))
+    config = ce._one_pass_config(vocab, logits.element_size())._replace(hold=True)
+    geometry = ce._ce_gluon.held_geometry(vocab, logits.element_size(), config.num_warps)
+    half_tile = geometry[0] * 128 * config.num_warps if geometry else 1
+    target[0], target[-1] = 3, vocab - 1
+    target[2 % rows] = half_tile + 5
+    with _one_pass(one_pass_hold=True):
+        assert ce._one_pass_config(vocab, logits.element_size()).hold == (geometry is not None)
+        check_against_reference(logits, target, reduction="none", **options)
+        check_against_reference(logits, target, reduction="mean", **options)
+    assert (geometry is None) == (dtype == torch.float32 and vocab == 128256)
+
+
+@pytest.mark.gpu
+def test_gpu_one_pass_held_rows_inplace():
+    # the gradient written over the logits while the next rows are in flight
+    logits, target = make_inputs(300, 128256, torch.bfloat16, "cuda", ignored=(9,))
+    ref_leaf = logits.double().requires_grad_()
+    expected = cross_entropy_reference(ref_leaf, target, reduction="none", **ALL_OPTIONS)
+    expected.sum().backward()
+    leaf = logits.clone().requires_grad_()
+    scaled = leaf * 1.0
+    with _one_pass(one_pass_hold=True):
+        loss = cross_entropy_with_grad(scaled, target, reduction="none", inplace_backward=True, **ALL_OPTIONS)
+    loss.sum().backward()
+    torch.testing.assert_close(scaled.detach(), leaf.grad, rtol=0, atol=0)
+    assert rel_err(loss, expected) < 1e-5
+    assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
+
+
+@pytest.mark.gpu
 def test_gpu_one_pass_inplace_and_unchecked_targets():
     logits, target = make_inputs(48, 128256, torch.bfloat16, "cuda", ignored=(9,))
     bad_target = target.clone()
@@ -624,8 +698,9 @@ def test_gpu_default_takes_one_pass_where_rows_fit_l2(monkeypatch, dtype, expect
     assert bool(calls) == expected
 
 
-@pytest.mark.parametrize("dtype,tile_rows,split,reuse", [("bf16", 8, 1, 1), ("fp32", 4, 2, 0)])
-def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse):
+@pytest.mark.parametrize("dtype,tile_rows,split,reuse,hold", [("bf16", 8, 1, 1, 0), ("fp32", 4, 2, 0, 0),
+                                                              ("bf16", 8, 1, 1, 1), ("fp32", 4, 1, 1, 1)])
+def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse, hold):
     # the default config (and a split, fp32 one that loads each tile twice), every option on: valid for this Triton's
     # Gluon, 16-byte copies only, the ring within the H200's shared memory
     from tests.gluon_compile import compile_for_hopper
@@ -634,7 +709,7 @@ def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse):
                  grad_scale_stride="i32", partial_ptr="*i64", n_rows="i32", V="i32",
                  ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
     constexprs = dict(HAS_SOFTCAP=True, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=3,
-                      SPLIT=split, POLICY=7, REUSE_LAST=reuse, num_warps=16)
+                      SPLIT=split, POLICY=7, REUSE_LAST=reuse, HOLD=hold, num_warps=16)
     facts = compile_for_hopper("greyhound.ops._ce_gluon", "cross_entropy_one_pass_kernel", types, constexprs, 16,
                                divisible=("V", "logits_row_stride", "grad_row_stride"))
     tile_bytes = tile_rows * 256 * 16 * (2 if dtype == "bf16" else 4)
