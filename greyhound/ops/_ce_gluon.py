@@ -53,18 +53,16 @@ def _shared_memory(device_index):
 _HOPPER_RING_BYTES = 232448 - 1024
 
 
-def held_geometry(V, element_size, num_warps):
-    """(tile_rows, stages) for HOLD: the largest tile (tile_rows a power of 2 in [2, 16 / element_size]) that
-    splits a row of V entries into n >= 3 tiles whose last n - 1 fit the ring (stages = n - 1; tile 0 is held in
-    registers), or None when no tile does (a row longer than about 4.5 tiles of 64 KB: 131072 bf16 entries or
-    65536 fp32 ones at 16 warps)."""
-    tile_rows = 16 // element_size
-    while tile_rows >= 2:
-        tile = tile_rows * 256 * num_warps
+def held_geometry(V, element_size, num_warps, tile_rows=None):
+    """(tile_rows, stages) for HOLD: the largest tile (tile_rows a power of 2 in [2, 16 / element_size], or only
+    `tile_rows` when given) that splits a row of V entries into n >= 3 tiles whose last n - 1 fit the ring
+    (stages = n - 1; tile 0 is held in registers), or None when no tile does (a row longer than about 4.5 tiles of
+    64 KB: 131072 bf16 entries or 65536 fp32 ones at 16 warps)."""
+    for rows in (tile_rows,) if tile_rows else (16 // element_size, 8 // element_size, 4 // element_size, 2):
+        tile = rows * 256 * num_warps
         n = -(-V // tile)
-        if n >= 3 and (n - 1) * tile * element_size <= _HOPPER_RING_BYTES:
-            return tile_rows, n - 1
-        tile_rows //= 2
+        if rows >= 2 and n >= 3 and (n - 1) * tile * element_size <= _HOPPER_RING_BYTES:
+            return rows, n - 1
     return None
 
 
@@ -242,17 +240,22 @@ if gluon is not None:
                      eviction_policy=_policy(POLICY, 4, "evict_first"))
 
     @gluon.jit
-    def _row_end(logits_ptr, logits_row_stride, per_token_loss_ptr, lse_ptr, row, target, row_scale, row_max, row_sum,
-                 row_sum_z, V, ignore_index, label_smoothing, softcap, lse_square_scale, writer,
-                 HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr):
-        """The row's loss and lse from its max, sum of exp and sum of logits, stored when `writer`; returns sweep 2's
-        coefficients (lse * log2(e), softmax_coef, target_coef, uniform; see _sweep2_tile)."""
+    def _target_logit(logits_ptr, logits_row_stride, row, target, V, ignore_index):
+        """The row's logit at its target (fp32; 0, never read, for an ignored or out-of-range target)."""
+        in_range = (target >= 0) & (target < V)
+        return gl.load(logits_ptr + row * logits_row_stride + gl.where(in_range, target, 0),
+                       mask=(target != ignore_index) & in_range, other=0.0).to(gl.float32)
+
+    @gluon.jit
+    def _row_end(per_token_loss_ptr, lse_ptr, row, target, z_target, row_scale, row_max, row_sum, row_sum_z, V,
+                 ignore_index, label_smoothing, softcap, lse_square_scale, writer, HAS_SOFTCAP: gl.constexpr,
+                 HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr):
+        """The row's loss and lse from its max, sum of exp, sum of logits and target logit (_target_logit), stored
+        when `writer`; returns sweep 2's coefficients (lse * log2(e), softmax_coef, target_coef, uniform; see
+        _sweep2_tile)."""
         lse = row_max + gl.log(row_sum)
         is_valid = target != ignore_index
-        in_range = (target >= 0) & (target < V)
         is_bad = is_valid & ((target < 0) | (target >= V))
-        z_target = gl.load(logits_ptr + row * logits_row_stride + gl.where(in_range, target, 0),
-                           mask=is_valid & in_range, other=0.0).to(gl.float32)
         if HAS_SOFTCAP:
             z_target = softcap * _tanh(z_target / softcap)
         loss = lse - (1.0 - label_smoothing) * z_target
@@ -407,6 +410,9 @@ if gluon is not None:
             base = i * N_T
             target = gl.load(target_ptr + row).to(gl.int64)
             row_scale = gl.load(grad_scale_ptr + row * grad_scale_stride).to(gl.float32)
+            # issued now, waited for at the row's end: the latency of these dependent loads is hidden by sweep 1
+            # (at the row's end, nothing else is in flight: the next row's copies start with sweep 2)
+            z_target = _target_logit(logits_ptr, logits_row_stride, row, target, V, ignore_index)
             col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)  # see the kernel's note
             sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
             sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
@@ -433,9 +439,9 @@ if gluon is not None:
                 async_copy.commit_group()
             row_max, row_sum, row_sum_z = _row_stats(col_max, sum_exp, sum_z)
             lse_log2, softmax_coef, target_coef, uniform = _row_end(
-                logits_ptr, logits_row_stride, per_token_loss_ptr, lse_ptr, row, target, row_scale, row_max, row_sum,
-                row_sum_z, V, ignore_index, label_smoothing, softcap, lse_square_scale, True, HAS_SOFTCAP,
-                HAS_SMOOTHING, HAS_Z_LOSS)
+                per_token_loss_ptr, lse_ptr, row, target, z_target, row_scale, row_max, row_sum, row_sum_z, V,
+                ignore_index, label_smoothing, softcap, lse_square_scale, True, HAS_SOFTCAP, HAS_SMOOTHING,
+                HAS_Z_LOSS)
             # ---- sweep 2: tiles 1.. from the ring, each slot refilled with the next row's tile; tile 0 last ------
             grad_row = grad_ptr + row * grad_row_stride
             for t in range(1, N_T):
@@ -542,10 +548,11 @@ if gluon is not None:
                 if HAS_SMOOTHING:
                     row_sum_z = gl.sum(_filled(slot_row + SPLIT + slots).to(gl.int32).to(gl.float32, bitcast=True),
                                        axis=0)
+            z_target = _target_logit(logits_ptr, logits_row_stride, row, target, V, ignore_index)
             lse_log2, softmax_coef, target_coef, uniform = _row_end(
-                logits_ptr, logits_row_stride, per_token_loss_ptr, lse_ptr, row, target, row_scale, row_max, row_sum,
-                row_sum_z, V, ignore_index, label_smoothing, softcap, lse_square_scale, rank == 0, HAS_SOFTCAP,
-                HAS_SMOOTHING, HAS_Z_LOSS)
+                per_token_loss_ptr, lse_ptr, row, target, z_target, row_scale, row_max, row_sum, row_sum_z, V,
+                ignore_index, label_smoothing, softcap, lse_square_scale, rank == 0, HAS_SOFTCAP, HAS_SMOOTHING,
+                HAS_Z_LOSS)
             grad_row = grad_ptr + row * grad_row_stride
             if REUSE_LAST:
                 if n_tiles > 0:

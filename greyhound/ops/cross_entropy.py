@@ -44,7 +44,8 @@ _tuning.register(
     one_pass_reuse=(bool, "one-pass kernel: sweep 2 takes each row's last tile from the ring slot sweep 1 left it in "
                           "(else it loads it again)"),
     one_pass_hold=(bool, "one-pass kernel: hold each row on chip (one tile in registers, the rest in the ring) and "
-                         "read it from HBM once, where the row fits; picks its own tile and ring depth"),
+                         "read it from HBM once, where the row fits; picks its own ring depth, and its tile unless "
+                         "one_pass_tile_rows is given"),
 )
 
 
@@ -242,7 +243,7 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
                             get("one_pass_stages", 3), get("one_pass_programs", None),
                             get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True))
     if get("one_pass_hold", False) and config.split == 1:
-        geometry = _ce_gluon.held_geometry(V, element_size, num_warps)
+        geometry = _ce_gluon.held_geometry(V, element_size, num_warps, get("one_pass_tile_rows", None))
         if geometry is not None:  # else the row does not fit on chip: the ring as configured
             config = config._replace(tile_rows=geometry[0], stages=geometry[1], hold=True)
     return config

@@ -513,6 +513,7 @@ def test_one_pass_held_geometry():
     assert geometry(65536, 4, 16) == (4, 3)  # fp32: 4 tiles of 64 KB
     assert geometry(128256, 4, 16) is None and geometry(151936, 2, 16) is None  # 8 and 5 tiles of 64 KB
     assert geometry(4096, 2, 16) is None  # shorter than three of the smallest tiles
+    assert geometry(128256, 2, 16, 4) == (4, 7) and geometry(128256, 2, 16, 2) is None  # a tile asked for
     for V, size in ((128256, 2), (50304, 2), (40000, 2), (65536, 4), (20000, 2)):
         tile_rows, stages = geometry(V, size, 16)
         tile = tile_rows * 256 * 16
@@ -525,6 +526,9 @@ def test_one_pass_hold_config():
         config = ce._one_pass_config(50304, 2)
         assert config.hold and (config.tile_rows, config.stages) == (4, 3)
         assert not ce._one_pass_config(128256, 4).hold  # fp32 rows of 128256 do not fit
+    with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_tile_rows=4):
+        config = ce._one_pass_config(128256, 2)
+        assert config.hold and (config.tile_rows, config.stages) == (4, 7)
     with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_split=2):
         assert not ce._one_pass_config(50304, 2).hold  # split rows are not held
     assert not ce._one_pass_config(50304, 2).hold
