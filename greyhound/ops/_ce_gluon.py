@@ -10,6 +10,11 @@ program is persistent and walks whole rows; for each row it streams the tiles of
     `evict_first`. Its first tile, the row's last, is not loaded again: it is still in the ring slot sweep 1 read it
     from (REUSE_LAST; −2.5% at BT=8192, V=128256 bf16, and a row of one tile is read once).
 
+HOLD (the default where a row is longer than one ring tile and fits on chip: up to 131072 bf16 entries or 65536
+fp32 ones) reads each row from HBM once: a row is cut into n tiles of 32 KB, tile 0 is kept in registers and tiles
+1..n-1 stay in a ring of exactly n - 1 slots until sweep 2 has written their gradient (_held_rows). HBM then moves the
+floor's bytes (2.1 + 2.1 GB at BT=8192, V=128256 bf16): 1.24 ms against the ring's 1.34 (H200, session 26).
+
 The two load hints reach the PTX only from Triton 3.9 on (cp.async...L2::cache_hint); Triton 3.6, the H200's, drops a
 cp.async's eviction_policy, so every figure measured so far ran the loads without them (the stores' hint is emitted by
 both). Giving sweep 1 an evict_last priority there through bulk L2 prefetches measured 6% slower, the same as the
@@ -54,14 +59,18 @@ _HOPPER_RING_BYTES = 232448 - 1024
 
 
 def held_geometry(V, element_size, num_warps, tile_rows=None):
-    """(tile_rows, stages) for HOLD: the largest tile (tile_rows a power of 2 in [2, 16 / element_size], or only
-    `tile_rows` when given) that splits a row of V entries into n >= 3 tiles whose last n - 1 fit the ring
-    (stages = n - 1; tile 0 is held in registers), or None when no tile does (a row longer than about 4.5 tiles of
-    64 KB: 131072 bf16 entries or 65536 fp32 ones at 16 warps)."""
-    for rows in (tile_rows,) if tile_rows else (16 // element_size, 8 // element_size, 4 // element_size, 2):
+    """(tile_rows, stages) for HOLD, or None when the row does not fit on chip (longer than about 8 tiles of 32 KB:
+    131072 bf16 entries or 65536 fp32 ones at 16 warps). The tile: `tile_rows` when given, else the first of 32 KB,
+    64 KB and 16 KB tiles (tile_rows a power of 2 in [2, 16 / element_size]) that cuts the row into n >= 3 tiles
+    whose last n - 1 fit the ring (stages = n - 1; tile 0 is held in registers). 32 KB first: at BT=8192 bf16 it was
+    the fastest measured, V=128256 1.242 ms against 1.379 with 64 KB tiles; V=65536 0.682 against 0.765 with 16 KB
+    (H200, docs/perf/cross_entropy.md, session 26)."""
+    most = 16 // element_size
+    per_32kb = max(1, 32768 // (256 * num_warps * element_size))
+    for rows in (tile_rows,) if tile_rows else (per_32kb, 2 * per_32kb, per_32kb // 2):
         tile = rows * 256 * num_warps
         n = -(-V // tile)
-        if rows >= 2 and n >= 3 and (n - 1) * tile * element_size <= _HOPPER_RING_BYTES:
+        if 2 <= rows <= most and n >= 3 and (n - 1) * tile * element_size <= _HOPPER_RING_BYTES:
             return rows, n - 1
     return None
 

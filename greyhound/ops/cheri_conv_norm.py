@@ -63,7 +63,7 @@ _tuning.register(
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
     z_regs=(bool, "Gluon kernel, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
-                  "(default: on for bf16/fp16 dots)"),
+                  "(default: on for bf16/fp16 dots at block_e <= 32)"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -982,20 +982,30 @@ _GLUON_CONFIGS = {
 # kind of run): N=96 0.2097 against 0.2174, N=128 0.2753 against 0.2785 (within the spread), N=256 0.5424 against
 # 0.5237; so up to 96Ki positions.
 _SMALL_INFERENCE_ROWS = 96 * 1024
-_SMALL_GLUON_CONFIGS = {
-    ("bf16x3", False): (128, 64, 8, 2, "gluon", None),
+# Tiny inference calls (N·L at most _TINY_INFERENCE_ROWS positions, size class 2; "small" above is class 1), where
+# bf16/fp16 keep the tile they had before session 25: (64, 64, 4, 2), no register cap, z in shared memory. Sweep CLI,
+# one process, H200 (session 26, log 113): N=16 bf16 0.0207 against the three-programs-an-SM default's 0.0225, fp16
+# 0.0204 against 0.0225; at N=64 the default is faster (0.0636 / 0.0638 against 0.0674 / 0.0668). At N=16 the old tile
+# runs in one wave (256 tiles, two programs on each of 132 SMs); N=32 was not measured, so the class stops at 16Ki.
+_TINY_INFERENCE_ROWS = 16 * 1024
+_SMALL_GLUON_CONFIGS = {  # by (dot-mode family, training, size class)
+    ("bf16x3", False, 1): (128, 64, 8, 2, "gluon", None),
+    ("half", False, 2): (64, 64, 4, 2, "gluon", None),
 }
 
 
 @functools.lru_cache(maxsize=None)
-def _candidate_configs(channels, hidden_width, dot_mode, training, small=False):
+def _candidate_configs(channels, hidden_width, dot_mode, training, small=0):
     """The configs a shape tries in order, computed once per shape: the Gluon tile where _GLUON_CONFIGS has one
-    (_SMALL_GLUON_CONFIGS's first for a small call; its block_e halved until it divides the hidden width), then the
-    Triton default (_default_config, always present and the base tuning overrides start from), then the smaller
-    Triton fallbacks that divide the hidden width."""
+    (_SMALL_GLUON_CONFIGS's for the call's size class `small` (0 large, 1 small, 2 tiny), or for the next class down
+    that has one; its block_e halved until it divides the hidden width), then the Triton default (_default_config,
+    always present and the base tuning overrides start from), then the smaller Triton fallbacks that divide the hidden
+    width."""
     configs = []
     family = "half" if dot_mode in ("bf16", "fp16") else dot_mode
-    gluon_config = (small and _SMALL_GLUON_CONFIGS.get((family, training))) or _GLUON_CONFIGS.get((family, training))
+    gluon_config = next((_SMALL_GLUON_CONFIGS[family, training, size] for size in range(int(small), 0, -1)
+                         if (family, training, size) in _SMALL_GLUON_CONFIGS), None) \
+        or _GLUON_CONFIGS.get((family, training))
     if gluon_config is not None and _cheri_gluon.available():
         block_l, block_e, num_warps, num_stages, layout, max_registers = gluon_config
         while block_e > 16 and hidden_width % block_e:
@@ -1039,8 +1049,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                              f"{layout}")
     if z_regs and mode not in ("bf16", "fp16"):
         raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to bf16/fp16 dots only; this call runs {mode} dots")
-    if z_regs is None:  # on where it applies (docs/perf/cheri_block.md, session 25)
-        z_regs = mode in ("bf16", "fp16")
+    if z_regs is None:  # on where it applies and paid (docs/perf/cheri_block.md, session 25): level or slower at 64
+        z_regs = mode in ("bf16", "fp16") and block_e <= 32  # hidden columns a chunk, 2.6-4.6% faster at 32
     if layout == "gluon" or layout in _WS_CONSUMERS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
@@ -1135,7 +1145,9 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     if x.device.type == "cpu" and config is None:  # the interpreter: few, mid-sized tiles run fastest
         config = (32, next(b for b in (64, 32, 16) if hidden_width % b == 0), 4, 1, "lc", None)
     user_config = config is not None and plan_key is None  # the interpreter's tile is its default, not a request
-    small = batch * length <= (_SMALL_TRAINING_ROWS if training else _SMALL_INFERENCE_ROWS)
+    rows = batch * length  # the size class (see _candidate_configs): 0 large, 1 small, 2 tiny
+    small = int(rows <= (_SMALL_TRAINING_ROWS if training else _SMALL_INFERENCE_ROWS)) + int(
+        not training and rows <= _TINY_INFERENCE_ROWS)
     key = (channels, hidden_width, kernel_size, mode, training, small, x.dtype, x.device)
     shape_candidates = _candidate_configs(channels, hidden_width, mode, training, small)
     if config is not None:

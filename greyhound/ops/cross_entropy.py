@@ -45,7 +45,7 @@ _tuning.register(
                           "(else it loads it again)"),
     one_pass_hold=(bool, "one-pass kernel: hold each row on chip (one tile in registers, the rest in the ring) and "
                          "read it from HBM once, where the row fits; picks its own ring depth, and its tile unless "
-                         "one_pass_tile_rows is given"),
+                         "one_pass_tile_rows is given (default: on where the row is longer than one ring tile)"),
 )
 
 
@@ -234,15 +234,21 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
     """The one-pass kernel's config: 16 warps, tiles of up to 64 KB (8 x 256 x 16 entries of bf16/fp16, 4 x 256 x 16
     of fp32; fewer slabs when the row is shorter), a 3-tile ring (two tiles in flight a program), one program per SM:
     the fastest of 14 variants measured on the H200 at BT=8192, V=128256 bf16 (docs/perf/cross_entropy.md, session
-    14). On by default where the kernel can run (see _ce_gluon.unsupported) and its sweep-2 re-reads can hit L2 (see
-    _one_pass). Tuning overrides (op "cross_entropy_with_grad") replace any field."""
+    14). Where the row is longer than one such tile and fits on chip, it is held there instead and read once
+    (_ce_gluon.held_geometry: 32 KB tiles, all but one in the ring; BT=8192, V=128256 bf16: 1.24 ms against the
+    ring's 1.34, session 26). On by default where the kernel can run (see _ce_gluon.unsupported) and, for the ring,
+    where its sweep-2 re-reads can hit L2 (see _one_pass). Tuning overrides (op "cross_entropy_with_grad") replace
+    any field."""
     get = functools.partial(_tuning.get, TUNING_OP)
     num_warps = get("one_pass_warps", 16)
     tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
     config = _OnePassConfig(get("one_pass", None), get("one_pass_tile_rows", tile_rows), num_warps,
                             get("one_pass_stages", 3), get("one_pass_programs", None),
                             get("one_pass_policy", 7) & 7, get("one_pass_split", 1), get("one_pass_reuse", True))
-    if get("one_pass_hold", False) and config.split == 1:
+    hold = get("one_pass_hold", None)
+    if hold is None:  # by default where the ring would read the row twice (more than one of its tiles)
+        hold = V > config.tile_rows * 256 * num_warps
+    if hold and config.split == 1:
         geometry = _ce_gluon.held_geometry(V, element_size, num_warps, get("one_pass_tile_rows", None))
         if geometry is not None:  # else the row does not fit on chip: the ring as configured
             config = config._replace(tile_rows=geometry[0], stages=geometry[1], hold=True)

@@ -481,6 +481,28 @@ def test_small_training_forwards_take_the_single_kernel():
         cheri_ops._candidate_configs(128, 512, "bf16", False, False)
 
 
+def test_calls_are_sized_by_their_positions(monkeypatch):
+    # the size class run_fused asks _candidate_configs for: tiny (2) only for inference, small (1) up to each mode's
+    # bound, large (0) above; the spy stops the call before any kernel runs
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(channels, hidden_width, dot_mode, training, small=0):
+        seen.append(small)
+        raise Stop
+    monkeypatch.setattr(cheri_ops, "_candidate_configs", spy)
+    monkeypatch.setattr(cheri_ops, "_plans", {})
+    block = make_block(8, 3, 2, expansion=2)
+    for length, training, expected in ((16 * 1024, False, 2), (16 * 1024 + 1, False, 1), (96 * 1024, False, 1),
+                                       (96 * 1024 + 1, False, 0), (16 * 1024, True, 1), (64 * 1024 + 1, True, 0)):
+        block.train(training)
+        with torch.set_grad_enabled(training), pytest.raises(Stop):
+            block(torch.randn(1, 8, length, requires_grad=training))
+        assert seen[-1] == expected, (length, training)
+
+
 def test_shape_plans_are_bounded(device, monkeypatch):
     monkeypatch.setattr(cheri_ops, "_plans", {})
     monkeypatch.setattr(cheri_ops, "_MAX_PLANS", 2)
@@ -594,6 +616,9 @@ def test_gluon_plan_reads_z_from_registers_for_half_dots_by_default():
     tile = (64, 32, 4, 2, "gluon", 168)
     for mode, expected in (("bf16", True), ("fp16", True), ("bf16x3", False)):
         assert cheri_ops._make_plan(tile, x, 512, 3, mode, False, 4, "poly").kwargs["z_regs"] is expected, mode
+    # at 64 hidden columns a chunk (the tiny-call tile) z stays in shared memory: there it measured level or slower
+    assert cheri_ops._make_plan((64, 64, 4, 2, "gluon", None), x, 512, 3, "bf16", False, 4,
+                                "poly").kwargs["z_regs"] is False
     with _tuning.override(cheri_ops.TUNING_OP, z_regs=False):
         assert cheri_ops._make_plan(tile, x, 512, 3, "bf16", False, 4, "poly").kwargs["z_regs"] is False
     with _tuning.override(cheri_ops.TUNING_OP, z_regs=True), pytest.raises(ValueError, match="z_regs .* bf16x3 dots"):
@@ -1048,6 +1073,12 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
         assert first == (128, 64, 8, 2, "gluon", None) and then == cheri_ops._default_config(128, 512, "bf16x3", False)
         assert cheri_ops._candidate_configs(128, 96, "bf16x3", False, True)[0] == (128, 32, 8, 2, "gluon", None)
         assert cheri_ops._candidate_configs(128, 512, "bf16", False, True)[0] == (64, 32, 4, 2, "gluon", 168)
+        # tiny bf16/fp16 inference (at most _TINY_INFERENCE_ROWS positions, size class 2): the 64-column tile, two
+        # programs an SM, in one wave; an fp32 model's tiny call takes its small-call tile
+        assert cheri_ops._TINY_INFERENCE_ROWS == 16 * 1024
+        for mode in ("bf16", "fp16"):
+            assert cheri_ops._candidate_configs(128, 512, mode, False, 2)[0] == (64, 64, 4, 2, "gluon", None)
+        assert cheri_ops._candidate_configs(128, 512, "bf16x3", False, 2)[0] == (128, 64, 8, 2, "gluon", None)
         for mode, training in (("tf32x3", False), ("ieee", False), ("bf16", True), ("fp16", True)):
             assert all(c[4] != "gluon" for c in cheri_ops._candidate_configs(128, 512, mode, training))
     finally:

@@ -493,28 +493,38 @@ def test_gpu_inplace_backward():
 # The one-pass Gluon kernel (greyhound/ops/_ce_gluon.py): Hopper only
 # ------------------------------------------------------------------------------------------------------------------
 def test_one_pass_default_config():
-    # 64 KB tiles for long rows (8 slabs of bf16, 4 of fp32, 16 warps), fewer slabs for short ones; on by default
-    # where the rows in flight fit in L2 (decided at the call)
+    # rows longer than one 64 KB ring tile are held on chip where they fit: 32 KB tiles, all but one in the ring
     config = ce._one_pass_config(128256, 2)
-    assert config.enabled is None and (config.tile_rows, config.num_warps, config.stages, config.split) == (8, 16, 3, 1)
-    assert config.reuse_last  # sweep 2 takes each row's last tile from the ring
-    assert ce._one_pass_config(128256, 4).tile_rows == 4
-    assert ce._one_pass_config(5000, 2).tile_rows == 2 and ce._one_pass_config(4096, 2).tile_rows == 1
+    assert config.enabled is None and (config.num_warps, config.split) == (16, 1)
+    assert config.hold and (config.tile_rows, config.stages) == (4, 7)
+    assert ce._one_pass_config(65536, 2)[1:4] == (4, 16, 3) and ce._one_pass_config(32768, 4)[1:4] == (2, 16, 3)
+    # fp32 rows of 128256 do not fit: the ring of 64 KB tiles (8 slabs of bf16, 4 of fp32), 3 deep, which reads each
+    # row twice (sweep 2 takes the row's last tile from the ring); fewer slabs for short rows, which it reads once
+    config = ce._one_pass_config(128256, 4)
+    assert not config.hold and (config.tile_rows, config.stages) == (4, 3) and config.reuse_last
+    for V, tile_rows in ((32768, 8), (5000, 2), (4096, 1)):
+        config = ce._one_pass_config(V, 2)
+        assert not config.hold and config.tile_rows == tile_rows, V
     with _tuning.override(ce.TUNING_OP, one_pass=False, one_pass_tile_rows=2, one_pass_split=2, one_pass_reuse=False):
         config = ce._one_pass_config(128256, 2)
         assert not config.enabled and config.tile_rows == 2 and config.split == 2 and not config.reuse_last
+        assert not config.hold  # split rows are not held
+    with _tuning.override(ce.TUNING_OP, one_pass_hold=False):
+        assert ce._one_pass_config(128256, 2)[1:4] == (8, 16, 3) and not ce._one_pass_config(128256, 2).hold
 
 
 def test_one_pass_held_geometry():
     # the largest tile that cuts the row into n >= 3 tiles whose last n - 1 fit the ring; none for longer rows
     geometry = ce._ce_gluon.held_geometry
-    assert geometry(128256, 2, 16) == (8, 3)  # 4 tiles of 64 KB: one in registers, three in the ring
+    assert geometry(128256, 2, 16) == (4, 7)  # 8 tiles of 32 KB: one in registers, seven in the ring
     assert geometry(50304, 2, 16) == (4, 3) and geometry(40000, 2, 16) == (4, 2)
-    assert geometry(65536, 4, 16) == (4, 3)  # fp32: 4 tiles of 64 KB
-    assert geometry(128256, 4, 16) is None and geometry(151936, 2, 16) is None  # 8 and 5 tiles of 64 KB
+    assert geometry(65536, 4, 16) == (2, 7)  # fp32: 8 tiles of 32 KB
+    assert geometry(128256, 4, 16) is None and geometry(151936, 2, 16) is None  # 16 and 10 tiles of 32 KB
+    assert geometry(20000, 2, 16) == (2, 2)  # 16 KB tiles: 32 KB ones would be fewer than 3
+    assert geometry(128256, 2, 8) == (8, 7)  # 32 KB tiles at 8 warps
     assert geometry(4096, 2, 16) is None  # shorter than three of the smallest tiles
-    assert geometry(128256, 2, 16, 4) == (4, 7) and geometry(128256, 2, 16, 2) is None  # a tile asked for
-    for V, size in ((128256, 2), (50304, 2), (40000, 2), (65536, 4), (20000, 2)):
+    assert geometry(128256, 2, 16, 8) == (8, 3) and geometry(128256, 2, 16, 2) is None  # a tile asked for
+    for V, size in ((128256, 2), (50304, 2), (40000, 2), (65536, 4), (20000, 2), (131072, 2), (49153, 2)):
         tile_rows, stages = geometry(V, size, 16)
         tile = tile_rows * 256 * 16
         assert stages * tile < V <= (stages + 1) * tile and stages * tile * size <= 232448 - 1024
@@ -526,12 +536,14 @@ def test_one_pass_hold_config():
         config = ce._one_pass_config(50304, 2)
         assert config.hold and (config.tile_rows, config.stages) == (4, 3)
         assert not ce._one_pass_config(128256, 4).hold  # fp32 rows of 128256 do not fit
-    with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_tile_rows=4):
+        config = ce._one_pass_config(20000, 2)  # held even within one ring tile, when asked for
+        assert config.hold and (config.tile_rows, config.stages) == (2, 2)
+    with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_tile_rows=8):
         config = ce._one_pass_config(128256, 2)
-        assert config.hold and (config.tile_rows, config.stages) == (4, 7)
+        assert config.hold and (config.tile_rows, config.stages) == (8, 3)
     with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_split=2):
         assert not ce._one_pass_config(50304, 2).hold  # split rows are not held
-    assert not ce._one_pass_config(50304, 2).hold
+    assert not ce._one_pass_config(20000, 2).hold
 
 
 @pytest.mark.parametrize("tile_rows,stages,split,V,grad_dtype,expected", [
@@ -579,22 +591,27 @@ def _one_pass(**options):
 @pytest.mark.parametrize("rows,vocab", [(3, 128256), (300, 32768), (140, 50304), (9, 16)])
 @pytest.mark.parametrize("options", [{}, ALL_OPTIONS, {"label_smoothing": 0.2}, {"softcap": 5.0},
                                      {"lse_square_scale": 1e-3}], ids=["plain", "all", "smoothing", "softcap", "zloss"])
-def test_gpu_one_pass_matches_reference(dtype, rows, vocab, options):
+@pytest.mark.parametrize("hold", [None, False], ids=["default", "ring"])
+def test_gpu_one_pass_matches_reference(dtype, rows, vocab, options, hold):
     # rows below and above the grid (programs walk several rows), vocabularies of several tiles, a ragged last tile
-    # (50304 = 3 x 16384 + 1152) and a vocabulary smaller than one tile
+    # (50304 = 3 x 16384 + 1152) and a vocabulary smaller than one tile; by default (rows held on chip where they fit)
+    # and on the ring that reads each row twice
     logits, target = make_inputs(rows, vocab, dtype, "cuda", ignored=(1,))
     target[-1] = vocab - 1  # the last entry of the last tile
-    with _one_pass():
+    with _one_pass(**({} if hold is None else {"one_pass_hold": hold})):
         check_against_reference(logits, target, reduction="none", **options)
         check_against_reference(logits, target, reduction="mean", **options)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [dict(one_pass_tile_rows=4, one_pass_warps=4, one_pass_stages=3),
-                                    dict(one_pass_tile_rows=8, one_pass_warps=16, one_pass_stages=2),
+                                    dict(one_pass_tile_rows=8, one_pass_warps=16, one_pass_stages=2, one_pass_hold=0),
                                     dict(one_pass_programs=7), dict(one_pass_tile_rows=1, one_pass_stages=6),
-                                    dict(one_pass_policy=8), dict(one_pass_policy=2), dict(one_pass_reuse=False),
-                                    dict(one_pass_reuse=False, one_pass_stages=2, one_pass_split=2)])
+                                    dict(one_pass_policy=8), dict(one_pass_policy=2),
+                                    dict(one_pass_reuse=False, one_pass_hold=False),
+                                    dict(one_pass_reuse=False, one_pass_stages=2, one_pass_split=2),
+                                    dict(one_pass_hold=True, one_pass_tile_rows=8), dict(one_pass_warps=8),
+                                    dict(one_pass_programs=7, one_pass_hold=False)])
 def test_gpu_one_pass_tuning_variants(config):
     logits, target = make_inputs(64, 128256, torch.bfloat16, "cuda", ignored=(3,), target_dtype=torch.int32)
     with _one_pass(**config):
