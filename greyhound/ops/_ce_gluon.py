@@ -11,8 +11,8 @@ program is persistent and walks whole rows; for each row it streams the tiles of
     from (REUSE_LAST; −2.5% at BT=8192, V=128256 bf16, and a row of one tile is read once).
 
 HOLD (the default where a row is longer than one ring tile and fits on chip: up to 131072 bf16 entries or 65536
-fp32 ones) reads each row from HBM once: a row is cut into n tiles of 32 KB, tile 0 is kept in registers and tiles
-1..n-1 stay in a ring of exactly n - 1 slots until sweep 2 has written their gradient (_held_rows). HBM then moves the
+fp32 ones) reads each row from HBM once: a row is cut into n tiles (32 KB where that makes n >= 3; see
+held_geometry), tile 0 is kept in registers and tiles 1..n-1 stay in a ring of exactly n - 1 slots until sweep 2 has written their gradient (_held_rows). HBM then moves the
 floor's bytes (2.1 + 2.1 GB at BT=8192, V=128256 bf16): 1.24 ms against the ring's 1.34 (H200, session 26).
 
 The two load hints reach the PTX only from Triton 3.9 on (cp.async...L2::cache_hint); Triton 3.6, the H200's, drops a
@@ -121,7 +121,7 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
     for the arguments' meaning; `softcap` None for none). `programs` at most the number that can be resident at
     once when split > 1 (a group's programs wait for each other). `reuse_last`: sweep 2 takes each row's last tile
     from the ring slot sweep 1 left it in instead of loading it again. `hold`: each row read once and held on chip (see
-    _held_rows; the row must be exactly stages + 1 tiles, see held_tile_rows)."""
+    _held_rows; the row must be at most stages + 1 tiles, see held_geometry)."""
     rows, V = logits.shape
     programs = max(1, min(programs // split, rows)) * split
     if split > 1:  # every slot starts empty (-1: no pair of fp32 values a program publishes has these bits)
@@ -419,8 +419,8 @@ if gluon is not None:
             base = i * N_T
             target = gl.load(target_ptr + row).to(gl.int64)
             row_scale = gl.load(grad_scale_ptr + row * grad_scale_stride).to(gl.float32)
-            # issued now, waited for at the row's end: the latency of these dependent loads is hidden by sweep 1
-            # (at the row's end, nothing else is in flight: the next row's copies start with sweep 2)
+            # issued at the row's start, used at its end: these two dependent loads then run under sweep 1 (at the
+            # row's end nothing else is in flight; measured level, 1.379 against 1.370 ms with 64 KB tiles)
             z_target = _target_logit(logits_ptr, logits_row_stride, row, target, V, ignore_index)
             col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)  # see the kernel's note
             sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
@@ -562,6 +562,7 @@ if gluon is not None:
                 per_token_loss_ptr, lse_ptr, row, target, z_target, row_scale, row_max, row_sum, row_sum_z, V,
                 ignore_index, label_smoothing, softcap, lse_square_scale, rank == 0, HAS_SOFTCAP, HAS_SMOOTHING,
                 HAS_Z_LOSS)
+            # ---- sweep 2: the gradient, tiles in reverse order --------------------------------------------------
             grad_row = grad_ptr + row * grad_row_stride
             if REUSE_LAST:
                 if n_tiles > 0:
