@@ -370,14 +370,15 @@ if gluon is not None:
                            target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
 
     @gluon.jit
-    def _fold_chunk(z, q, n_full, V, offsets, col_max, sum_exp, sum_z, softcap, CHUNK: gl.constexpr,
-                    HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
-        """Sweep 1's work on chunk q (z fp32): masked only when it is not full."""
+    def _fold_tile(z, q, n_full, V, offsets, col_max, sum_exp, sum_z, softcap, TILE: gl.constexpr,
+                   HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
+        """Sweep 1's work on the row's q-th tile of TILE entries (z fp32; n_full = V // TILE): masked only when it is
+        not full."""
         if q < n_full:
-            return _sweep1_tile(z, offsets, V - q * CHUNK, col_max, sum_exp, sum_z, softcap, False, HAS_SOFTCAP,
+            return _sweep1_tile(z, offsets, V - q * TILE, col_max, sum_exp, sum_z, softcap, False, HAS_SOFTCAP,
                                 HAS_SMOOTHING)
         else:
-            return _sweep1_tile(z, offsets, V - q * CHUNK, col_max, sum_exp, sum_z, softcap, True, HAS_SOFTCAP,
+            return _sweep1_tile(z, offsets, V - q * TILE, col_max, sum_exp, sum_z, softcap, True, HAS_SOFTCAP,
                                 HAS_SMOOTHING)
 
     @gluon.jit
@@ -398,7 +399,8 @@ if gluon is not None:
         0 is held as the 32-bit words of its 16-bit entries: with whole tiles and 16-bit registers it spilled 168
         bytes a thread at 16 warps (ptxas, Triton 3.6)."""
         HALF: gl.constexpr = TILE_R // 2
-        LAYOUT: gl.constexpr = _tile_layout(HALF, num_warps)
+        COPY: gl.constexpr = _tile_layout(TILE_R, num_warps)  # a whole tile's copies
+        LAYOUT: gl.constexpr = _tile_layout(HALF, num_warps)  # the work, by half tiles
         COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))
         CHUNK: gl.constexpr = HALF * 256 * num_warps
         N_T: gl.constexpr = STAGES + 1
@@ -413,7 +415,7 @@ if gluon is not None:
         n_items = my_rows * N_T
         for s in gl.static_range(STAGES):
             _issue_held(ring, logits_ptr, logits_row_stride, s, n_items, pid, n_programs, V, TILE_R, STAGES,
-                        num_warps, _tile_layout(TILE_R, num_warps), POLICY)
+                        num_warps, COPY, POLICY)
         for i in range(my_rows):
             row = (pid + i * n_programs).to(gl.int64)
             base = i * N_T
@@ -433,7 +435,7 @@ if gluon is not None:
             first0 = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
             first1 = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
             _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES, n_items, pid, n_programs, V, TILE_R,
-                        STAGES, num_warps, _tile_layout(TILE_R, num_warps), POLICY)
+                        STAGES, num_warps, COPY, POLICY)
             col_max, sum_exp, sum_z = _sweep1_tile(first0, offsets, V, col_max, sum_exp, sum_z, softcap, False,
                                                    HAS_SOFTCAP, HAS_SMOOTHING)  # V > STAGES x TILE: tile 0 is full
             col_max, sum_exp, sum_z = _sweep1_tile(first1, offsets, V - CHUNK, col_max, sum_exp, sum_z, softcap,
@@ -443,7 +445,7 @@ if gluon is not None:
                 slot = ring.index((base + t) % STAGES)
                 for c in gl.static_range(2):
                     z = slot.slice(c * HALF, HALF).load(LAYOUT).to(gl.float32)
-                    col_max, sum_exp, sum_z = _fold_chunk(z, 2 * t + c, n_full, V, offsets, col_max, sum_exp, sum_z,
+                    col_max, sum_exp, sum_z = _fold_tile(z, 2 * t + c, n_full, V, offsets, col_max, sum_exp, sum_z,
                                                           softcap, CHUNK, HAS_SOFTCAP, HAS_SMOOTHING)
                 async_copy.commit_group()
             row_max, row_sum, row_sum_z = _row_stats(col_max, sum_exp, sum_z)
@@ -460,7 +462,7 @@ if gluon is not None:
                                uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
                 x = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
                 _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES + t, n_items, pid, n_programs, V,
-                            TILE_R, STAGES, num_warps, _tile_layout(TILE_R, num_warps), POLICY)
+                            TILE_R, STAGES, num_warps, COPY, POLICY)
                 _gradient_tile(x, grad_row, 2 * t + 1, n_full, V, offsets, target, lse_log2, softmax_coef,
                                target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
             _gradient_held(held0, grad_row, 0, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
@@ -528,12 +530,8 @@ if gluon is not None:
                        V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
                 async_copy.wait_group(STAGES - 1)  # item's copies (this thread's, the only ones it reads)
                 z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
-                if t < n_full:
-                    col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
-                                                           softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
-                else:
-                    col_max, sum_exp, sum_z = _sweep1_tile(z, offsets, V - t * TILE, col_max, sum_exp, sum_z,
-                                                           softcap, True, HAS_SOFTCAP, HAS_SMOOTHING)
+                col_max, sum_exp, sum_z = _fold_tile(z, t, n_full, V, offsets, col_max, sum_exp, sum_z, softcap, TILE,
+                                                     HAS_SOFTCAP, HAS_SMOOTHING)
                 item += 1
             row_max, row_sum, row_sum_z = _row_stats(col_max, sum_exp, sum_z)
             if SPLIT > 1:
