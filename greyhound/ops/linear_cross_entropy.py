@@ -86,6 +86,9 @@ _tuning.register(
     grad_vocab_schedule=(bool, "grad_schedule='auto' takes the vocab (low-memory) schedule"),
     grad_vocab_chunk=(int, "vocabulary entries per chunk of grad_schedule='vocab' when chunk_size does not give "
                            "them"),
+    vocab_block_v=(int, "entries a loop step of the vocab schedule's row kernel (a power of 2; default: the chunk's "
+                        "width rounded up, at most 2048)"),
+    vocab_warps=(int, "warps a program of the vocab schedule's row kernel (default: BLOCK_V / 512, 1 to 4)"),
 )
 
 
@@ -182,7 +185,10 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
         torch.zeros(rows, device=x.device, dtype=torch.float32) for _ in range(vectors))
     sum_z = rest[0] if rest else running_sum  # never touched without label smoothing
     buffer = torch.empty(rows * chunk, device=x.device, dtype=x.dtype)
-    block_v = min(next_power_of_2(chunk), 2048)
+    block_v = _tuning.get(TUNING_OP, "vocab_block_v", min(next_power_of_2(chunk), 2048))
+    if block_v & (block_v - 1):
+        raise ValueError(f"tuning: {TUNING_OP}.vocab_block_v must be a power of 2, got {block_v}")
+    warps = _tuning.get(TUNING_OP, "vocab_warps", max(1, min(4, block_v // 512)))
     for v0 in range(0, V, chunk):
         v1 = min(v0 + chunk, V)
         logits = buffer[: rows * (v1 - v0)].view(rows, v1 - v0)
@@ -193,7 +199,7 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
         _run_vocab_chunk[(rows,)](
             logits, logits.stride(0), target, running_max, running_sum, target_z, sum_z, v0, v1 - v0,
             float(softcap or 1.0), BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None,
-            HAS_SMOOTHING=label_smoothing > 0, FIRST=v0 == 0, num_warps=max(1, min(4, block_v // 512)))
+            HAS_SMOOTHING=label_smoothing > 0, FIRST=v0 == 0, num_warps=warps)
     del buffer, logits  # the epilogue's temporaries come after the chunk is freed
     lse = running_max + running_sum.log()
     loss = lse - (1.0 - label_smoothing) * target_z
