@@ -28,7 +28,7 @@ import triton.language
 
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count
 from greyhound.ops._gluon import async_copy, async_load as _async_load, cta_barrier as _cta_barrier, gl, gluon
-from greyhound.ops._gluon import warn_fallback as _warn_fallback, why_not_hopper
+from greyhound.ops._gluon import reinterpret as _reinterpret, warn_fallback as _warn_fallback, why_not_hopper
 
 try:  # the Hopper part of Gluon's API, on top of what greyhound.ops._gluon imports
     from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, warpgroup_mma,
@@ -78,7 +78,7 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
 
 def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
            dilation, eps, block_l, block_e, num_warps, stages, max_registers=None, fc1_lo=None, fc2_lo=None,
-           saved=None, w1_stages=None, z_regs=False):
+           saved=None, w1_stages=None, z_regs=False, loop=False):
     """One launch over x (N, C, L) into out; fc1_weight (E, C) and fc2_weight (C, E) bf16 or fp16, all contiguous.
     With fc1_lo and fc2_lo (bf16, W - hi: the bf16x3 mode of an fp32 model) every product is the three-term
     bf16x3 one, hi*hi + hi*lo + lo*hi (z and the hidden layer split the same way). With saved = (hidden (N, L, E),
@@ -98,12 +98,15 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
         w1_stages = stages
     if w1_stages < stages:
         raise ValueError(f"w1_stages (the W1 ring's depth) must be at least stages ({stages}), got {w1_stages}")
+    if loop and (stages < 3 or w1_stages != stages):
+        raise ValueError(f"loop (the looped chunk schedule) needs stages >= 3 and w1_stages equal to it, got "
+                         f"stages={stages}, w1_stages={w1_stages}")
     _LAUNCHER[(cdiv(length, block_l) * batch,)](
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
         fc1_lo if split else fc1_weight, fc2_lo if split else fc2_weight, hidden, mean, rstd,
         length, eps, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
-        W1_STAGES=w1_stages, SPLIT=split, TRAINING=saved is not None, Z_REGS=bool(z_regs), **options)
+        W1_STAGES=w1_stages, SPLIT=split, TRAINING=saved is not None, Z_REGS=bool(z_regs), LOOP=bool(loop), **options)
 
 
 # The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
@@ -199,7 +202,7 @@ if available():
         return gl.fma(gl.abs(u) * -1.0, half_erfc, gl.maximum(u, 0.0))  # * -1.0: a negation ptxas folds
 
     @gluon.jit
-    def _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
+    def _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, chunk, STAGES: gl.constexpr, C: gl.constexpr,
                  BLOCK_E: gl.constexpr, W1_LAYOUT: gl.constexpr, SPLIT: gl.constexpr):
         """cp.async of W1[chunk] (BLOCK_E, C rows of W1; with SPLIT also of its lo part) into its ring slot (not
         committed here)."""
@@ -211,7 +214,7 @@ if available():
             _async_load(w1lo_smem.index(chunk % STAGES), w1_lo_ptr + offsets)
 
     @gluon.jit
-    def _load_w2(w2_smem, w2lo_smem, w2_ptr, w2_lo_ptr, chunk: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
+    def _load_w2(w2_smem, w2lo_smem, w2_ptr, w2_lo_ptr, chunk, STAGES: gl.constexpr, C: gl.constexpr,
                  HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, W2_LAYOUT: gl.constexpr, SPLIT: gl.constexpr):
         """cp.async of W2[:, chunk] (C, BLOCK_E columns of W2; with SPLIT also of its lo part) into its ring slot (not
         committed here)."""
@@ -323,6 +326,50 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
+    def _loop_step(pre, spare, acc, bias, t, z_a, zlo_smem, w1_smem, w1lo_smem, w2_smem, w2lo_smem, w1_ptr, w1_lo_ptr,
+                   w2_ptr, w2_lo_ptr, b1_rows, hidden_rows, rows_in, C: gl.constexpr, HIDDEN: gl.constexpr,
+                   BLOCK_E: gl.constexpr, STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr,
+                   W1_LAYOUT: gl.constexpr, W2_LAYOUT: gl.constexpr, SPLIT: gl.constexpr, TRAINING: gl.constexpr,
+                   EVEN_L: gl.constexpr, TOP: gl.constexpr, REFILL_W1: gl.constexpr, REFILL_W2: gl.constexpr,
+                   HAS_NEXT: gl.constexpr):
+        """Chunk t of the looped schedule (LOOP): `pre` is chunk t's finished pre-activation, `spare` a finished, dead
+        one, `acc` the output accumulator with chunk t-1's second GEMM possibly in flight, `bias` b1[t]. t may be a
+        run-time value (the chunk loop) or a constexpr (the steps around it).
+
+        With TOP (every step but chunk 0's): wait for this thread's copies of W1[t+1] and W2[t] (STAGES - 3 groups
+        pending), one CTA barrier (everyone's copies; every warp is past the previous step's wgmma wait, so W1[t-1]'s
+        and W2[t-2]'s slots are free), refill them with W1[t-1+STAGES] (REFILL_W1) and W2[t-2+STAGES] (REFILL_W2),
+        one commit group. Then (HAS_NEXT) chunk t+1's first GEMM into spare's registers, chunk t's GELU and second
+        GEMM, and a wgmma wait that leaves only that second GEMM in flight. So no pre-activation is in flight across
+        a step's end and the loop carries only acc in flight, as a GEMM's k-loop does: ptxas keeps the wgmmas
+        pipelined (the unrolled schedule's in-flight first GEMM, carried around a loop, serialises them: C7514).
+        One CTA barrier a step where _mlp_step has two. Returns (chunk t+1's finished pre-activation, chunk t's, acc,
+        b1[t+1])."""
+        if TOP:
+            async_copy.wait_group(STAGES - 3)
+            _cta_barrier()
+            if REFILL_W1:
+                _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, t - 1 + STAGES, STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
+            if REFILL_W2:
+                _load_w2(w2_smem, w2lo_smem, w2_ptr, w2_lo_ptr, t - 2 + STAGES, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT,
+                         SPLIT)
+            async_copy.commit_group()  # one group a step, empty or not: wait_group counts stay static
+        if HAS_NEXT:
+            next_pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, t + 1, spare, STAGES, SPLIT)
+            next_bias = b1_rows.index(t + 1).load(gl.SliceLayout(0, PRE))
+        else:
+            next_pre = pre
+            next_bias = bias
+        acc = _second_gemm(pre, acc, t, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES, H_OPERAND, SPLIT,
+                           TRAINING, EVEN_L, BLOCK_E, PRE, -1)
+        if HAS_NEXT:  # all but this step's second GEMM (1 wgmma group, 3 with SPLIT)
+            if SPLIT:
+                next_pre = warpgroup_mma_wait(num_outstanding=3, deps=(next_pre, ))
+            else:
+                next_pre = warpgroup_mma_wait(num_outstanding=1, deps=(next_pre, ))
+        return next_pre, pre, acc, next_bias
+
+    @gluon.jit
     def _load_x_tile(ptrs, in_range, EVEN_L: gl.constexpr):
         """A tile of x in fp32: masked to the sequence's end unless L is a whole number of tiles."""
         if EVEN_L:
@@ -361,7 +408,7 @@ if available():
         C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
         W1_STAGES: gl.constexpr, SPLIT: gl.constexpr, TRAINING: gl.constexpr, Z_REGS: gl.constexpr,
-        num_warps: gl.constexpr,
+        LOOP: gl.constexpr, num_warps: gl.constexpr,
     ):
         """out = x + GELU(LayerNorm(conv(x)) @ W1^T + b1) @ W2^T + b2 for one (n, BLOCK_L positions) tile.
         x, out: (N, C, L) contiguous; W1 (E, C), W2 (C, E) bf16 or fp16 contiguous; C a power of 2 (16..128),
@@ -410,6 +457,9 @@ if available():
         b1_smem = gl.allocate_shared_memory(  # b1 in fp32, read from here by every chunk's GELU
             gl.float32, [HIDDEN_P2], gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
             gl.load(b1_ptr + offs_hidden, mask=offs_hidden < HIDDEN, other=0.0).to(gl.float32))
+        # (the same bytes a row a chunk, for the chunk loop's run-time chunk index)
+        b1_rows = _reinterpret(b1_smem, gl.float32, [HIDDEN_P2 // BLOCK_E, BLOCK_E],
+                               gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         # Weight rings: W1[k] sits in slot k % W1_STAGES, W2[k] in slot k % STAGES. The first chunks of both load
         # under the conv + LayerNorm prologue, one commit group per chunk (W1_STAGES groups); after that each step
         # refills the W1 slot its first GEMM freed and the W2 slot the previous step's second GEMM freed, as one
@@ -417,7 +467,7 @@ if available():
         for k in gl.static_range(W1_STAGES):
             if k < n_chunks:
                 _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, k, W1_STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
-                if k < STAGES:
+                if k < STAGES - LOOP:  # (the looped schedule's first step loads W2[STAGES - 1])
                     _load_w2(w2_smem, w2lo_smem, w2_ptr, w2_lo_ptr, k, STAGES, C, HIDDEN, BLOCK_E, W2_LAYOUT, SPLIT)
             async_copy.commit_group()
 
@@ -460,41 +510,76 @@ if available():
         tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
         acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
         acc = warpgroup_mma_init(acc)
-        async_copy.wait_group(W1_STAGES - 2)  # chunks 0 and 1 (this thread's copies)
-        _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
-        if Z_REGS:  # the first GEMMs' A operand, from registers from here on
-            z_a = z_smem.load(Z_OPERAND)
+        if LOOP:
+            # chunk 0's first GEMM alone, then chunk t = 0 .. n_chunks - 1 by _loop_step: the steps whose refills
+            # all fall inside the hidden width (t = 1 .. n_chunks - STAGES) as a loop of two steps an iteration (the
+            # two pre-activations swap registers each step, so after two they are back in place: no copies), the
+            # others unrolled.
+            async_copy.wait_group(STAGES - 2)  # W1[0], W1[1], W2[0] (this thread's copies)
+            _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
+            if Z_REGS:
+                z_a = z_smem.load(Z_OPERAND)
+            else:
+                z_a = z_smem
+            bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
+            spare = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
+            pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, spare, STAGES, SPLIT)
+            pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+            pre, spare, acc, bias = _loop_step(
+                pre, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), acc, bias, 0, z_a, zlo_smem, w1_smem, w1lo_smem,
+                w2_smem, w2lo_smem, w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_rows, hidden_rows, rows_in, C, HIDDEN,
+                BLOCK_E, STAGES, PRE, H_OPERAND, W1_LAYOUT, W2_LAYOUT, SPLIT, TRAINING, EVEN_L, False, False, False,
+                n_chunks > 1)
+            PAIRS: gl.constexpr = max(0, n_chunks - STAGES) // 2
+            for i in range(PAIRS):
+                for half in gl.static_range(2):
+                    pre, spare, acc, bias = _loop_step(
+                        pre, spare, acc, bias, 1 + 2 * i + half, z_a, zlo_smem, w1_smem, w1lo_smem, w2_smem,
+                        w2lo_smem, w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_rows, hidden_rows, rows_in, C, HIDDEN,
+                        BLOCK_E, STAGES, PRE, H_OPERAND, W1_LAYOUT, W2_LAYOUT, SPLIT, TRAINING, EVEN_L, True, True,
+                        True, True)
+            for t in gl.static_range(1 + 2 * PAIRS, n_chunks):
+                pre, spare, acc, bias = _loop_step(
+                    pre, spare, acc, bias, t, z_a, zlo_smem, w1_smem, w1lo_smem, w2_smem, w2lo_smem, w1_ptr,
+                    w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_rows, hidden_rows, rows_in, C, HIDDEN, BLOCK_E, STAGES, PRE,
+                    H_OPERAND, W1_LAYOUT, W2_LAYOUT, SPLIT, TRAINING, EVEN_L, True, t - 1 + STAGES < n_chunks,
+                    t - 2 + STAGES < n_chunks, t + 1 < n_chunks)
         else:
-            z_a = z_smem
-        bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
-        pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
-                          W1_STAGES, SPLIT)
-        pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
-        _cta_barrier()  # every warp group is done with W1[0]
-        if W1_STAGES < n_chunks:
-            _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, W1_STAGES, W1_STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
-        async_copy.commit_group()
-        if n_chunks > 1:
-            next_pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 1,
-                                   gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), W1_STAGES, SPLIT)
-        if n_chunks > 1:
-            next_bias = _load_bias(b1_smem, 1, BLOCK_E, PRE)
-        acc = _second_gemm(pre, acc, 0, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES, H_OPERAND, SPLIT,
-                           TRAINING, EVEN_L, BLOCK_E, PRE, -1)
-        if n_chunks > 1:
-            bias = next_bias
-        for j in gl.static_range(1, n_chunks - 1):
-            next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_a, zlo_smem, w1_smem, w1lo_smem,
-                                                 w2_smem, w2lo_smem, w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem,
-                                                 hidden_rows, rows_in, n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES,
-                                                 W1_STAGES, PRE, H_OPERAND, W1_LAYOUT, W2_LAYOUT, SPLIT, TRAINING,
-                                                 EVEN_L)
-        if n_chunks > 1:
-            pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
-            async_copy.wait_group(0)  # W2 of the last chunk may be in the newest group
-            _cta_barrier()
-            acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES,
-                               H_OPERAND, SPLIT, TRAINING, EVEN_L, BLOCK_E, PRE, -1)
+            async_copy.wait_group(W1_STAGES - 2)  # chunks 0 and 1 (this thread's copies)
+            _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
+            if Z_REGS:  # the first GEMMs' A operand, from registers from here on
+                z_a = z_smem.load(Z_OPERAND)
+            else:
+                z_a = z_smem
+            bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
+            pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
+                              W1_STAGES, SPLIT)
+            pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+            _cta_barrier()  # every warp group is done with W1[0]
+            if W1_STAGES < n_chunks:
+                _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, W1_STAGES, W1_STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
+            async_copy.commit_group()
+            if n_chunks > 1:
+                next_pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 1,
+                                       gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), W1_STAGES, SPLIT)
+            if n_chunks > 1:
+                next_bias = _load_bias(b1_smem, 1, BLOCK_E, PRE)
+            acc = _second_gemm(pre, acc, 0, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES, H_OPERAND, SPLIT,
+                               TRAINING, EVEN_L, BLOCK_E, PRE, -1)
+            if n_chunks > 1:
+                bias = next_bias
+            for j in gl.static_range(1, n_chunks - 1):
+                next_pre, pre, acc, bias = _mlp_step(next_pre, pre, acc, bias, j, z_a, zlo_smem, w1_smem, w1lo_smem,
+                                                     w2_smem, w2lo_smem, w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_smem,
+                                                     hidden_rows, rows_in, n_chunks, C, HIDDEN, BLOCK_L, BLOCK_E, STAGES,
+                                                     W1_STAGES, PRE, H_OPERAND, W1_LAYOUT, W2_LAYOUT, SPLIT, TRAINING,
+                                                     EVEN_L)
+            if n_chunks > 1:
+                pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(next_pre, acc))
+                async_copy.wait_group(0)  # W2 of the last chunk may be in the newest group
+                _cta_barrier()
+                acc = _second_gemm(pre, acc, n_chunks - 1, w2_smem, w2lo_smem, bias, hidden_rows, rows_in, STAGES,
+                                   H_OPERAND, SPLIT, TRAINING, EVEN_L, BLOCK_E, PRE, -1)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
         async_copy.wait_group(0)
 

@@ -64,6 +64,8 @@ _tuning.register(
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
     z_regs=(bool, "Gluon kernel, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
                   "(default: on for bf16/fp16 dots at block_e <= 32)"),
+    loop=(bool, "Gluon kernel: the hidden chunks as a loop (one CTA barrier a step, only the output accumulator in "
+                "flight across a step; needs stages >= 3 and w1_stages equal to it) instead of fully unrolled"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -1043,12 +1045,16 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     saved_dtype = hidden_dtype(x.dtype, mode)
     w1_stages = _tuning.get(TUNING_OP, "w1_stages")
     z_regs = _tuning.get(TUNING_OP, "z_regs")
-    for name, value in (("w1_stages", w1_stages), ("z_regs", z_regs)):
+    loop = _tuning.get(TUNING_OP, "loop")
+    for name, value in (("w1_stages", w1_stages), ("z_regs", z_regs), ("loop", loop)):
         if layout != "gluon" and value is not None:  # a variant would otherwise time a kernel it does not apply to
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon layout only; this call runs layout "
                              f"{layout}")
     if z_regs and mode not in ("bf16", "fp16"):
         raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to bf16/fp16 dots only; this call runs {mode} dots")
+    if loop and (num_stages < 3 or w1_stages not in (None, num_stages)):
+        raise ValueError(f"tuning: {TUNING_OP}.loop needs stages >= 3 and w1_stages equal to it (one ring depth), "
+                         f"got stages={num_stages}, w1_stages={w1_stages}")
     if z_regs is None:  # on where it applies and paid (docs/perf/cheri_block.md, session 25): level or slower at 64
         z_regs = mode in ("bf16", "fp16") and block_e <= 32  # hidden columns a chunk, 2.6-4.6% faster at 32
     if layout == "gluon" or layout in _WS_CONSUMERS:
@@ -1059,6 +1065,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
             kwargs["z_regs"] = bool(z_regs)
+            kwargs["loop"] = bool(loop)
         return _Plan(layout, None, kwargs, saved_dtype, None)  # launched through _cheri_gluon's module functions
     interpreting = x.device.type == "cpu"
     kwargs = {"C": channels, "HIDDEN": hidden_width, "KERNEL_SIZE": kernel_size, "DILATION": dilation,

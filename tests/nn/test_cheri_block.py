@@ -625,13 +625,30 @@ def test_gluon_plan_reads_z_from_registers_for_half_dots_by_default():
         cheri_ops._make_plan(tile, x, 512, 3, "bf16x3", False, 4, "poly")
 
 
+def test_gluon_plan_takes_the_chunk_loop_by_name_only():
+    # the looped chunk schedule: off unless asked for; it needs one ring depth of at least 3, refused before launch
+    from greyhound import _tuning
+    x = torch.randn(2, 128, 256)
+    assert cheri_ops._make_plan((64, 32, 4, 3, "gluon", 168), x, 512, 3, "bf16", False, 4,
+                                "poly").kwargs["loop"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, loop=True):
+        assert cheri_ops._make_plan((64, 32, 4, 3, "gluon", 168), x, 512, 3, "bf16", False, 4,
+                                    "poly").kwargs["loop"] is True
+        with pytest.raises(ValueError, match=r"loop needs stages >= 3 .* got stages=2, w1_stages=None"):
+            cheri_ops._make_plan((64, 32, 4, 2, "gluon", 168), x, 512, 3, "bf16", False, 4, "poly")
+    with _tuning.override(cheri_ops.TUNING_OP, loop=True, w1_stages=4):
+        with pytest.raises(ValueError, match=r"loop needs stages >= 3 .* got stages=3, w1_stages=4"):
+            cheri_ops._make_plan((64, 32, 4, 3, "gluon", 168), x, 512, 3, "bf16", False, 4, "poly")
+
+
 def test_tuning_override_errors_name_the_tunable(device):
     from greyhound import _tuning
     block = make_block(16, 3, 2, expansion=4, device=device)
     x = torch.randn(1, 16, 24, device=device)
     for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu"),
                            (dict(w1_stages=3, layout="lc"), "w1_stages applies to the gluon layout only; .* layout lc"),
-                           (dict(z_regs=True, layout="lc"), "z_regs applies to the gluon layout only; .* layout lc")):
+                           (dict(z_regs=True, layout="lc"), "z_regs applies to the gluon layout only; .* layout lc"),
+                           (dict(loop=True, layout="lc"), "loop applies to the gluon layout only; .* layout lc")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
     if device == "cpu":  # the Gluon kernels are Hopper-only: asked for by name elsewhere, they say why they cannot run
@@ -880,6 +897,47 @@ def test_gpu_gluon_z_from_registers_changes_no_bit(dtype, channels, expansion, k
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype,training,channels,expansion,kernel_size,dilation,length,batch", [
+    *((torch.bfloat16, False, *shape) for shape in BIT_EQUAL_SHAPES),
+    *((dtype, training, *shape) for dtype, training in ((torch.float16, False), (torch.float32, False),
+                                                         (torch.float32, True), (torch.bfloat16, True))
+      for shape in BIT_EQUAL_SHAPES[:2])])
+def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansion, kernel_size, dilation, length,
+                                             batch):
+    """The looped chunk schedule (the `loop` tuning variant: chunks as a loop of two, one barrier a step, refills a
+    step later) sums the same products in the same order as the unrolled one with the same ring: bit-equal outputs
+    (and, for a training forward, equal gradients through the saved hidden layer) for 64-, 32- and 16-column chunks
+    (2 to 32 of them: loops of 0 to 14 iterations), ring depths 3 and 4, z from registers (the default at 32 and 16
+    columns) or shared memory, bf16x3, ragged L."""
+    from greyhound import _tuning
+    block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=dtype, device="cuda")
+    block = block.train(training)
+    x0 = torch.randn(batch, channels, length, device="cuda", dtype=dtype)
+
+    def run(**options):
+        x = x0.clone().requires_grad_(training)
+        with torch.set_grad_enabled(training), _tuning.override(cheri_ops.TUNING_OP, **options):
+            out = block(x)
+        if not training:
+            return out, None
+        out.backward(torch.ones_like(out))  # (the backward is not tuned: it reads what the forward saved)
+        return out.detach(), x.grad
+    half = dtype != torch.float32 and not training
+    for block_e, stages, z in ((64, 3, {}), (32, 3, {}), (16, 3, {}), (32, 4, dict(z_regs=False) if half else {})):
+        if channels * expansion % block_e:
+            continue
+        tile = dict(layout="gluon", block_l=64, block_e=block_e, warps=4, stages=stages, **z)
+        base, base_grad = run(**tile)
+        out, grad = run(**tile, loop=True)
+        assert torch.equal(out, base), (block_e, stages, z)
+        if training:
+            assert torch.equal(grad, base_grad), (block_e, stages)
+    with torch.no_grad():
+        ref = fp64_twin(block).reference_forward(x0.double())
+    assert max_abs(out, ref) < 2 * MEGA_MAX_ABS[dtype]
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
 @pytest.mark.parametrize("block_e,stages,layout", [(32, 2, "gluon_ws"), (64, 4, "gluon_ws"), (32, 3, "gluon_ws3"),
                                                   (16, 4, "gluon_ws3")])
@@ -1089,6 +1147,11 @@ def test_gluon_kernel_takes_fp32_models_in_bf16x3(monkeypatch):
     # the W1 ring's depth: checked before anything launches
     with pytest.raises(ValueError, match=r"w1_stages .* at least stages \(3\), got 2"):
         gluon_module.launch(x, x, None, None, None, None, w, None, w.T, None, 4, 1e-5, 64, 32, 4, 3, w1_stages=2)
+    # the looped chunk schedule: one ring depth of at least 3
+    for stages, w1_stages in ((2, None), (3, 4)):
+        with pytest.raises(ValueError, match=rf"loop .* stages >= 3 and w1_stages equal .* stages={stages}"):
+            gluon_module.launch(x, x, None, None, None, None, w, None, w.T, None, 4, 1e-5, 64, 32, 4, stages,
+                                w1_stages=w1_stages, loop=True)
 
 
 @pytest.mark.gpu
@@ -1122,19 +1185,24 @@ def test_gpu_default_inference_takes_the_gluon_kernel_and_falls_back(monkeypatch
     assert max_abs(fallback, ref) < HALF_BOUNDS[torch.bfloat16]
 
 
-@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split,training,w1_stages,z_regs", [
-    ("bf16", "bf16", 128, 64, True, False, False, 2, False), ("fp32", "bf16", 64, 32, False, False, False, 2, False),
-    ("fp16", "fp16", 128, 64, True, False, False, 2, False), ("fp32", "bf16", 128, 32, True, True, False, 2, False),
-    ("fp32", "bf16", 128, 32, False, True, True, 2, False), ("bf16", "bf16", 128, 64, True, False, True, 2, False),
-    ("bf16", "bf16", 128, 64, True, False, False, 3, False), ("bf16", "bf16", 128, 32, True, False, False, 2, True),
-    ("fp16", "fp16", 64, 64, False, False, True, 2, True)])
-def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split, training, w1_stages, z_regs):
+@pytest.mark.parametrize("dtype,weights,channels,block_e,even,split,training,w1_stages,z_regs,loop", [
+    ("bf16", "bf16", 128, 64, True, False, False, 2, False, 0), ("fp32", "bf16", 64, 32, False, False, False, 2, False, 0),
+    ("fp16", "fp16", 128, 64, True, False, False, 2, False, 0), ("fp32", "bf16", 128, 32, True, True, False, 2, False, 0),
+    ("fp32", "bf16", 128, 32, False, True, True, 2, False, 0), ("bf16", "bf16", 128, 64, True, False, True, 2, False, 0),
+    ("bf16", "bf16", 128, 64, True, False, False, 3, False, 0), ("bf16", "bf16", 128, 32, True, False, False, 2, True, 0),
+    ("fp16", "fp16", 64, 64, False, False, True, 2, True, 0), ("bf16", "bf16", 128, 32, True, False, False, 3, False, 3),
+    ("fp16", "fp16", 128, 16, False, False, False, 4, True, 4), ("fp32", "bf16", 128, 32, False, True, True, 3, False, 3),
+    ("bf16", "bf16", 64, 64, True, False, False, 3, False, 3)])
+def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, even, split, training, w1_stages, z_regs,
+                                          loop):
     # the default Gluon configs and others: valid for this Triton's Gluon, wgmma on the tensor cores in the weights'
     # type (fp16 models multiply fp16), 16-byte weight copies, within the H200's shared memory. Per hidden chunk one
     # wgmma per 16 of C (first GEMM) and per 16 of BLOCK_E (second); bf16x3 (split) issues each product three times
     # and holds lo rings and a lo z tile beside the hi ones. The training forward (it also stores the hidden layer and
     # the statistics) issues the same products. A W1 ring deeper than W2's (the w1_stages variant) holds more W1 slices.
-    # z_regs: the first GEMMs read z from registers
+    # z_regs: the first GEMMs read z from registers. loop (its ring depth; 0: unrolled): the chunks whose refills fall
+    # inside the hidden width run as a loop of two chunks an iteration, so the PTX holds fewer wgmmas than the
+    # products made: two chunks for the loop body and one for each chunk outside it.
     from tests.gluon_compile import compile_for_hopper
     hidden_type = "fp32" if split else weights
     types = dict(x_ptr=f"*{dtype}", out_ptr=f"*{dtype}", conv_w_ptr=f"*{dtype}", conv_b_ptr=f"*{dtype}",
@@ -1142,27 +1210,29 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
                  w2_ptr=f"*{weights}", b2_ptr=f"*{dtype}", w1_lo_ptr=f"*{weights}", w2_lo_ptr=f"*{weights}",
                  hidden_ptr=f"*{hidden_type}", mean_ptr="*fp32", rstd_ptr="*fp32", L="i32", eps="fp32")
     constexprs = dict(C=channels, HIDDEN=4 * channels, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64,
-                      BLOCK_E=block_e, STAGES=2, W1_STAGES=w1_stages, SPLIT=split, TRAINING=training, Z_REGS=z_regs,
-                      num_warps=4)
+                      BLOCK_E=block_e, STAGES=loop or 2, W1_STAGES=w1_stages, SPLIT=split, TRAINING=training,
+                      Z_REGS=z_regs, LOOP=bool(loop), num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_kernel", types, constexprs, 4,
                                divisible=("L",) if even else ())
     assert facts["cubin"] and facts["copy_bytes"] == [16]
     terms = 3 if split else 1
-    chunks = terms * (4 * channels // block_e)
+    n_chunks = 4 * channels // block_e
+    static_chunks = n_chunks - 2 * (max(0, n_chunks - loop) // 2 - 1) if loop and n_chunks - loop >= 2 else n_chunks
+    chunks = terms * static_chunks
     first, second = chunks * (channels // 16), chunks * (block_e // 16)  # wgmmas of the first and second GEMMs
     assert facts["wgmma"] == first + second, facts
     # the second GEMMs take the hidden layer from registers; with z_regs the first GEMMs take z from there too
     assert facts["wgmma_register_a"] == second + (first if z_regs else 0), facts
     operands = {"bf16": ".f32.bf16.bf16", "fp16": ".f32.f16.f16"}[weights]  # fp32 accumulators
     assert facts["wgmma_kinds"] and all(kind.endswith(operands) for kind in facts["wgmma_kinds"]), facts
-    ring = (w1_stages + 2) * block_e * channels * 2  # w1_stages W1 and two W2 slices of 16-bit weights
+    ring = (w1_stages + (loop or 2)) * block_e * channels * 2  # w1_stages W1 and stages W2 slices of 16-bit weights
     parts = 2 if split else 1
     assert parts * (ring + 64 * channels * 2) <= facts["shared"] <= 232448
-    if split:  # two programs an SM: what the bf16x3 default config was chosen for
+    if split and not loop:  # two programs an SM: what the bf16x3 default config was chosen for
         assert 2 * facts["shared"] <= 228 * 1024
     threads = 32 * 4
     if training:  # each thread's share of the (64, HIDDEN) hidden tile, two values a store at most, and the statistics
-        assert facts["global_stores"] >= 64 * 4 * channels // (2 * threads) + 2, facts
+        assert facts["global_stores"] >= 64 * 4 * channels // (2 * threads) * static_chunks // n_chunks + 2, facts
     else:  # only the output tile, one value a store at most
         assert facts["global_stores"] <= 64 * channels // threads, facts
 
