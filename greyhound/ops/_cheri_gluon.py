@@ -344,7 +344,8 @@ if available():
         a step's end and the loop carries only acc in flight, as a GEMM's k-loop does: ptxas keeps the wgmmas
         pipelined (the unrolled schedule's in-flight first GEMM, carried around a loop, serialises them: C7514).
         One CTA barrier a step where _mlp_step has two. Returns (chunk t+1's finished pre-activation, chunk t's, acc,
-        b1[t+1])."""
+        b1[t+1]). Measured (H200, N=512 bf16, session 27): no instruction-cache stalls left, but 0.4555 ms at (64, 32,
+        ring 3, maxnreg 168, z in shared memory) against 0.4623 unrolled and the default's 0.4423: a tuning variant."""
         if TOP:
             async_copy.wait_group(STAGES - 3)
             _cta_barrier()

@@ -65,7 +65,8 @@ _tuning.register(
     z_regs=(bool, "Gluon kernel, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
                   "(default: on for bf16/fp16 dots at block_e <= 32)"),
     loop=(bool, "Gluon kernel: the hidden chunks as a loop (one CTA barrier a step, only the output accumulator in "
-                "flight across a step; needs stages >= 3 and w1_stages equal to it) instead of fully unrolled"),
+                "flight across a step; needs stages >= 3 and w1_stages equal to it) instead of fully unrolled; H200, "
+                "N=512 bf16: 0.4555 ms at (64, 32, ring 3, maxnreg 168) against the default's 0.4423"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),

@@ -453,6 +453,35 @@ def test_tuning_overrides_chunks_and_schedule(device, monkeypatch):
     assert rel_err(auto, rows) < 1e-5
 
 
+def test_tuning_sets_the_vocab_row_kernels_block_and_warps(device, monkeypatch):
+    # vocab_block_v / vocab_warps reach the row kernel's launch (several loop steps a chunk at a 64-entry block) and
+    # leave the loss unchanged but for the order of the fp32 sums; a block that is not a power of 2 is refused
+    from greyhound import _tuning
+    x, weight, bias, target = make_inputs(12, 8, 300, torch.float32, device, with_bias=True, ignored=(4,))
+    launches = []
+    vocab_kernel = lce._run_vocab_chunk
+
+    class Spy:
+        def __getitem__(self, grid):
+            def run(*args, **kwargs):
+                launches.append((kwargs["BLOCK_V"], kwargs["num_warps"]))
+                return vocab_kernel[grid](*args, **kwargs)
+            return run
+
+    monkeypatch.setattr(lce, "_run_vocab_chunk", Spy())
+    with torch.no_grad():
+        default = chunked_linear_cross_entropy(x, weight, target, bias, reduction="none")
+        assert launches == [(512, 1)]  # the width (300) rounded up, 1 warp a 512 entries
+        launches.clear()
+        with _tuning.override(lce.TUNING_OP, vocab_block_v=64, vocab_warps=2):
+            forced = chunked_linear_cross_entropy(x, weight, target, bias, reduction="none")
+        assert launches == [(64, 2)]
+    assert rel_err(forced, default) < 1e-6
+    with _tuning.override(lce.TUNING_OP, vocab_block_v=96), torch.no_grad():
+        with pytest.raises(ValueError, match="vocab_block_v must be a power of 2, got 96"):
+            chunked_linear_cross_entropy(x, weight, target, bias)
+
+
 # ------------------------------------------------------------------------------------ grad_schedule="vocab"
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
