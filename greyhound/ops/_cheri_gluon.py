@@ -18,6 +18,10 @@ under a 128-register cap), so there the GELU and the tensor cores take turns. Me
 bounds it is each program's chain of dependent latencies at two programs per SM, not the overlap
 (docs/perf/cheri_block.md, sessions 13 and 15).
 
+With LOOP (a tuning variant) the hidden chunks run as a loop instead (`_loop_step`): one CTA barrier a step and only
+the output accumulator in flight across a step; it removes the unrolled kernel's instruction-cache stalls but measured
+slower than the default on the H200 (docs/perf/cheri_block.md, session 27).
+
 `cheri_block_ws_kernel` below is a warp-specialised, persistent version (layouts "gluon_ws" / "gluon_ws3", tuning
 variants): two or three consumer warp groups share the weight chunks one producer warp group streams in.
 
@@ -523,8 +527,8 @@ if available():
             else:
                 z_a = z_smem
             bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
-            spare = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
-            pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, spare, STAGES, SPLIT)
+            pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
+                              STAGES, SPLIT)
             pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
             pre, spare, acc, bias = _loop_step(
                 pre, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), acc, bias, 0, z_a, zlo_smem, w1_smem, w1lo_smem,
