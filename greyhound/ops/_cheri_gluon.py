@@ -515,21 +515,21 @@ if available():
         tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
         acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(gl.load(b2_ptr + offs_c_acc).to(gl.float32), 0)
         acc = warpgroup_mma_init(acc)
+        # both schedules start alike (with LOOP the rings are equally deep, W1_STAGES == STAGES)
+        async_copy.wait_group(W1_STAGES - 2)  # chunks 0 and 1 (this thread's copies; W2[0] with them)
+        _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
+        if Z_REGS:  # the first GEMMs' A operand, from registers from here on
+            z_a = z_smem.load(Z_OPERAND)
+        else:
+            z_a = z_smem
+        bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
+        pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
+                          W1_STAGES, SPLIT)
+        pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
         if LOOP:
-            # chunk 0's first GEMM alone, then chunk t = 0 .. n_chunks - 1 by _loop_step: the steps whose refills
-            # all fall inside the hidden width (t = 1 .. n_chunks - STAGES) as a loop of two steps an iteration (the
-            # two pre-activations swap registers each step, so after two they are back in place: no copies), the
-            # others unrolled.
-            async_copy.wait_group(STAGES - 2)  # W1[0], W1[1], W2[0] (this thread's copies)
-            _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
-            if Z_REGS:
-                z_a = z_smem.load(Z_OPERAND)
-            else:
-                z_a = z_smem
-            bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
-            pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
-                              STAGES, SPLIT)
-            pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+            # chunk t = 0 .. n_chunks - 1 by _loop_step: the steps whose refills all fall inside the hidden width
+            # (t = 1 .. n_chunks - STAGES) as a loop of two steps an iteration (the two pre-activations swap
+            # registers each step, so after two they are back in place: no copies), the others unrolled.
             pre, spare, acc, bias = _loop_step(
                 pre, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), acc, bias, 0, z_a, zlo_smem, w1_smem, w1lo_smem,
                 w2_smem, w2lo_smem, w1_ptr, w1_lo_ptr, w2_ptr, w2_lo_ptr, b1_rows, hidden_rows, rows_in, C, HIDDEN,
@@ -550,16 +550,6 @@ if available():
                     H_OPERAND, W1_LAYOUT, W2_LAYOUT, SPLIT, TRAINING, EVEN_L, True, t - 1 + STAGES < n_chunks,
                     t - 2 + STAGES < n_chunks, t + 1 < n_chunks)
         else:
-            async_copy.wait_group(W1_STAGES - 2)  # chunks 0 and 1 (this thread's copies)
-            _cta_barrier()  # everyone's copies, and all of z (fenced above for the tensor cores' async proxy)
-            if Z_REGS:  # the first GEMMs' A operand, from registers from here on
-                z_a = z_smem.load(Z_OPERAND)
-            else:
-                z_a = z_smem
-            bias = _load_bias(b1_smem, 0, BLOCK_E, PRE)
-            pre = _first_gemm(z_a, zlo_smem, w1_smem, w1lo_smem, 0, gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE),
-                              W1_STAGES, SPLIT)
-            pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
             _cta_barrier()  # every warp group is done with W1[0]
             if W1_STAGES < n_chunks:
                 _load_w1(w1_smem, w1lo_smem, w1_ptr, w1_lo_ptr, W1_STAGES, W1_STAGES, C, BLOCK_E, W1_LAYOUT, SPLIT)
