@@ -29,6 +29,21 @@ source = GluonASTSource(kernel, signature, constexprs={(names.index(k),): v for 
                         attrs=attrs)
 compiled = triton.compile(source, target=GPUTarget("cuda", 90, 128), options={"num_warps": num_warps})
 ptx = compiled.asm["ptx"]
+# ptxas's own report on this PTX (-v): the first of Triton's ptxas builds that takes its PTX version
+import os, subprocess, tempfile
+report = None
+with tempfile.TemporaryDirectory() as folder:
+    open(os.path.join(folder, "k.ptx"), "w").write(ptx)
+    for knob in ("ptxas", "ptxas_blackwell"):
+        try:
+            path = getattr(triton.knobs.nvidia, knob).path
+        except Exception:
+            continue
+        run = subprocess.run([path, "-arch=sm_90a", "-v", os.path.join(folder, "k.ptx"), "-o",
+                              os.path.join(folder, "k.cubin")], capture_output=True, text=True)
+        if run.returncode == 0:
+            report = run.stderr
+            break
 copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\S*\s+\[[^]]*\],\s*\[[^]]*\],\s*(0x[0-9a-f]+|\d+)", ptx)
 print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm.get("cubin")),
                   "copy_bytes": sorted({int(c, 0) for c in copies}), "copies": len(copies),
@@ -37,15 +52,21 @@ print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm
                   "wgmma_register_a": len(re.findall(r"wgmma\.mma_async\S*\s+\{[^}]*\},\s*\{", ptx)),
                   "acquire_release": len(re.findall(r"\b(?:atom|red)\.\S*(?:release|acquire)|ld\.\S*acquire", ptx)),
                   "fences": len(re.findall(r"\b(?:fence|membar)\.", ptx)),
-                  "exchanges": len(re.findall(r"\batom\.\S*exch", ptx))}))
+                  "exchanges": len(re.findall(r"\batom\.\S*exch", ptx)),
+                  "wait_groups": sorted({int(n) for n in re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)}),
+                  "ptxas_ran": report is not None,
+                  "ptxas_warnings": sorted(set(re.findall(r"C75\d\d", report or ""))),
+                  "spill_bytes": sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", report or ""))}))
 """
 
 
 def compile_for_hopper(module_name, kernel_name, types, constexprs, num_warps, divisible=()):
     """Facts about `module_name.kernel_name` compiled for sm_90a: shared memory bytes, whether a cubin was made,
     the sizes of its cp.async copies, their count, its wgmma count and instruction kinds (operand types), its global
-    store instructions, its wgmmas whose A operand is in registers, its acquire/release memory operations, its fences
-    and its atomic exchanges."""
+    store instructions, its wgmmas whose A operand is in registers, its acquire/release memory operations, its fences,
+    its atomic exchanges, the wgmma wait depths it uses, and what ptxas -v reports on the PTX (whether one of Triton's
+    ptxas builds took it, its C75xx performance warnings, e.g. C7513 "wgmma ... serialized", and its spill store
+    bytes)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     result = subprocess.run([sys.executable, "-c", _SCRIPT,

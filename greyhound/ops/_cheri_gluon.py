@@ -125,7 +125,7 @@ def ws_consumer_regs(consumers):
 
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
-                   consumers, consumer_regs):
+                   consumers, consumer_regs, pipeline=False):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu)
     if why_not is not None:
@@ -140,13 +140,18 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     if consumer_regs % 8 or not 24 <= consumer_regs <= ws_consumer_regs(consumers):
         return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, " \
                f"{ws_consumer_regs(consumers)}] with {consumers} consumers, got {consumer_regs}"
+    if pipeline and stages < 3:
+        return f"its pipelined consumers hold three ring slots at a time: num_stages (the ring) >= 3, got {stages}"
     return None
 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
-              dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2):
+              dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
-    tiles)."""
+    tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
+    flight under this chunk's GELU (a ring of at least 3 slots)."""
+    if pipeline and stages < 3:
+        raise ValueError(f"pipeline (the pipelined consumers) needs stages >= 3, got stages={stages}")
     batch, channels, length = x.shape
     num_tiles = cdiv(length, block_l) * batch
     grid = min(cdiv(num_tiles, consumers), multiprocessor_count(x.device.index))
@@ -155,7 +160,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         length, eps, num_tiles, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
         CONSUMERS=consumers, CONSUMER_REGS=consumer_regs or ws_consumer_regs(consumers), PRODUCER_WARPS=_PRODUCER_WARPS,
-        PRODUCER_REGS=_PRODUCER_REGS, num_warps=num_warps)
+        PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), num_warps=num_warps)
 
 
 def warn_fallback(error):
@@ -628,14 +633,43 @@ if available():
                 count += 1
 
     @gluon.jit
+    def _ws_step(pre, spare, acc, bias, t, count, z_a, w1_smem, w2_smem, b1_smem, ready, empty, dummy_rows,
+                 dummy_in, BLOCK_E: gl.constexpr, STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr,
+                 HAS_NEXT: gl.constexpr, RELEASE: gl.constexpr):
+        """Chunk t of a pipelined consumer's tile (PIPELINE), whose first chunk is the ring's chunk `count`: `pre` is
+        chunk t's finished pre-activation, `spare` a finished, dead one, `acc` the output accumulator with chunk t-1's
+        second GEMM possibly in flight, `bias` b1[t]. With HAS_NEXT: wait until chunk t+1's slot has landed and issue
+        its first GEMM into spare's registers, then chunk t's GELU and second GEMM, then a wgmma wait that leaves only
+        that second GEMM in flight; chunk t-1's second GEMM is then done, so (RELEASE) its slot goes back to the
+        producer. Without HAS_NEXT (the last chunk) only the GELU and second GEMM. The same schedule as _loop_step
+        with the producer's ring in place of the refills and CTA barriers. Returns (chunk t+1's finished
+        pre-activation, chunk t's, acc, b1[t+1])."""
+        if HAS_NEXT:
+            chunk = count + t + 1
+            mbarrier.wait(ready.index(chunk % STAGES), (chunk // STAGES) & 1)
+            next_pre = _first_gemm(z_a, z_a, w1_smem, w1_smem, chunk, spare, STAGES, False)
+            next_bias = b1_smem.index(t + 1).load(gl.SliceLayout(0, PRE))
+        else:
+            next_pre = pre
+            next_bias = bias
+        acc = _second_gemm(pre, acc, count + t, w2_smem, w2_smem, bias, dummy_rows, dummy_in, STAGES, H_OPERAND, False,
+                           False, True, BLOCK_E, PRE, -1)
+        if HAS_NEXT:
+            next_pre = warpgroup_mma_wait(num_outstanding=1, deps=(next_pre, ))
+            if RELEASE:  # chunk t-1's second GEMM is done: its W1 and W2 are free
+                mbarrier.arrive(empty.index((count + t - 1) % STAGES))
+        return next_pre, pre, acc, next_bias
+
+    @gluon.jit
     def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_smem,
                      b1_smem, ready, empty, L, eps, num_tiles, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
                      C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
                      EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-                     WARPS: gl.constexpr):
+                     PIPELINE: gl.constexpr, WARPS: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
-        releases every ring slot."""
+        releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
+        release); with it chunk t+1's first GEMM and chunk t-1's second GEMM run under chunk t's GELU (_ws_step)."""
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         ACC: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                       instr_shape=[16, C, 16])
@@ -666,19 +700,49 @@ if available():
             b2 = gl.load(b2_ptr + offs_c_acc).to(gl.float32)
             acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(b2, 0)
             _cta_barrier()  # all of z is in shared memory
-            for k in range(n_chunks):
-                slot = count % STAGES
-                mbarrier.wait(ready.index(slot), (count // STAGES) & 1)
-                pre = warpgroup_mma(z_smem, w1_smem.index(slot).permute((1, 0)),
-                                    gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
+            z_a = z_smem
+            if PIPELINE:
+                acc = warpgroup_mma_init(acc)
+                mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
+                bias = b1_smem.index(0).load(gl.SliceLayout(0, PRE))
+                spare = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
+                pre = _first_gemm(z_a, z_smem, w1_smem, w1_smem, count, spare, STAGES, False)
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
-                bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
-                hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
-                h = gl.convert_layout(hidden.to(w2_smem.dtype), H_OPERAND)
-                acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
+                pre, spare, acc, bias = _ws_step(pre, spare, acc, bias, 0, count, z_a, w1_smem, w2_smem, b1_smem,
+                                                 ready, empty, out_ptr, valid, BLOCK_E, STAGES, PRE, H_OPERAND,
+                                                 n_chunks > 1, False)
+                # chunks from 1 on as a loop of two an iteration (pre and spare swap registers each step, so after two
+                # they are back in place), at least the last three unrolled: with only the last one after the loop,
+                # ptxas serialises every wgmma (C7513, Triton 3.6, offline)
+                PAIRS: gl.constexpr = max(0, n_chunks - 4) // 2
+                for i in range(PAIRS):
+                    for half in gl.static_range(2):
+                        pre, spare, acc, bias = _ws_step(pre, spare, acc, bias, 1 + 2 * i + half, count, z_a, w1_smem,
+                                                         w2_smem, b1_smem, ready, empty, out_ptr, valid,
+                                                         BLOCK_E, STAGES, PRE, H_OPERAND, True, True)
+                for t in gl.static_range(1 + 2 * PAIRS, n_chunks):
+                    pre, spare, acc, bias = _ws_step(pre, spare, acc, bias, t, count, z_a, w1_smem, w2_smem, b1_smem,
+                                                     ready, empty, out_ptr, valid, BLOCK_E, STAGES, PRE,
+                                                     H_OPERAND, t + 1 < n_chunks, True)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
-                count += 1
+                if n_chunks > 1:  # the last two chunks' slots (the last step releases none)
+                    mbarrier.arrive(empty.index((count + n_chunks - 2) % STAGES))
+                mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
+                count += n_chunks
+            else:
+                for k in range(n_chunks):
+                    slot = count % STAGES
+                    mbarrier.wait(ready.index(slot), (count // STAGES) & 1)
+                    pre = warpgroup_mma(z_a, w1_smem.index(slot).permute((1, 0)),
+                                        gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
+                    pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+                    bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
+                    hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
+                    h = gl.convert_layout(hidden.to(w2_smem.dtype), H_OPERAND)
+                    acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
+                    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+                    mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
+                    count += 1
             out = gl.convert_layout(acc, TILE)
             out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
@@ -690,7 +754,7 @@ if available():
         C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
-        PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr,
+        PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups)."""
@@ -719,10 +783,10 @@ if available():
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_smem.index(0), b1_smem, ready, empty, L, eps, num_tiles, 0, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_smem.index(1), b1_smem, ready, empty, L, eps, num_tiles, 1, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
@@ -730,13 +794,13 @@ if available():
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_smem.index(0), b1_smem, ready, empty, L, eps, num_tiles, 0, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_smem.index(1), b1_smem, ready, empty, L, eps, num_tiles, 1, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_smem.index(2), b1_smem, ready, empty, L, eps, num_tiles, 2, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, num_warps)),
+                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

@@ -67,6 +67,9 @@ _tuning.register(
     loop=(bool, "Gluon kernel: the hidden chunks as a loop (one CTA barrier a step, only the output accumulator in "
                 "flight across a step; needs stages >= 3 and w1_stages equal to it) instead of fully unrolled; H200, "
                 "N=512 bf16: 0.4555 ms at (64, 32, ring 3, maxnreg 168) against the default's 0.4423"),
+    ws_pipeline=(bool, "warp-specialised kernel (layouts gluon_ws, gluon_ws3): each consumer keeps its next chunk's "
+                       "first GEMM and its previous chunk's second GEMM in flight under this chunk's GELU (needs "
+                       "stages >= 3) instead of one chunk at a time"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -1051,6 +1054,10 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if layout != "gluon" and value is not None:  # a variant would otherwise time a kernel it does not apply to
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon layout only; this call runs layout "
                              f"{layout}")
+    ws_pipeline = _tuning.get(TUNING_OP, "ws_pipeline")
+    if ws_pipeline is not None and layout not in _WS_CONSUMERS:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_pipeline applies to the gluon_ws and gluon_ws3 layouts only; this "
+                         f"call runs layout {layout}")
     if z_regs and mode not in ("bf16", "fp16"):
         raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to bf16/fp16 dots only; this call runs {mode} dots")
     if loop and (num_stages < 3 or w1_stages not in (None, num_stages)):
@@ -1061,7 +1068,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     if layout == "gluon" or layout in _WS_CONSUMERS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
-            kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout])
+            kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1188,7 +1195,8 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                 consumers = _WS_CONSUMERS[layout]
                 unsupported = _cheri_gluon.unsupported_ws(
                     x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu,
-                    consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers))
+                    consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers),
+                    bool(tuning.get("ws_pipeline")))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

@@ -641,6 +641,22 @@ def test_gluon_plan_takes_the_chunk_loop_by_name_only():
             cheri_ops._make_plan((64, 32, 4, 3, "gluon", 168), x, 512, 3, "bf16", False, 4, "poly")
 
 
+def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
+    # the pipelined consumers: off unless asked for, and only for the warp-specialised layouts
+    from greyhound import _tuning
+    x = torch.randn(2, 128, 256)
+    for layout in ("gluon_ws", "gluon_ws3"):
+        plan = cheri_ops._make_plan((64, 32, 4, 4, layout, None), x, 512, 3, "bf16", False, 4, "poly")
+        assert plan.kwargs["pipeline"] is False and plan.kwargs["consumers"] == {"gluon_ws": 2, "gluon_ws3": 3}[layout]
+        with _tuning.override(cheri_ops.TUNING_OP, ws_pipeline=True):
+            assert cheri_ops._make_plan((64, 32, 4, 4, layout, None), x, 512, 3, "bf16", False, 4,
+                                        "poly").kwargs["pipeline"] is True
+    with _tuning.override(cheri_ops.TUNING_OP, ws_pipeline=True):
+        with pytest.raises(ValueError, match="ws_pipeline applies to the gluon_ws and gluon_ws3 layouts only; this call "
+                                             "runs layout gluon"):
+            cheri_ops._make_plan((64, 32, 4, 3, "gluon", 168), x, 512, 3, "bf16", False, 4, "poly")
+
+
 def test_tuning_override_errors_name_the_tunable(device):
     from greyhound import _tuning
     block = make_block(16, 3, 2, expansion=4, device=device)
@@ -648,7 +664,9 @@ def test_tuning_override_errors_name_the_tunable(device):
     for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu"),
                            (dict(w1_stages=3, layout="lc"), "w1_stages applies to the gluon layout only; .* layout lc"),
                            (dict(z_regs=True, layout="lc"), "z_regs applies to the gluon layout only; .* layout lc"),
-                           (dict(loop=True, layout="lc"), "loop applies to the gluon layout only; .* layout lc")):
+                           (dict(loop=True, layout="lc"), "loop applies to the gluon layout only; .* layout lc"),
+                           (dict(ws_pipeline=True, layout="lc"), "ws_pipeline applies to the gluon_ws and gluon_ws3 "
+                                                                 "layouts only; .* layout lc")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
     if device == "cpu":  # the Gluon kernels are Hopper-only: asked for by name elsewhere, they say why they cannot run
@@ -939,23 +957,28 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
-@pytest.mark.parametrize("block_e,stages,layout", [(32, 2, "gluon_ws"), (64, 4, "gluon_ws"), (32, 3, "gluon_ws3"),
-                                                  (16, 4, "gluon_ws3")])
+@pytest.mark.parametrize("block_e,stages,layout,pipeline", [
+    (32, 2, "gluon_ws", False), (64, 4, "gluon_ws", False), (32, 3, "gluon_ws3", False), (16, 4, "gluon_ws3", False),
+    (32, 4, "gluon_ws", True), (32, 3, "gluon_ws", True), (16, 8, "gluon_ws", True), (64, 4, "gluon_ws", True),
+    (32, 4, "gluon_ws3", True)])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
-                                                              batch, block_e, stages, layout):
-    """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers) computes each tile exactly
-    as the Gluon kernel with the same tile does, so the outputs are equal bit for bit: a ring slot read before it
-    landed or after it was refilled, a wrong phase on a later tile (batch 40: 640 tiles, several per CTA), or a lost
-    tile at the end of the last group would show. Both stay within bf16 bounds of fp64."""
+                                                              batch, block_e, stages, layout, pipeline):
+    """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers; one chunk at a time or
+    pipelined, the ws_pipeline variant) computes each tile exactly as the Gluon kernel with the same tile does, so the
+    outputs are equal bit for bit: a ring slot read before it landed or released while a wgmma still reads it, a wrong
+    phase on a later tile (batch 40: 640 tiles, several per CTA), or a lost tile at the end of the last group would
+    show. Both stay within bf16 bounds of fp64."""
+    from greyhound import _tuning
     hidden = channels * expansion
     if hidden % block_e:
         pytest.skip("BLOCK_E must divide the hidden width")
     block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=torch.bfloat16, device="cuda")
     x = torch.randn(batch, channels, length, device="cuda", dtype=torch.bfloat16)
     params = block._params()
-    with torch.no_grad():
+    with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, ws_pipeline=pipeline):
         ws_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation,
                                                   config=(64, block_e, 4, stages, layout))
+    with torch.no_grad():
         gluon_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=(64, block_e, 4, 2, "gluon"))
     assert torch.equal(ws_out, gluon_out)
     ref = fp64_twin(block).reference_forward(x[:3].double())
@@ -1085,10 +1108,14 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     monkeypatch.setattr(gluon_module, "_HOPPER_ERROR", None)
     x = torch.randn(2, 128, 256)
 
-    def why(block_l=64, block_e=64, warps=4, stages=2, consumers=2, regs=None):
+    def why(block_l=64, block_e=64, warps=4, stages=2, consumers=2, regs=None, pipeline=False):
         return gluon_module.unsupported_ws(x, 128, 512, "bf16", False, block_l, block_e, warps, stages, "poly",
-                                           consumers, regs or gluon_module.ws_consumer_regs(consumers))
+                                           consumers, regs or gluon_module.ws_consumer_regs(consumers), pipeline)
     assert why() is None and why(consumers=3, block_e=32, stages=4) is None
+    assert why(stages=3, pipeline=True) is None
+    assert "pipelined consumers hold three ring slots at a time: num_stages (the ring) >= 3, got 2" in why(pipeline=True)
+    with pytest.raises(ValueError, match="pipeline .* needs stages >= 3, got stages=2"):  # launch() checks it too
+        gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 2, pipeline=True)
     assert "one warp group each (num_warps 4), got num_warps=8" in why(block_l=128, warps=8)
     assert "multiple of 8 in [24, 232] with 2 consumers, got 240" in why(regs=240)
     assert "multiple of 8 in [24, 152] with 3 consumers, got 156" in why(consumers=3, regs=156)
@@ -1237,10 +1264,15 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
         assert facts["global_stores"] <= 64 * channels // threads, facts
 
 
-@pytest.mark.parametrize("block_e,stages,even,consumers", [(32, 4, True, 2), (64, 2, False, 2), (32, 3, True, 3)])
-def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers):
+@pytest.mark.parametrize("block_e,stages,even,consumers,pipeline", [
+    (32, 4, True, 2, False), (64, 2, False, 2, False), (32, 3, True, 3, False), (32, 4, True, 2, True),
+    (32, 6, False, 2, True), (16, 8, True, 2, True), (64, 3, True, 2, True), (32, 3, True, 3, True)])
+def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline):
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
-    # ring and one z tile per consumer within the H200's shared memory
+    # ring and one z tile per consumer within the H200's shared memory. The pipelined consumers wait for all but one
+    # wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps their wgmmas asynchronous (no C7513 /
+    # C7512 "wgmma serialized" warning: with only the last chunk unrolled after the chunk loop it serialised them
+    # all); with two consumers at 16 or 32 hidden columns and L a whole number of tiles nothing spills
     from tests.gluon_compile import compile_for_hopper
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
@@ -1248,12 +1280,16 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
                       STAGES=stages, CONSUMERS=consumers,
                       CONSUMER_REGS=cheri_ops._cheri_gluon.ws_consumer_regs(consumers), PRODUCER_WARPS=4,
-                      PRODUCER_REGS=40, num_warps=4)
+                      PRODUCER_REGS=40, PIPELINE=pipeline, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else ())
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
     ring = stages * 2 * block_e * 128 * 2  # W1 and W2 slices of bf16 per slot
     assert ring + consumers * 64 * 128 * 2 <= facts["shared"] <= 232448
+    assert facts["wait_groups"] == ([0, 1] if pipeline else [0]), facts
+    assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
+    if pipeline and consumers == 2 and block_e <= 32 and even:
+        assert facts["spill_bytes"] == 0, facts
 
 
 def test_warp_specialised_register_budget():
