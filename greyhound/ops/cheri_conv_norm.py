@@ -69,7 +69,8 @@ _tuning.register(
                 "N=512 bf16: 0.4555 ms at (64, 32, ring 3, maxnreg 168) against the default's 0.4423"),
     ws_pipeline=(bool, "warp-specialised kernel (layouts gluon_ws, gluon_ws3): each consumer keeps its next chunk's "
                        "first GEMM and its previous chunk's second GEMM in flight under this chunk's GELU (needs "
-                       "stages >= 3) instead of one chunk at a time"),
+                       "stages >= 3) instead of one chunk at a time; H200, N=512 bf16: 0.5016 ms at gluon_ws (64, 32, "
+                       "ring 8) against one chunk at a time's 0.4922 (64, 64, ring 2) and the default's 0.4431"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
