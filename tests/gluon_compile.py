@@ -17,7 +17,7 @@ import json, re, sys
 import triton
 from triton.experimental.gluon._runtime import GluonASTSource
 from triton.backends.compiler import GPUTarget
-module_name, kernel_name, types, constexprs, num_warps, divisible = json.loads(sys.argv[1])
+module_name, kernel_name, types, constexprs, num_warps, divisible, ptxas_report = json.loads(sys.argv[1])
 module = __import__(module_name, fromlist=[kernel_name])
 kernel = getattr(module, kernel_name)
 names = kernel.arg_names
@@ -29,21 +29,22 @@ source = GluonASTSource(kernel, signature, constexprs={(names.index(k),): v for 
                         attrs=attrs)
 compiled = triton.compile(source, target=GPUTarget("cuda", 90, 128), options={"num_warps": num_warps})
 ptx = compiled.asm["ptx"]
-# ptxas's own report on this PTX (-v): the first of Triton's ptxas builds that takes its PTX version
+# ptxas's own report on this PTX (-v), when asked for: the first of Triton's ptxas builds that takes its PTX version
 import os, subprocess, tempfile
 report = None
-with tempfile.TemporaryDirectory() as folder:
-    open(os.path.join(folder, "k.ptx"), "w").write(ptx)
-    for knob in ("ptxas", "ptxas_blackwell"):
-        try:
-            path = getattr(triton.knobs.nvidia, knob).path
-        except Exception:
-            continue
-        run = subprocess.run([path, "-arch=sm_90a", "-v", os.path.join(folder, "k.ptx"), "-o",
-                              os.path.join(folder, "k.cubin")], capture_output=True, text=True)
-        if run.returncode == 0:
-            report = run.stderr
-            break
+if ptxas_report:
+    with tempfile.TemporaryDirectory() as folder:
+        open(os.path.join(folder, "k.ptx"), "w").write(ptx)
+        for knob in ("ptxas", "ptxas_blackwell"):
+            try:
+                path = getattr(triton.knobs.nvidia, knob).path
+            except Exception:
+                continue
+            run = subprocess.run([path, "-arch=sm_90a", "-v", os.path.join(folder, "k.ptx"), "-o",
+                                  os.path.join(folder, "k.cubin")], capture_output=True, text=True)
+            if run.returncode == 0:
+                report = run.stderr
+                break
 copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\S*\s+\[[^]]*\],\s*\[[^]]*\],\s*(0x[0-9a-f]+|\d+)", ptx)
 print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm.get("cubin")),
                   "copy_bytes": sorted({int(c, 0) for c in copies}), "copies": len(copies),
@@ -60,17 +61,17 @@ print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm
 """
 
 
-def compile_for_hopper(module_name, kernel_name, types, constexprs, num_warps, divisible=()):
+def compile_for_hopper(module_name, kernel_name, types, constexprs, num_warps, divisible=(), ptxas_report=False):
     """Facts about `module_name.kernel_name` compiled for sm_90a: shared memory bytes, whether a cubin was made,
     the sizes of its cp.async copies, their count, its wgmma count and instruction kinds (operand types), its global
     store instructions, its wgmmas whose A operand is in registers, its acquire/release memory operations, its fences,
-    its atomic exchanges, the wgmma wait depths it uses, and what ptxas -v reports on the PTX (whether one of Triton's
-    ptxas builds took it, its C75xx performance warnings, e.g. C7513 "wgmma ... serialized", and its spill store
-    bytes)."""
+    its atomic exchanges, the wgmma wait depths it uses, and with `ptxas_report` (a second ptxas run, so off by
+    default) what ptxas -v reports on the PTX: whether one of Triton's ptxas builds took it, its C75xx performance
+    warnings (e.g. C7513 "wgmma ... serialized") and its spill store bytes."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     result = subprocess.run([sys.executable, "-c", _SCRIPT,
-                             json.dumps([module_name, kernel_name, types, constexprs, num_warps, list(divisible)])],
+                             json.dumps([module_name, kernel_name, types, constexprs, num_warps, list(divisible), ptxas_report])],
                             capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, f"compiling {kernel_name} for sm_90a failed:\n{result.stderr[-3000:]}"
     return json.loads(result.stdout.strip().splitlines()[-1])

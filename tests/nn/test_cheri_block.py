@@ -1282,7 +1282,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=cheri_ops._cheri_gluon.ws_consumer_regs(consumers), PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
-                               divisible=("L",) if even else ())
+                               divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
     ring = stages * 2 * block_e * 128 * 2  # W1 and W2 slices of bf16 per slot
     assert ring + consumers * 64 * 128 * 2 <= facts["shared"] <= 232448
