@@ -75,11 +75,12 @@ def held_geometry(V, element_size, num_warps, tile_rows=None):
     return None
 
 
-def unsupported(logits, grad, tile_rows, num_warps, stages, split=1, hold=False):
+def unsupported(logits, grad, tile_rows, num_warps, stages, split=1, hold=0):
     """Why this kernel cannot run this call (a string), or None when it can. Its 16-byte copies need the vocabulary
     and both row strides to be multiples of 16 elements (what Triton's argument specialisation proves) and both base
-    addresses 16-byte aligned. `hold` needs a row of more than one and at most stages + 1 tiles, one program a row
-    and a gradient of the logits' dtype."""
+    addresses 16-byte aligned. `hold` (the tiles held in registers; 0 or False: the ring) needs a row of more than
+    one and at most stages + 1 tiles, one program a row, a gradient of the logits' dtype, and 1 to 3 held tiles that
+    leave at least one of the row's tiles to the ring."""
     V = logits.shape[1]
     if hold:
         tile = tile_rows * 256 * num_warps
@@ -87,6 +88,8 @@ def unsupported(logits, grad, tile_rows, num_warps, stages, split=1, hold=False)
             return f"holding a row needs tile_rows >= 2, one program a row, a gradient of the logits' dtype and " \
                    f"{tile} < V <= {(stages + 1) * tile} (stages + 1 tiles of {tile} entries), got tile_rows " \
                    f"{tile_rows}, split {split}, gradient {grad.dtype} for logits {logits.dtype}, V {V}"
+        if not 1 <= int(hold) <= min(3, stages):
+            return f"the tiles held in registers must be 1 to 3 and at most the ring's {stages} stages, got {int(hold)}"
     why_not = why_not_hopper(logits.device)
     if why_not is not None:
         return why_not
@@ -116,12 +119,13 @@ def warn_fallback(error):
 
 def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_stride, ignore_index,
            label_smoothing, softcap, lse_square_scale, programs, tile_rows, num_warps, stages, policy=7, split=1,
-           reuse_last=True, hold=False):
+           reuse_last=True, hold=0):
     """One launch: loss, lse and grad_scale * d loss / d logits of every row (see cross_entropy._cross_entropy_rows
     for the arguments' meaning; `softcap` None for none). `programs` at most the number that can be resident at
     once when split > 1 (a group's programs wait for each other). `reuse_last`: sweep 2 takes each row's last tile
-    from the ring slot sweep 1 left it in instead of loading it again. `hold`: each row read once and held on chip (see
-    _held_rows; the row must be at most stages + 1 tiles, see held_geometry)."""
+    from the ring slot sweep 1 left it in instead of loading it again. `hold`: each row read once and held on chip, its
+    first `hold` tiles in registers (an int, 1 to 3; True is 1; see _held_rows; the row must be stages + 1 tiles, see
+    held_geometry)."""
     rows, V = logits.shape
     programs = max(1, min(programs // split, rows)) * split
     if split > 1:  # every slot starts empty (-1: no pair of fp32 values a program publishes has these bits)
@@ -134,7 +138,7 @@ def launch(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_str
         float(lse_square_scale),
         HAS_SOFTCAP=softcap is not None, HAS_SMOOTHING=label_smoothing > 0, HAS_Z_LOSS=lse_square_scale > 0,
         TILE_R=tile_rows, STAGES=stages, SPLIT=split, POLICY=policy, REUSE_LAST=int(bool(reuse_last)),
-        HOLD=int(bool(hold)), num_warps=num_warps)
+        HOLD=int(hold), num_warps=num_warps)
 
 
 if gluon is not None:
@@ -382,31 +386,56 @@ if gluon is not None:
                                 HAS_SMOOTHING)
 
     @gluon.jit
+    def _held_tile(slot, offsets, V, col_max, sum_exp, sum_z, softcap, start, WORDS: gl.constexpr, HALF: gl.constexpr,
+                   LAYOUT: gl.constexpr, num_warps: gl.constexpr, HAS_SOFTCAP: gl.constexpr,
+                   HAS_SMOOTHING: gl.constexpr):
+        """Sweep 1's work on a full tile that is kept in registers (one of the row's first HELD): its two halves as
+        held (see _hold), and the tile folded into the running values (`start`: its first entry)."""
+        held0 = _hold(slot.slice(0, HALF), WORDS, HALF, LAYOUT, num_warps)
+        held1 = _hold(slot.slice(HALF, HALF), WORDS, HALF, LAYOUT, num_warps)
+        first0 = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
+        first1 = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
+        col_max, sum_exp, sum_z = _sweep1_tile(first0, offsets, V - start, col_max, sum_exp, sum_z, softcap, False,
+                                               HAS_SOFTCAP, HAS_SMOOTHING)
+        col_max, sum_exp, sum_z = _sweep1_tile(first1, offsets, V - start - HALF * 256 * num_warps, col_max, sum_exp,
+                                               sum_z, softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
+        return held0, held1, col_max, sum_exp, sum_z
+
+    @gluon.jit
     def _held_rows(ring, logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr,
                    lse_ptr, grad_scale_ptr, grad_scale_stride, n_rows, V, ignore_index, label_smoothing, softcap,
                    lse_square_scale, HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr,
                    HAS_Z_LOSS: gl.constexpr, TILE_R: gl.constexpr, STAGES: gl.constexpr, POLICY: gl.constexpr,
-                   num_warps: gl.constexpr):
+                   HELD: gl.constexpr, num_warps: gl.constexpr):
         """HOLD: each row is read from HBM once and held on chip until its gradient is written. A row is exactly
-        STAGES + 1 tiles (the caller's choice of tile): tile 0 in registers, tiles 1..STAGES in the ring's STAGES
-        slots. A slot is refilled as soon as its tile is done with: tile 0's slot (read into registers) by this
-        row's last tile, tile t's slot (t >= 1, after its gradient) by the next row's tile t - 1, so the next row's
-        first STAGES tiles are in flight while this row's gradient is written. Every wait in sweep 1 leaves
-        STAGES - 1 groups in flight: the tiles after the one awaited, and an empty group committed after each tile
-        before it.
+        STAGES + 1 tiles (the caller's choice of tile): its first HELD tiles in registers (1 to 3), the other
+        STAGES + 1 - HELD in the ring's STAGES slots, which leaves HELD - 1 slots for the next row's first tiles.
 
-        Registers: the work goes by half tiles (chunks of TILE_R / 2 slabs, each thread's own bytes still), and tile
-        0 is held as the 32-bit words of its 16-bit entries: with whole tiles and 16-bit registers it spilled 168
-        bytes a thread at 16 warps (ptxas, Triton 3.6)."""
+        The program's stream is its rows' tiles in order, item k in slot k % STAGES. Slots are given back in the same
+        order, and each gets the item STAGES further on at once: a held tile's slot as soon as the tile is in
+        registers (sweep 1), a ring tile's slot after its gradient is written (sweep 2; the held tiles' gradients come
+        last, from registers). So with HELD = 1 the first slot takes this row's last tile, and sweep 1 ends with
+        nothing in flight until sweep 2 gives back its first slot; each further held tile puts one of the next row's
+        tiles in flight over the end of sweep 1 and the row's reductions.
+
+        Every step commits one group (a ring tile in sweep 1 commits an empty one), so that each wait in sweep 1 can
+        leave STAGES - 1 groups in flight: counted step by step, at least STAGES - 1 groups follow the awaited tile's.
+
+        Registers: the work goes by half tiles (chunks of TILE_R / 2 slabs, each thread's own bytes still), and a
+        held tile of 16-bit entries as the 32-bit words that hold them (a 32 KB tile at 16 warps: 16 registers a
+        thread): with whole 64 KB tiles in 16-bit registers one held tile spilled 168 bytes a thread at 16 warps
+        (ptxas, Triton 3.6)."""
         HALF: gl.constexpr = TILE_R // 2
         COPY: gl.constexpr = _tile_layout(TILE_R, num_warps)  # a whole tile's copies
         LAYOUT: gl.constexpr = _tile_layout(HALF, num_warps)  # the work, by half tiles
         COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))
         CHUNK: gl.constexpr = HALF * 256 * num_warps
+        TILE: gl.constexpr = TILE_R * 256 * num_warps
         N_T: gl.constexpr = STAGES + 1
         WORDS: gl.constexpr = logits_ptr.dtype.element_ty.primitive_bitwidth == 16
         DTYPE: gl.constexpr = logits_ptr.dtype.element_ty
         gl.static_assert(TILE_R >= 2, "a held tile is worked on in halves")
+        gl.static_assert((HELD >= 1) & (HELD <= 3) & (HELD <= STAGES), "1 to 3 held tiles, and at least one in the ring")
         offsets = _tile_offsets(HALF, num_warps, LAYOUT)
         pid = gl.program_id(0)
         n_programs = gl.num_programs(0)
@@ -427,20 +456,31 @@ if gluon is not None:
             col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)  # see the kernel's note
             sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
             sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
-            # ---- sweep 1: tile 0 into registers, its slot refilled with this row's last tile; then tiles 1.. ----
+            # ---- sweep 1: the first HELD tiles into registers, each slot refilled at once; then the ring's tiles --
+            # (V > STAGES x TILE: the held tiles are full)
             async_copy.wait_group(STAGES - 1)
             slot = ring.index(base % STAGES)
-            held0 = _hold(slot.slice(0, HALF), WORDS, HALF, LAYOUT, num_warps)
-            held1 = _hold(slot.slice(HALF, HALF), WORDS, HALF, LAYOUT, num_warps)
-            first0 = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
-            first1 = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
+            a0, a1, col_max, sum_exp, sum_z = _held_tile(slot, offsets, V, col_max, sum_exp, sum_z, softcap, 0,
+                                                         WORDS, HALF, LAYOUT, num_warps, HAS_SOFTCAP, HAS_SMOOTHING)
             _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES, n_items, pid, n_programs, V, TILE_R,
                         STAGES, num_warps, COPY, POLICY)
-            col_max, sum_exp, sum_z = _sweep1_tile(first0, offsets, V, col_max, sum_exp, sum_z, softcap, False,
-                                                   HAS_SOFTCAP, HAS_SMOOTHING)  # V > STAGES x TILE: tile 0 is full
-            col_max, sum_exp, sum_z = _sweep1_tile(first1, offsets, V - CHUNK, col_max, sum_exp, sum_z, softcap,
-                                                   False, HAS_SOFTCAP, HAS_SMOOTHING)
-            for t in range(1, N_T):
+            if HELD >= 2:
+                async_copy.wait_group(STAGES - 1)
+                slot = ring.index((base + 1) % STAGES)
+                b0, b1, col_max, sum_exp, sum_z = _held_tile(slot, offsets, V, col_max, sum_exp, sum_z, softcap, TILE,
+                                                             WORDS, HALF, LAYOUT, num_warps, HAS_SOFTCAP,
+                                                             HAS_SMOOTHING)
+                _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES + 1, n_items, pid, n_programs, V,
+                            TILE_R, STAGES, num_warps, COPY, POLICY)
+            if HELD >= 3:
+                async_copy.wait_group(STAGES - 1)
+                slot = ring.index((base + 2) % STAGES)
+                c0, c1, col_max, sum_exp, sum_z = _held_tile(slot, offsets, V, col_max, sum_exp, sum_z, softcap,
+                                                             2 * TILE, WORDS, HALF, LAYOUT, num_warps, HAS_SOFTCAP,
+                                                             HAS_SMOOTHING)
+                _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES + 2, n_items, pid, n_programs, V,
+                            TILE_R, STAGES, num_warps, COPY, POLICY)
+            for t in range(HELD, N_T):
                 async_copy.wait_group(STAGES - 1)  # tile t's copies (the count: see above)
                 slot = ring.index((base + t) % STAGES)
                 for c in gl.static_range(2):
@@ -453,9 +493,9 @@ if gluon is not None:
                 per_token_loss_ptr, lse_ptr, row, target, z_target, row_scale, row_max, row_sum, row_sum_z, V,
                 ignore_index, label_smoothing, softcap, lse_square_scale, True, HAS_SOFTCAP, HAS_SMOOTHING,
                 HAS_Z_LOSS)
-            # ---- sweep 2: tiles 1.. from the ring, each slot refilled with the next row's tile; tile 0 last ------
+            # ---- sweep 2: the ring's tiles, each slot refilled with the item STAGES on; the held tiles last -------
             grad_row = grad_ptr + row * grad_row_stride
-            for t in range(1, N_T):
+            for t in range(HELD, N_T):
                 slot = ring.index((base + t) % STAGES)
                 x = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
                 _gradient_tile(x, grad_row, 2 * t, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
@@ -465,10 +505,20 @@ if gluon is not None:
                             TILE_R, STAGES, num_warps, COPY, POLICY)
                 _gradient_tile(x, grad_row, 2 * t + 1, n_full, V, offsets, target, lse_log2, softmax_coef,
                                target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
-            _gradient_held(held0, grad_row, 0, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+            _gradient_held(a0, grad_row, 0, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
                            uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
-            _gradient_held(held1, grad_row, 1, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+            _gradient_held(a1, grad_row, 1, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
                            uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+            if HELD >= 2:
+                _gradient_held(b0, grad_row, 2, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+                               uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+                _gradient_held(b1, grad_row, 3, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+                               uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+            if HELD >= 3:
+                _gradient_held(c0, grad_row, 4, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+                               uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+                _gradient_held(c1, grad_row, 5, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+                               uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
         async_copy.wait_group(0)
 
     @gluon.jit
@@ -498,7 +548,8 @@ if gluon is not None:
             gl.static_assert(SPLIT == 1, "a held row is one program's")
             _held_rows(ring, logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr,
                        lse_ptr, grad_scale_ptr, grad_scale_stride, n_rows, V, ignore_index, label_smoothing, softcap,
-                       lse_square_scale, HAS_SOFTCAP, HAS_SMOOTHING, HAS_Z_LOSS, TILE_R, STAGES, POLICY, num_warps)
+                       lse_square_scale, HAS_SOFTCAP, HAS_SMOOTHING, HAS_Z_LOSS, TILE_R, STAGES, POLICY, HOLD,
+                       num_warps)
             return
         offsets = _tile_offsets(TILE_R, num_warps, LAYOUT)
 

@@ -46,6 +46,9 @@ _tuning.register(
     one_pass_hold=(bool, "one-pass kernel: hold each row on chip (one tile in registers, the rest in the ring) and "
                          "read it from HBM once, where the row fits; picks its own ring depth, and its tile unless "
                          "one_pass_tile_rows is given (default: on where the row is longer than one ring tile)"),
+    one_pass_held_tiles=(int, "one-pass kernel, holding rows: the row's first tiles kept in registers (1 to 3, at "
+                              "most the ring's depth; each one past the first frees a ring slot for the next row's "
+                              "tiles; default 1)"),
 )
 
 
@@ -227,7 +230,8 @@ class _OnePassConfig(NamedTuple):
     policy: int  # L2 eviction hints (see the tunable)
     split: int  # programs sharing a row
     reuse_last: bool  # sweep 2 takes the row's last tile from sweep 1's ring slot
-    hold: bool = False  # the row held on chip, read once (tile_rows and stages then from _ce_gluon.held_geometry)
+    hold: int = 0  # the row held on chip, read once: its tiles held in registers (tile_rows and stages then from
+    # _ce_gluon.held_geometry); 0: the ring
 
 
 def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
@@ -251,7 +255,9 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
     if hold and config.split == 1:
         geometry = _ce_gluon.held_geometry(V, element_size, num_warps, get("one_pass_tile_rows", None))
         if geometry is not None:  # else the row does not fit on chip: the ring as configured
-            config = config._replace(tile_rows=geometry[0], stages=geometry[1], hold=True)
+            # at most the ring's depth: a row of fewer tiles holds fewer of them in registers
+            config = config._replace(tile_rows=geometry[0], stages=geometry[1],
+                                     hold=max(1, min(get("one_pass_held_tiles", 1), geometry[1])))
     return config
 
 

@@ -544,6 +544,19 @@ def test_one_pass_hold_config():
     with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_split=2):
         assert not ce._one_pass_config(50304, 2).hold  # split rows are not held
     assert not ce._one_pass_config(20000, 2).hold
+    assert ce._one_pass_config(128256, 2).hold == 1  # one tile in registers unless asked for more
+    with _tuning.override(ce.TUNING_OP, one_pass_held_tiles=3):
+        assert ce._one_pass_config(128256, 2).hold == 3
+        assert ce._one_pass_config(40000, 2).hold == 2  # 3 tiles of 16384: a ring of 2, so 2 held at most
+
+
+def test_one_pass_held_tiles_out_of_range_says_why():
+    logits = torch.empty(2, 128256, dtype=torch.bfloat16)
+    for hold in (4, 8):
+        why = ce._ce_gluon.unsupported(logits, logits, 4, 16, 7, 1, hold)
+        assert why is not None and "must be 1 to 3" in why and f"got {hold}" in why
+    why = ce._ce_gluon.unsupported(torch.empty(2, 40000, dtype=torch.bfloat16), torch.empty(2, 40000), 4, 16, 2, 1, 3)
+    assert why is not None
 
 
 @pytest.mark.parametrize("tile_rows,stages,split,V,grad_dtype,expected", [
@@ -655,20 +668,42 @@ def test_gpu_one_pass_held_rows(dtype, rows, vocab, options):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("held", [2, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows,vocab", [(3, 128256), (300, 50304), (140, 40000), (400, 65536)])
+@pytest.mark.parametrize("options", [{}, ALL_OPTIONS], ids=["plain", "all"])
+def test_gpu_one_pass_held_tiles(held, dtype, rows, vocab, options):
+    # more than one tile of each row in registers, each freeing a ring slot for the next row's tiles: targets in every
+    # held tile, in the ring's first tile and in the last entry; rows of 3 tiles (a ring of 2: at most 2 held), 4 and
+    # 8; programs walking several rows
+    logits, target = make_inputs(rows, vocab, dtype, "cuda", ignored=(1,))
+    with _one_pass(one_pass_hold=True, one_pass_held_tiles=held):
+        config = ce._one_pass_config(vocab, logits.element_size())
+        if not config.hold:
+            assert dtype == torch.float32 and vocab == 128256  # does not fit on chip: the ring
+        tile = config.tile_rows * 256 * config.num_warps
+        for i, column in enumerate((3, tile + 7, 2 * tile + 11, 3 * tile - 1, vocab - 1)):
+            target[(2 + i) % rows] = min(column, vocab - 1)
+        check_against_reference(logits, target, reduction="none", **options)
+        check_against_reference(logits, target, reduction="mean", **options)
+
+
+@pytest.mark.gpu
 def test_gpu_one_pass_held_rows_inplace():
     # the gradient written over the logits while the next rows are in flight
     logits, target = make_inputs(300, 128256, torch.bfloat16, "cuda", ignored=(9,))
     ref_leaf = logits.double().requires_grad_()
     expected = cross_entropy_reference(ref_leaf, target, reduction="none", **ALL_OPTIONS)
     expected.sum().backward()
-    leaf = logits.clone().requires_grad_()
-    scaled = leaf * 1.0
-    with _one_pass(one_pass_hold=True):
-        loss = cross_entropy_with_grad(scaled, target, reduction="none", inplace_backward=True, **ALL_OPTIONS)
-    loss.sum().backward()
-    torch.testing.assert_close(scaled.detach(), leaf.grad, rtol=0, atol=0)
-    assert rel_err(loss, expected) < 1e-5
-    assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
+    for held in (1, 2):
+        leaf = logits.clone().requires_grad_()
+        scaled = leaf * 1.0
+        with _one_pass(one_pass_hold=True, one_pass_held_tiles=held):
+            loss = cross_entropy_with_grad(scaled, target, reduction="none", inplace_backward=True, **ALL_OPTIONS)
+        loss.sum().backward()
+        torch.testing.assert_close(scaled.detach(), leaf.grad, rtol=0, atol=0)
+        assert rel_err(loss, expected) < 1e-5
+        assert rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
 
 
 @pytest.mark.gpu
@@ -740,3 +775,22 @@ def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse, hol
     # and store the program has in flight
     assert facts["acquire_release"] == 0 and facts["fences"] == 0
     assert (facts["exchanges"] > 0) == (split > 1)
+
+
+@pytest.mark.parametrize("held", [1, 2])
+def test_held_rows_kernel_keeps_its_tiles_in_registers(held):
+    # the held geometry at BT x 128256 bf16 (32 KB tiles, a ring of 7): 1 or 2 tiles held as 32-bit words fit the 128
+    # registers a thread of 16 warps has, without spilling (3 spill: they stay a tuning variant)
+    from tests.gluon_compile import compile_for_hopper
+    types = dict(logits_ptr="*bf16", logits_row_stride="i32", grad_ptr="*bf16", grad_row_stride="i32",
+                 target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
+                 grad_scale_stride="i32", partial_ptr="*i64", n_rows="i32", V="i32",
+                 ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
+    tile_rows, stages = ce._ce_gluon.held_geometry(128256, 2, 16)
+    constexprs = dict(HAS_SOFTCAP=False, HAS_SMOOTHING=False, HAS_Z_LOSS=False, TILE_R=tile_rows, STAGES=stages,
+                      SPLIT=1, POLICY=7, REUSE_LAST=1, HOLD=held, num_warps=16)
+    facts = compile_for_hopper("greyhound.ops._ce_gluon", "cross_entropy_one_pass_kernel", types, constexprs, 16,
+                               divisible=("V", "logits_row_stride", "grad_row_stride"), ptxas_report=True)
+    assert facts["cubin"] and facts["ptxas_ran"] and facts["copy_bytes"] == [16]
+    assert stages * tile_rows * 256 * 16 * 2 <= facts["shared"] <= 232448
+    assert facts["spill_bytes"] == 0
