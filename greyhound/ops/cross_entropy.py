@@ -48,7 +48,7 @@ _tuning.register(
                          "one_pass_tile_rows is given (default: on where the row is longer than one ring tile)"),
     one_pass_held_tiles=(int, "one-pass kernel, holding rows: the row's first tiles kept in registers (1 to 3, at "
                               "most the ring's depth; each one past the first frees a ring slot for the next row's "
-                              "tiles; default 1)"),
+                              "tiles; default 2, 1 for 16-bit logits with a soft-cap)"),
 )
 
 
@@ -234,15 +234,17 @@ class _OnePassConfig(NamedTuple):
     # _ce_gluon.held_geometry); 0: the ring
 
 
-def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
+def _one_pass_config(V: int, element_size: int, softcap: bool = False) -> _OnePassConfig:
     """The one-pass kernel's config: 16 warps, tiles of up to 64 KB (8 x 256 x 16 entries of bf16/fp16, 4 x 256 x 16
     of fp32; fewer slabs when the row is shorter), a 3-tile ring (two tiles in flight a program), one program per SM:
     the fastest of 14 variants measured on the H200 at BT=8192, V=128256 bf16 (docs/perf/cross_entropy.md, session
     14). Where the row is longer than one such tile and fits on chip, it is held there instead and read once
     (_ce_gluon.held_geometry: 32 KB tiles, all but one in the ring; BT=8192, V=128256 bf16: 1.24 ms against the
-    ring's 1.34, session 26). On by default where the kernel can run (see _ce_gluon.unsupported) and, for the ring,
-    where its sweep-2 re-reads can hit L2 (see _one_pass). Tuning overrides (op "cross_entropy_with_grad") replace
-    any field."""
+    ring's 1.34, session 26), its first two tiles in registers, which frees a ring slot for the next row (1.148 ms
+    against 1.240 with one, session 29). One tile only for 16-bit logits with a soft-cap (`softcap`): with two, the
+    soft-cap's temporaries spill 200 bytes a thread (ptxas, Triton 3.6). On by default where the kernel can run (see
+    _ce_gluon.unsupported) and, for the ring, where its sweep-2 re-reads can hit L2 (see _one_pass). Tuning
+    overrides (op "cross_entropy_with_grad") replace any field."""
     get = functools.partial(_tuning.get, TUNING_OP)
     num_warps = get("one_pass_warps", 16)
     tile_rows = min(16 // element_size, next_power_of_2(cdiv(V, 256 * num_warps)))
@@ -255,9 +257,9 @@ def _one_pass_config(V: int, element_size: int) -> _OnePassConfig:
     if hold and config.split == 1:
         geometry = _ce_gluon.held_geometry(V, element_size, num_warps, get("one_pass_tile_rows", None))
         if geometry is not None:  # else the row does not fit on chip: the ring as configured
+            held = get("one_pass_held_tiles", 1 if softcap and element_size == 2 else 2)
             # at most the ring's depth: a row of fewer tiles holds fewer of them in registers
-            config = config._replace(tile_rows=geometry[0], stages=geometry[1],
-                                     hold=max(1, min(get("one_pass_held_tiles", 1), geometry[1])))
+            config = config._replace(tile_rows=geometry[0], stages=geometry[1], hold=max(1, min(held, geometry[1])))
     return config
 
 
@@ -358,7 +360,7 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     """Runs the one-pass Gluon kernel (greyhound/ops/_ce_gluon.py) when it is enabled and can run this call;
     False when the two-kernel path must run instead (not enabled, not applicable, or it failed to compile: that
     warns once)."""
-    config = _one_pass_config(logits.shape[1], logits.element_size())
+    config = _one_pass_config(logits.shape[1], logits.element_size(), softcap is not None)
     if config.enabled is False:
         return False
     sm_count = _sm_count(logits.device)

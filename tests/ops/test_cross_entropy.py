@@ -544,7 +544,11 @@ def test_one_pass_hold_config():
     with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_split=2):
         assert not ce._one_pass_config(50304, 2).hold  # split rows are not held
     assert not ce._one_pass_config(20000, 2).hold
-    assert ce._one_pass_config(128256, 2).hold == 1  # one tile in registers unless asked for more
+    # two tiles in registers by default; one for 16-bit logits with a soft-cap (two spill there)
+    assert ce._one_pass_config(128256, 2).hold == 2 and ce._one_pass_config(65536, 4).hold == 2
+    assert ce._one_pass_config(128256, 2, softcap=True).hold == 1 and ce._one_pass_config(65536, 4, True).hold == 2
+    with _tuning.override(ce.TUNING_OP, one_pass_held_tiles=1):
+        assert ce._one_pass_config(128256, 2).hold == 1
     with _tuning.override(ce.TUNING_OP, one_pass_held_tiles=3):
         assert ce._one_pass_config(128256, 2).hold == 3
         assert ce._one_pass_config(40000, 2).hold == 2  # 3 tiles of 16384: a ring of 2, so 2 held at most
@@ -777,17 +781,19 @@ def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse, hol
     assert (facts["exchanges"] > 0) == (split > 1)
 
 
-@pytest.mark.parametrize("held", [1, 2])
-def test_held_rows_kernel_keeps_its_tiles_in_registers(held):
-    # the held geometry at BT x 128256 bf16 (32 KB tiles, a ring of 7): 1 or 2 tiles held as 32-bit words fit the 128
-    # registers a thread of 16 warps has, without spilling (3 spill: they stay a tuning variant)
+@pytest.mark.parametrize("held,softcap", [(2, False), (1, True)])
+def test_held_rows_kernel_keeps_its_tiles_in_registers(held, softcap):
+    # the held geometry at BT x 128256 bf16 (32 KB tiles, a ring of 7): the default number of tiles held as 32-bit
+    # words fits the 128 registers a thread of 16 warps has, without spilling: 2, and 1 with a soft-cap (2 spill
+    # there, and 3 spill without one: they stay tuning variants)
     from tests.gluon_compile import compile_for_hopper
     types = dict(logits_ptr="*bf16", logits_row_stride="i32", grad_ptr="*bf16", grad_row_stride="i32",
                  target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
                  grad_scale_stride="i32", partial_ptr="*i64", n_rows="i32", V="i32",
                  ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
     tile_rows, stages = ce._ce_gluon.held_geometry(128256, 2, 16)
-    constexprs = dict(HAS_SOFTCAP=False, HAS_SMOOTHING=False, HAS_Z_LOSS=False, TILE_R=tile_rows, STAGES=stages,
+    assert ce._one_pass_config(128256, 2, softcap).hold == held
+    constexprs = dict(HAS_SOFTCAP=softcap, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=stages,
                       SPLIT=1, POLICY=7, REUSE_LAST=1, HOLD=held, num_warps=16)
     facts = compile_for_hopper("greyhound.ops._ce_gluon", "cross_entropy_one_pass_kernel", types, constexprs, 16,
                                divisible=("V", "logits_row_stride", "grad_row_stride"), ptxas_report=True)
