@@ -12,8 +12,10 @@ program is persistent and walks whole rows; for each row it streams the tiles of
 
 HOLD (the default where a row is longer than one ring tile and fits on chip: up to 131072 bf16 entries or 65536
 fp32 ones) reads each row from HBM once: a row is cut into n tiles (32 KB where that makes n >= 3; see
-held_geometry), tile 0 is kept in registers and tiles 1..n-1 stay in a ring of exactly n - 1 slots until sweep 2 has written their gradient (_held_rows). HBM then moves the
-floor's bytes (2.1 + 2.1 GB at BT=8192, V=128256 bf16): 1.24 ms against the ring's 1.34 (H200, session 26).
+held_geometry), the first tiles are kept in registers (two by default: `hold`) and the rest stay in a ring of n - 1
+slots until sweep 2 has written their gradient (_held_rows); each held tile past the first leaves a slot for the next
+row's tiles. HBM then moves the floor's bytes (2.1 + 2.1 GB at BT=8192, V=128256 bf16): 1.148 ms with two held
+tiles, 1.240 with one, against the ring's 1.34 (H200, sessions 26 and 29).
 
 The two load hints reach the PTX only from Triton 3.9 on (cp.async...L2::cache_hint); Triton 3.6, the H200's, drops a
 cp.async's eviction_policy, so every figure measured so far ran the loads without them (the stores' hint is emitted by
