@@ -388,19 +388,27 @@ if gluon is not None:
                                 HAS_SMOOTHING)
 
     @gluon.jit
-    def _held_tile(slot, offsets, V, col_max, sum_exp, sum_z, softcap, start, WORDS: gl.constexpr, HALF: gl.constexpr,
-                   LAYOUT: gl.constexpr, num_warps: gl.constexpr, HAS_SOFTCAP: gl.constexpr,
-                   HAS_SMOOTHING: gl.constexpr):
-        """Sweep 1's work on a full tile that is kept in registers (one of the row's first HELD): its two halves as
-        held (see _hold), and the tile folded into the running values (`start`: its first entry)."""
+    def _held_tile(ring, logits_ptr, stride, base, t, n_items, first_row, n_groups, offsets, V, col_max, sum_exp,
+                   sum_z, softcap, WORDS: gl.constexpr, TILE_R: gl.constexpr, STAGES: gl.constexpr,
+                   LAYOUT: gl.constexpr, COPY: gl.constexpr, POLICY: gl.constexpr, num_warps: gl.constexpr,
+                   HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
+        """Sweep 1's work on the row's tile t, one of its first HELD (full) tiles, kept in registers: waits for its
+        copies, holds its two halves (see _hold), folds it into the running values, then refills its slot with the
+        item STAGES on (see _held_rows)."""
+        HALF: gl.constexpr = TILE_R // 2
+        async_copy.wait_group(STAGES - 1)
+        slot = ring.index((base + t) % STAGES)
         held0 = _hold(slot.slice(0, HALF), WORDS, HALF, LAYOUT, num_warps)
         held1 = _hold(slot.slice(HALF, HALF), WORDS, HALF, LAYOUT, num_warps)
         first0 = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
         first1 = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
+        start = t * (TILE_R * 256 * num_warps)
         col_max, sum_exp, sum_z = _sweep1_tile(first0, offsets, V - start, col_max, sum_exp, sum_z, softcap, False,
                                                HAS_SOFTCAP, HAS_SMOOTHING)
         col_max, sum_exp, sum_z = _sweep1_tile(first1, offsets, V - start - HALF * 256 * num_warps, col_max, sum_exp,
                                                sum_z, softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
+        _issue_held(ring, logits_ptr, stride, base + STAGES + t, n_items, first_row, n_groups, V, TILE_R, STAGES,
+                    num_warps, COPY, POLICY)
         return held0, held1, col_max, sum_exp, sum_z
 
     @gluon.jit
@@ -432,7 +440,6 @@ if gluon is not None:
         LAYOUT: gl.constexpr = _tile_layout(HALF, num_warps)  # the work, by half tiles
         COLS: gl.constexpr = gl.SliceLayout(0, gl.SliceLayout(2, LAYOUT))
         CHUNK: gl.constexpr = HALF * 256 * num_warps
-        TILE: gl.constexpr = TILE_R * 256 * num_warps
         N_T: gl.constexpr = STAGES + 1
         WORDS: gl.constexpr = logits_ptr.dtype.element_ty.primitive_bitwidth == 16
         DTYPE: gl.constexpr = logits_ptr.dtype.element_ty
@@ -460,28 +467,19 @@ if gluon is not None:
             sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
             # ---- sweep 1: the first HELD tiles into registers, each slot refilled at once; then the ring's tiles --
             # (V > STAGES x TILE: the held tiles are full)
-            async_copy.wait_group(STAGES - 1)
-            slot = ring.index(base % STAGES)
-            a0, a1, col_max, sum_exp, sum_z = _held_tile(slot, offsets, V, col_max, sum_exp, sum_z, softcap, 0,
-                                                         WORDS, HALF, LAYOUT, num_warps, HAS_SOFTCAP, HAS_SMOOTHING)
-            _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES, n_items, pid, n_programs, V, TILE_R,
-                        STAGES, num_warps, COPY, POLICY)
+            a0, a1, col_max, sum_exp, sum_z = _held_tile(
+                ring, logits_ptr, logits_row_stride, base, 0, n_items, pid, n_programs, offsets, V, col_max, sum_exp,
+                sum_z, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP, HAS_SMOOTHING)
             if HELD >= 2:
-                async_copy.wait_group(STAGES - 1)
-                slot = ring.index((base + 1) % STAGES)
-                b0, b1, col_max, sum_exp, sum_z = _held_tile(slot, offsets, V, col_max, sum_exp, sum_z, softcap, TILE,
-                                                             WORDS, HALF, LAYOUT, num_warps, HAS_SOFTCAP,
-                                                             HAS_SMOOTHING)
-                _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES + 1, n_items, pid, n_programs, V,
-                            TILE_R, STAGES, num_warps, COPY, POLICY)
+                b0, b1, col_max, sum_exp, sum_z = _held_tile(
+                    ring, logits_ptr, logits_row_stride, base, 1, n_items, pid, n_programs, offsets, V, col_max,
+                    sum_exp, sum_z, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP,
+                    HAS_SMOOTHING)
             if HELD >= 3:
-                async_copy.wait_group(STAGES - 1)
-                slot = ring.index((base + 2) % STAGES)
-                c0, c1, col_max, sum_exp, sum_z = _held_tile(slot, offsets, V, col_max, sum_exp, sum_z, softcap,
-                                                             2 * TILE, WORDS, HALF, LAYOUT, num_warps, HAS_SOFTCAP,
-                                                             HAS_SMOOTHING)
-                _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES + 2, n_items, pid, n_programs, V,
-                            TILE_R, STAGES, num_warps, COPY, POLICY)
+                c0, c1, col_max, sum_exp, sum_z = _held_tile(
+                    ring, logits_ptr, logits_row_stride, base, 2, n_items, pid, n_programs, offsets, V, col_max,
+                    sum_exp, sum_z, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP,
+                    HAS_SMOOTHING)
             for t in range(HELD, N_T):
                 async_copy.wait_group(STAGES - 1)  # tile t's copies (the count: see above)
                 slot = ring.index((base + t) % STAGES)

@@ -758,16 +758,21 @@ def test_gpu_default_takes_one_pass_where_rows_fit_l2(monkeypatch, dtype, expect
     assert bool(calls) == expected
 
 
+def _one_pass_kernel_types(dtype):
+    """The one-pass kernel's argument types for compile_for_hopper, logits and gradient of `dtype` ("bf16", "fp32")."""
+    return dict(logits_ptr=f"*{dtype}", logits_row_stride="i32", grad_ptr=f"*{dtype}", grad_row_stride="i32",
+                target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
+                grad_scale_stride="i32", partial_ptr="*i64", n_rows="i32", V="i32",
+                ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
+
+
 @pytest.mark.parametrize("dtype,tile_rows,split,reuse,hold", [("bf16", 8, 1, 1, 0), ("fp32", 4, 2, 0, 0),
                                                               ("bf16", 8, 1, 1, 1), ("fp32", 4, 1, 1, 1)])
 def test_one_pass_kernel_compiles_for_hopper(dtype, tile_rows, split, reuse, hold):
     # the default config (and a split, fp32 one that loads each tile twice), every option on: valid for this Triton's
     # Gluon, 16-byte copies only, the ring within the H200's shared memory
     from tests.gluon_compile import compile_for_hopper
-    types = dict(logits_ptr=f"*{dtype}", logits_row_stride="i32", grad_ptr=f"*{dtype}", grad_row_stride="i32",
-                 target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
-                 grad_scale_stride="i32", partial_ptr="*i64", n_rows="i32", V="i32",
-                 ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
+    types = _one_pass_kernel_types(dtype)
     constexprs = dict(HAS_SOFTCAP=True, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=3,
                       SPLIT=split, POLICY=7, REUSE_LAST=reuse, HOLD=hold, num_warps=16)
     facts = compile_for_hopper("greyhound.ops._ce_gluon", "cross_entropy_one_pass_kernel", types, constexprs, 16,
@@ -787,10 +792,7 @@ def test_held_rows_kernel_keeps_its_tiles_in_registers(held, softcap):
     # words fits the 128 registers a thread of 16 warps has, without spilling: 2, and 1 with a soft-cap (2 spill
     # there, and 3 spill without one: they stay tuning variants)
     from tests.gluon_compile import compile_for_hopper
-    types = dict(logits_ptr="*bf16", logits_row_stride="i32", grad_ptr="*bf16", grad_row_stride="i32",
-                 target_ptr="*i64", per_token_loss_ptr="*fp32", lse_ptr="*fp32", grad_scale_ptr="*fp32",
-                 grad_scale_stride="i32", partial_ptr="*i64", n_rows="i32", V="i32",
-                 ignore_index="i32", label_smoothing="fp32", softcap="fp32", lse_square_scale="fp32")
+    types = _one_pass_kernel_types("bf16")
     tile_rows, stages = ce._ce_gluon.held_geometry(128256, 2, 16)
     assert ce._one_pass_config(128256, 2, softcap).hold == held
     constexprs = dict(HAS_SOFTCAP=softcap, HAS_SMOOTHING=True, HAS_Z_LOSS=True, TILE_R=tile_rows, STAGES=stages,
