@@ -25,6 +25,7 @@ the weight gradient is one GEMM over every row (cuBLAS's fp32 accumulator, round
 fp32 V x H sum ever exists. The x gradient sums over the chunks in fp32 (half of it inside its own storage).
 Four GEMMs instead of three; peak extra memory: the gradients + BT*H*2 + one chunk (GRAD_VOCAB_CHUNK_BYTES).
 """
+import warnings
 from typing import Optional
 
 import torch
@@ -34,6 +35,7 @@ import triton.language as tl
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, next_power_of_2
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
+from greyhound.ops import _lce_gluon
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
     LOG2E,
@@ -89,7 +91,14 @@ _tuning.register(
     vocab_block_v=(int, "entries a loop step of the vocab schedule's row kernel (a power of 2; default: the chunk's "
                         "width rounded up, at most 2048)"),
     vocab_warps=(int, "warps a program of the vocab schedule's row kernel (default: BLOCK_V / 512, 1 to 4)"),
+    fused_lse=(bool, "loss-only passes with automatic chunks on Hopper run one GEMM with the lse in its epilogue "
+                     "(greyhound/ops/_lce_gluon.py) instead of cuBLAS chunks and a row kernel"),
+    fused_block_n=(int, "vocabulary entries a tile of the fused kernel (64, 128 or 256)"),
+    fused_stages=(int, "shared-memory ring stages of the fused kernel"),
+    fused_group_n=(int, "vocabulary tiles the fused kernel walks for every row block before moving on"),
 )
+# the fused GEMM + lse loss pass is the default where it can run (tunable fused_lse)
+FUSED_LSE = False
 
 
 def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool, one_chunk: bool = False) -> int:
@@ -175,7 +184,114 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
                       lse_square_scale):
     """Per-token loss and lse (fp32 [BT]) with the logits made `chunk_cols` vocabulary entries at a time for all
     rows: full-height GEMMs (BT x chunk x H) and one read of each chunk; the same results as the rows schedule
-    up to the order of the fp32 sums."""
+    up to the order of the fp32 sums. Automatic chunks (`chunk_cols` None) on Hopper take the fused GEMM + lse
+    kernel instead when it can run (`_fused_lse_stats`)."""
+    stats = None
+    if chunk_cols is None:
+        stats = _fused_lse_stats(x, weight, bias, target, label_smoothing, softcap)
+    if stats is None:
+        stats = _chunked_lse_stats(x, weight, bias, target, chunk_cols, label_smoothing, softcap)
+    return _finish_vocab_loss(*stats, target, weight.shape[0], ignore_index, label_smoothing, lse_square_scale)
+
+
+def _fused_config(bias, label_smoothing, softcap):
+    """The fused kernel's tile and ring (_lce_gluon.DEFAULT_CONFIG; 128-entry vocabulary tiles when two or more of
+    bias, soft-cap and label smoothing are on: with 256 their epilogue spills (ptxas, Triton 3.6)), then any
+    fused_* tuning override."""
+    config = dict(_lce_gluon.DEFAULT_CONFIG)
+    if (bias is not None) + (softcap is not None) + (label_smoothing > 0) >= 2:
+        config["block_n"] = 128
+    for name in ("block_n", "stages", "group_n"):
+        config[name] = _tuning.get(TUNING_OP, "fused_" + name, config[name])
+    return config
+
+
+def _fused_lse_stats(x, weight, bias, target, label_smoothing, softcap):
+    """(running max, sum of exp, target logit, sum of logits or None), fp32 [BT], from the fused GEMM + lse kernel
+    (greyhound/ops/_lce_gluon.py), or None when it is off (tunable `fused_lse`), cannot run on these inputs or
+    failed to compile (a warning once, then the cuBLAS chunks)."""
+    if not _tuning.get(TUNING_OP, "fused_lse", FUSED_LSE) or x.device.type != "cuda" or x.shape[0] == 0:
+        return None
+    config = _fused_config(bias, label_smoothing, softcap)
+    why_not = _lce_gluon.unsupported(x, weight, config)
+    if why_not is not None:
+        if _tuning.get(TUNING_OP, "fused_lse") is not None:
+            warnings.warn(f"greyhound: fused_lse cannot run this call ({why_not}); running the cuBLAS vocab "
+                          "schedule", RuntimeWarning, stacklevel=4)
+        return None
+    rows, V = x.shape[0], weight.shape[0]
+    vectors = _lce_gluon.partial_vectors(label_smoothing)
+    n_tiles = -(-V // config["block_n"])
+    running = _running_vectors(label_smoothing)
+    # rows a launch: their partials fit FORWARD_CHUNK_BYTES beside the fp32 [BT] vectors; whole row blocks
+    room = max(0, FORWARD_CHUNK_BYTES - running * 4 * rows) // (vectors * 4 * n_tiles)
+    chunk = max(config["block_m"], room // config["block_m"] * config["block_m"])
+    running_max, running_sum, target_z, *rest = (
+        torch.zeros(rows, device=x.device, dtype=torch.float32) for _ in range(running))
+    sum_z = rest[0] if rest else None
+    partials = torch.empty(vectors, n_tiles, min(chunk, rows), device=x.device, dtype=torch.float32)
+    try:
+        for start in range(0, rows, chunk):
+            stop = min(start + chunk, rows)
+            part = partials[:, :, : stop - start]
+            _lce_gluon.launch(x[start:stop], weight, bias, target[start:stop], part, target_z[start:stop],
+                              softcap, label_smoothing, config)
+            _merge_lse_partials(part, running_max[start:stop], running_sum[start:stop],
+                                None if sum_z is None else sum_z[start:stop])
+    except Exception as error:  # Gluon's API moves between Triton releases: fall back, never fail the call
+        _lce_gluon.warn_fallback(error)
+        return None
+    return running_max, running_sum, target_z, sum_z
+
+
+@triton.jit
+def _merge_lse_partials_kernel(
+    partials_ptr, vector_stride, tile_stride, n_tiles, rows, row_max_ptr, row_sum_ptr, sum_z_ptr,
+    BLOCK_T: tl.constexpr, BLOCK_R: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
+):
+    """BLOCK_R rows a program: folds each row's n_tiles partials (max, sum of exp[, sum of logits]; [vector, tile,
+    row] with the row fastest) into its max and sum of exp, BLOCK_T tiles a step."""
+    row = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_ok = row < rows
+    tile = tl.arange(0, BLOCK_T)
+    run_max = tl.full([BLOCK_R], -3.4028234663852886e38, tl.float32)
+    run_sum = tl.zeros([BLOCK_R], dtype=tl.float32)
+    run_z = tl.zeros([BLOCK_R], dtype=tl.float32)
+    for t0 in range(0, n_tiles, BLOCK_T):
+        offsets = (t0 + tile)[:, None] * tile_stride + row[None, :]
+        mask = ((t0 + tile) < n_tiles)[:, None] & row_ok[None, :]
+        tile_max = tl.load(partials_ptr + offsets, mask=mask, other=float("-inf"))
+        tile_sum = tl.load(partials_ptr + vector_stride + offsets, mask=mask, other=0.0)
+        new_max = tl.maximum(run_max, tl.max(tile_max, axis=0))
+        run_sum = (run_sum * tl.exp2(tl.maximum(run_max - new_max, -1000.0) * LOG2E)
+                   + tl.sum(tile_sum * tl.exp2(tl.maximum(tile_max - new_max[None, :], -1000.0) * LOG2E), axis=0))
+        run_max = new_max
+        if HAS_SMOOTHING:
+            run_z += tl.sum(tl.load(partials_ptr + 2 * vector_stride + offsets, mask=mask, other=0.0), axis=0)
+    tl.store(row_max_ptr + row, run_max, mask=row_ok)
+    tl.store(row_sum_ptr + row, run_sum, mask=row_ok)
+    if HAS_SMOOTHING:
+        tl.store(sum_z_ptr + row, run_z, mask=row_ok)
+
+
+def _merge_lse_partials(partials, row_max, row_sum, sum_z=None):
+    """partials [2 or 3, n_tiles, rows] fp32 (max, sum of exp[, sum of logits] of each row over each tile's
+    vocabulary entries; a contiguous last axis) -> each row's max and sum of exp over all of them (written into
+    row_max, row_sum [rows]) and, with a third vector, the sum of logits (into sum_z)."""
+    vectors, n_tiles, rows = partials.shape
+    if partials.stride(2) != 1 or vectors != (3 if sum_z is not None else 2):
+        raise ValueError(f"partials must be [2, n_tiles, rows] (3 with sum_z) with a contiguous last axis, got shape "
+                         f"{tuple(partials.shape)}, strides {tuple(partials.stride())}, sum_z given: {sum_z is not None}")
+    block_r = 64
+    _run_merge_lse_partials[(-(-rows // block_r),)](
+        partials, partials.stride(0), partials.stride(1), n_tiles, rows, row_max, row_sum,
+        row_sum if sum_z is None else sum_z, BLOCK_T=32, BLOCK_R=block_r, HAS_SMOOTHING=sum_z is not None,
+        num_warps=4)
+
+
+def _chunked_lse_stats(x, weight, bias, target, chunk_cols, label_smoothing, softcap):
+    """(running max, sum of exp, target logit, sum of logits or None), fp32 [BT], with cuBLAS making the logits
+    `chunk_cols` vocabulary entries at a time (automatic when None) and the row kernel reading each chunk once."""
     rows, V = x.shape[0], weight.shape[0]
     vectors = _running_vectors(label_smoothing)
     chunk = min(V, chunk_cols or _tuning.get(TUNING_OP, "vocab_chunk",
@@ -200,7 +316,13 @@ def _vocab_major_loss(x, weight, bias, target, chunk_cols, ignore_index, label_s
             logits, logits.stride(0), target, running_max, running_sum, target_z, sum_z, v0, v1 - v0,
             float(softcap or 1.0), BLOCK_V=block_v, HAS_SOFTCAP=softcap is not None,
             HAS_SMOOTHING=label_smoothing > 0, FIRST=v0 == 0, num_warps=warps)
-    del buffer, logits  # the epilogue's temporaries come after the chunk is freed
+    return running_max, running_sum, target_z, rest[0] if rest else None
+
+
+def _finish_vocab_loss(running_max, running_sum, target_z, sum_z, target, V, ignore_index, label_smoothing,
+                       lse_square_scale):
+    """Per-token loss and lse (fp32 [BT]) from each row's max, sum of exp, target logit and (label smoothing) sum of
+    logits: 0 for ignored rows, nan for a target outside [0, V)."""
     lse = running_max + running_sum.log()
     loss = lse - (1.0 - label_smoothing) * target_z
     if label_smoothing > 0:
@@ -277,6 +399,7 @@ def _narrow_in_place(wide: torch.Tensor, narrow: torch.Tensor, scale=None, first
 # Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
 # launch key instead of on every call.
 _run_vocab_chunk = FastLaunch(_vocab_chunk_kernel)
+_run_merge_lse_partials = FastLaunch(_merge_lse_partials_kernel)
 
 
 def _split_scale(grad_scale, fold: bool) -> tuple:

@@ -621,3 +621,92 @@ def test_gpu_grad_vocab_schedule_fits_1_25_gb_at_the_lm_head_shape():
     assert grads["rows"][1] > 3e9  # the one-chunk schedule holds the logits
     assert rel_err(loss, grads["rows"][0]) < 1e-5
     assert rel_err(grad_x, grads["rows"][2]) < 1e-2 and rel_err(grad_weight, grads["rows"][3]) < 1e-2
+
+
+# ------------------------------------------------------------------ the fused GEMM + lse loss pass (Hopper, Gluon)
+_FUSED_LAUNCH = lce._lce_gluon.launch
+
+
+def _fused_forward(x, weight, bias, target, monkeypatch, forced=True, **options):
+    """The loss-only pass with the fused kernel forced on (or off), counting its launches."""
+    from greyhound import _tuning
+    launches = []
+    monkeypatch.setattr(lce._lce_gluon, "launch",
+                        lambda *a, **k: launches.append(a[0].shape[0]) or _FUSED_LAUNCH(*a, **k))
+    with _tuning.override(lce.TUNING_OP, fused_lse=forced), torch.no_grad():
+        out = chunked_linear_cross_entropy(x, weight, target, bias, return_per_token_loss=True, return_lse=True,
+                                           check_target=False, **options)
+    return out, launches
+
+
+def test_fused_config_narrows_the_tile_for_two_options_and_takes_overrides():
+    from greyhound import _tuning
+    assert lce._fused_config(None, 0.0, None)["block_n"] == 256
+    assert lce._fused_config(None, 0.1, 30.0)["block_n"] == 128
+    with _tuning.override(lce.TUNING_OP, fused_block_n=64, fused_stages=3, fused_group_n=2):
+        assert {k: lce._fused_config(None, 0.0, None)[k] for k in ("block_n", "stages", "group_n")} == \
+            {"block_n": 64, "stages": 3, "group_n": 2}
+
+
+def test_fused_kernel_refuses_what_it_cannot_run():
+    config = dict(lce._lce_gluon.DEFAULT_CONFIG)
+    x, weight = torch.randn(8, 64), torch.randn(32, 64)
+    assert lce._lce_gluon.unsupported(x, weight, config) is not None  # a CPU tensor / no Hopper
+    assert lce._fused_lse_stats(x, weight, None, torch.zeros(8, dtype=torch.long), 0.0, None) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("rows, hidden, V, options", [
+    (1031, 256, 32801, {}),  # odd rows, a vocabulary that is not a multiple of the tile
+    (515, 200, 50000, {"label_smoothing": 0.1}),  # H not a multiple of BLOCK_K (TMA pads with zeros)
+    (300, 128, 1000, {"softcap": 15.0, "lse_square_scale": 1e-4}),
+    (257, 64, 200, {"label_smoothing": 0.05, "softcap": 5.0, "ignore_index": 3}),  # V < one tile, 128-wide tiles
+])
+def test_gpu_fused_lse_matches_reference(monkeypatch, dtype, rows, hidden, V, options):
+    x, weight, bias, target = make_inputs(rows, hidden, V, dtype, "cuda", with_bias=True, ignored=(5,))
+    target[[1, 9]] = options.get("ignore_index", -100)
+    target[11] = V + 7  # out of range: nan for its row only
+    for with_bias in (bias, None):
+        out, launches = _fused_forward(x, weight, with_bias, target, monkeypatch, **options)
+        assert launches == [rows]
+        ref = chunked_linear_cross_entropy_reference(x.double(), weight.double(), target, None if with_bias is None
+                                                     else with_bias.double(), return_per_token_loss=True,
+                                                     return_lse=True, **{**options, "reduction": "none"})
+        cublas, no_launch = _fused_forward(x, weight, with_bias, target, monkeypatch, forced=False, **options)
+        assert no_launch == []
+        per_token, lse = out.per_token_loss, out.lse
+        assert torch.isnan(per_token[11]) and torch.isnan(lse[11]) and torch.isnan(out.loss)
+        keep = torch.ones(rows, dtype=torch.bool, device="cuda")
+        keep[11] = False
+        assert (per_token[[1, 9]] == 0).all()
+        assert rel_err(per_token[keep], ref.loss[keep]) < TOLERANCE[dtype]
+        assert rel_err(lse[keep], ref.lse[keep]) < TOLERANCE[dtype]
+        # the cuBLAS chunks round the same logits: only the GEMM's summation order differs
+        assert rel_err(per_token[keep], cublas.per_token_loss[keep]) < 2e-3
+        assert rel_err(lse[keep], cublas.lse[keep]) < 1e-4
+
+
+@pytest.mark.gpu
+def test_gpu_fused_lse_runs_rows_in_chunks_within_the_budget(monkeypatch):
+    # a 1 MiB budget: 2048 rows x 98 tiles x 8 bytes of partials do not fit, so the rows go in launches of whole
+    # 128-row blocks, and the results are those of one launch
+    x, weight, _, target = make_inputs(2048, 256, 25000, torch.bfloat16, "cuda", ignored=(3,))
+    whole, launches = _fused_forward(x, weight, None, target, monkeypatch)
+    monkeypatch.setattr(lce, "FORWARD_CHUNK_BYTES", 1 << 20)
+    chunked, chunks = _fused_forward(x, weight, None, target, monkeypatch)
+    assert launches == [2048] and len(chunks) > 1 and sum(chunks) == 2048 and all(c % 128 == 0 for c in chunks[:-1])
+    assert torch.equal(whole.per_token_loss, chunked.per_token_loss) and torch.equal(whole.lse, chunked.lse)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("overrides", [{"fused_block_n": 128}, {"fused_block_n": 64, "fused_stages": 3},
+                                       {"fused_group_n": 1}, {"fused_group_n": 1000}])
+def test_gpu_fused_lse_tunables_give_the_same_loss(monkeypatch, overrides):
+    from greyhound import _tuning
+    x, weight, bias, target = make_inputs(777, 192, 9001, torch.bfloat16, "cuda", with_bias=True)
+    default, _ = _fused_forward(x, weight, bias, target, monkeypatch)
+    with _tuning.override(lce.TUNING_OP, **overrides):
+        tuned, launches = _fused_forward(x, weight, bias, target, monkeypatch)
+    assert launches == [777]
+    assert rel_err(tuned.per_token_loss, default.per_token_loss) < 1e-6
