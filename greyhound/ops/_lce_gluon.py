@@ -36,6 +36,9 @@ from greyhound.ops._gluon import gl, gluon, warn_fallback as _warn_fallback, why
 try:  # the Hopper part of Gluon's API, on top of what greyhound.ops._gluon imports
     from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    # TMA global -> shared: `async_load` in newer Tritons (3.9, where the old name raises), `async_copy_global_to_shared`
+    # in 3.6
+    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
     _HOPPER_ERROR = None
 except Exception as error:  # pragma: no cover - depends on the installed Triton
     _HOPPER_ERROR = error
@@ -88,6 +91,13 @@ def warn_fallback(error):
     _warn_fallback(_WARNED, "linear cross-entropy loss", "the cuBLAS vocab schedule", error)
 
 
+def descriptor_type(block_shape, dtype):
+    """The signature type of a TMA descriptor argument of `block_shape` over `dtype` ("bf16" or "fp16") as Triton
+    specialises it at launch (for compiling the kernel without a GPU: tests/gluon_compile.py)."""
+    layout = gl.NVMMASharedLayout.get_default_for(block_shape, gl.bfloat16 if dtype == "bf16" else gl.float16)
+    return f"tensordesc<{dtype}[{block_shape[0]}, {block_shape[1]}],{layout!r}>"
+
+
 def launch(x, weight, bias, target, partials, target_z, softcap, label_smoothing, config):
     """One launch over the rows of `x` [rows, H]: partials [vectors, n_tiles_n, rows] (max, sum of exp[, sum of
     logits]) and target_z [rows] (the target logit of each row whose target is in [0, V); other rows untouched)."""
@@ -114,6 +124,21 @@ if gluon is not None and _HOPPER_ERROR is None:
         return 1.0 - 2.0 / (1.0 + gl.exp2(x * 2.8853900817779268))  # 2 * log2(e)
 
     @gluon.jit
+    def _round_to(z, DTYPE: gl.constexpr):
+        """fp32 `z` rounded to DTYPE (nearest, ties to even) and back. fp16 by integer arithmetic on the fp32 bits
+        (10 mantissa bits kept; beyond fp16's largest finite value, +-inf as a conversion gives; below its
+        smallest normal, fp32's exponent range is kept): ptxas serialises the wgmmas of a kernel whose epilogue
+        converts the accumulator to fp16 (C7514, Triton 3.6 and 3.9), not for bf16."""
+        if DTYPE == gl.float16:
+            bits = z.to(gl.int32, bitcast=True)
+            bits = (bits + (0x0FFF + ((bits >> 13) & 1))) & -8192  # -8192: ~0x1FFF
+            rounded = bits.to(gl.float32, bitcast=True)
+            rounded = gl.where(gl.abs(rounded) > 65504.0, rounded * float("inf"), rounded)
+            return gl.where(z == z, rounded, z)  # nan stays nan
+        else:
+            return z.to(DTYPE).to(gl.float32)
+
+    @gluon.jit
     def _tile_of(t, n_m, n_n, GROUP_N: gl.constexpr):
         """(row block, vocabulary block) of tile t: groups of GROUP_N vocabulary blocks, each walked for every row
         block in turn, vocabulary block fastest."""
@@ -138,8 +163,8 @@ if gluon is not None and _HOPPER_ERROR is None:
         slot = item % STAGES
         bar = ready.index(slot)
         mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes, pred=pred)
-        tma.async_copy_global_to_shared(x_desc, [pid_m * BLOCK_M, k * BLOCK_K], bar, x_ring.index(slot), pred)
-        tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, k * BLOCK_K], bar, w_ring.index(slot), pred)
+        _tma_load(x_desc, [pid_m * BLOCK_M, k * BLOCK_K], bar, x_ring.index(slot), pred)
+        _tma_load(w_desc, [pid_n * BLOCK_N, k * BLOCK_K], bar, w_ring.index(slot), pred)
 
     @gluon.jit
     def _epilogue(acc, pid_m, pid_n, bias_ptr, target_ptr, partials_ptr, target_z_ptr, rows, V, vector_stride,
@@ -157,7 +182,7 @@ if gluon is not None and _HOPPER_ERROR is None:
         if HAS_BIAS:
             b = gl.load(bias_ptr + pid_n * BLOCK_N + local_col, mask=col_ok, other=0.0)
             z = z + gl.expand_dims(b.to(gl.float32), 0)
-        z = z.to(DTYPE).to(gl.float32)  # the logit cuBLAS would have written
+        z = _round_to(z, DTYPE)  # the logit cuBLAS would have written
         if HAS_SOFTCAP:
             z = softcap * _tanh(z / softcap)
         z = gl.where(gl.expand_dims(col_ok, 0), z, float("-inf"))
@@ -209,24 +234,25 @@ if gluon is not None and _HOPPER_ERROR is None:
             _issue(i, x_desc, w_desc, ready, x_ring, w_ring, program, programs, n_k, n_m, n_n, i < total,
                    STAGES, GROUP_N)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, ACC)
-        for item in range(total):
-            slot = item % STAGES
-            local = item // n_k
-            k = item - local * n_k
-            mbarrier.wait(ready.index(slot), (item // STAGES) & 1)
-            acc = warpgroup_mma(x_ring.index(slot), w_ring.index(slot).permute((1, 0)), acc, use_acc=k > 0,
-                                is_async=True)
-            # the previous step's wgmma is done: its slot, (item + STAGES - 1) % STAGES, takes item + STAGES - 1
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
-            _issue(item + STAGES - 1, x_desc, w_desc, ready, x_ring, w_ring, program, programs, n_k, n_m, n_n,
-                   item + STAGES - 1 < total, STAGES, GROUP_N)
-            if k == n_k - 1:
-                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                pid_m, pid_n = _tile_of(program + local * programs, n_m, n_n, GROUP_N)
-                _epilogue(acc, pid_m, pid_n, bias_ptr, target_ptr, partials_ptr, target_z_ptr, rows, V,
-                          vector_stride, tile_stride, softcap, HAS_BIAS, HAS_SOFTCAP, HAS_SMOOTHING, BLOCK_M,
-                          BLOCK_N, DTYPE, ACC)
-                # a fresh accumulator: the finished one is dead during the epilogue, whose values reuse its registers
-                acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, ACC)
+        item = 0
+        for local in range(my_tiles):
+            # the k loop carries the accumulator alone: merged through a branch, ptxas would wait for every wgmma
+            # at the loop's back edge (its C7517 "warpgroup.wait is injected")
+            for k in range(n_k):
+                slot = item % STAGES
+                mbarrier.wait(ready.index(slot), (item // STAGES) & 1)
+                acc = warpgroup_mma(x_ring.index(slot), w_ring.index(slot).permute((1, 0)), acc, use_acc=k > 0,
+                                    is_async=True)
+                # the previous step's wgmma is done: its slot, (item + STAGES - 1) % STAGES, takes that item
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+                _issue(item + STAGES - 1, x_desc, w_desc, ready, x_ring, w_ring, program, programs, n_k, n_m, n_n,
+                       item + STAGES - 1 < total, STAGES, GROUP_N)
+                item += 1
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+            pid_m, pid_n = _tile_of(program + local * programs, n_m, n_n, GROUP_N)
+            _epilogue(acc, pid_m, pid_n, bias_ptr, target_ptr, partials_ptr, target_z_ptr, rows, V, vector_stride,
+                      tile_stride, softcap, HAS_BIAS, HAS_SOFTCAP, HAS_SMOOTHING, BLOCK_M, BLOCK_N, DTYPE, ACC)
+            # a fresh accumulator: the finished one dies in the epilogue, whose values reuse its registers
+            acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, ACC)
         for s in gl.static_range(STAGES):
             mbarrier.invalidate(ready.index(s))
