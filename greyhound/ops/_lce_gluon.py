@@ -47,7 +47,7 @@ _WARNED = set()
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, GROUP_N, num_warps): 128 x 256 tiles, the largest wgmma shape, 8 warps (two
 # warpgroups of 64 rows; 128 fp32 accumulator registers a thread); 4 stages of 48 KB
-DEFAULT_CONFIG = dict(block_m=128, block_n=256, block_k=64, stages=4, group_n=16, num_warps=8)
+DEFAULT_CONFIG = dict(block_m=128, block_n=256, block_k=64, stages=4, group_n=8, num_warps=8)
 
 
 def available():

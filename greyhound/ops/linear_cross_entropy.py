@@ -98,7 +98,7 @@ _tuning.register(
     fused_group_n=(int, "vocabulary tiles the fused kernel walks for every row block before moving on"),
 )
 # the fused GEMM + lse loss pass is the default where it can run (tunable fused_lse)
-FUSED_LSE = False
+FUSED_LSE = True
 
 
 def _auto_chunk_rows(rows: int, V: int, element_size: int, with_grad: bool, one_chunk: bool = False) -> int:

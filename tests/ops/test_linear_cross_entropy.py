@@ -667,19 +667,20 @@ def test_gpu_fused_lse_matches_reference(monkeypatch, dtype, rows, hidden, V, op
     x, weight, bias, target = make_inputs(rows, hidden, V, dtype, "cuda", with_bias=True, ignored=(5,))
     target[[1, 9]] = options.get("ignore_index", -100)
     target[11] = V + 7  # out of range: nan for its row only
+    ignore_index = options.get("ignore_index", -100)
+    bad = (target != ignore_index) & ((target < 0) | (target >= V))  # row 11; row 5 too unless -100 is ignored
+    in_range = torch.where(bad, ignore_index, target)  # what the reference's gather can take
+    keep = ~bad
     for with_bias in (bias, None):
         out, launches = _fused_forward(x, weight, with_bias, target, monkeypatch, **options)
         assert launches == [rows]
-        in_range = torch.where(target >= V, options.get("ignore_index", -100), target)  # the reference's gather
         ref = chunked_linear_cross_entropy_reference(x.double(), weight.double(), in_range, None if with_bias is None
                                                      else with_bias.double(), return_per_token_loss=True,
                                                      return_lse=True, **{**options, "reduction": "none"})
         cublas, no_launch = _fused_forward(x, weight, with_bias, target, monkeypatch, forced=False, **options)
         assert no_launch == []
         per_token, lse = out.per_token_loss, out.lse
-        assert torch.isnan(per_token[11]) and torch.isnan(lse[11]) and torch.isnan(out.loss)
-        keep = torch.ones(rows, dtype=torch.bool, device="cuda")
-        keep[11] = False
+        assert torch.isnan(per_token[bad]).all() and torch.isnan(lse[bad]).all() and torch.isnan(out.loss)
         assert (per_token[[1, 9]] == 0).all()
         assert rel_err(per_token[keep], ref.loss[keep]) < TOLERANCE[dtype]
         assert rel_err(lse[keep], ref.lse[keep]) < TOLERANCE[dtype]
