@@ -736,3 +736,32 @@ def test_fused_kernel_compiles_for_hopper_without_spills_or_serialised_wgmma(dty
     assert facts["cubin"] and facts["ptxas_ran"]
     assert facts["wait_groups"] == [0, 1] and facts["wgmma"] == config["block_k"] // 16
     assert facts["ptxas_warnings"] == [] and facts["spill_bytes"] == 0, facts
+
+
+@pytest.mark.gpu
+def test_gpu_fused_lse_leaves_what_tma_cannot_load_to_cublas(monkeypatch):
+    """H = 100 bf16 (200-byte rows: not a multiple of 16 bytes), fp32 inputs, a column-strided x: the cuBLAS vocab
+    schedule runs (no launch, no warning under the default), with the right loss; naming fused_lse warns why."""
+    import warnings
+    from greyhound import _tuning
+    for x, weight, _, target in (make_inputs(300, 100, 5000, torch.bfloat16, "cuda"),
+                                 make_inputs(300, 64, 5000, torch.float32, "cuda")):
+        ref = chunked_linear_cross_entropy_reference(x.double(), weight.double(), target, reduction="none")
+        launches = []
+        monkeypatch.setattr(lce._lce_gluon, "launch", lambda *a, **k: launches.append(1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            with torch.no_grad():
+                loss = chunked_linear_cross_entropy(x, weight, target, reduction="none")
+        assert launches == [] and rel_err(loss, ref) < TOLERANCE[x.dtype]
+        with _tuning.override(lce.TUNING_OP, fused_lse=True), torch.no_grad(), \
+                pytest.warns(RuntimeWarning, match="fused_lse cannot run"):
+            chunked_linear_cross_entropy(x, weight, target, reduction="none")
+    x, weight, _, target = make_inputs(300, 64, 5000, torch.bfloat16, "cuda")
+    strided = torch.empty(300, 128, device="cuda", dtype=torch.bfloat16)[:, ::2]
+    strided.copy_(x)
+    with torch.no_grad():
+        assert rel_err(chunked_linear_cross_entropy(strided, weight, target, reduction="none"),
+                       chunked_linear_cross_entropy(x, weight, target, reduction="none", forward_schedule="vocab",
+                                                    chunk_size=5000)) < 1e-6
+    assert launches == []
