@@ -19,6 +19,11 @@ space is the bf16/fp16 gradient's own storage: rows [0, V/2) accumulate in place
 place at the end, rows [V/2, V) in a separate fp32 buffer freed afterwards. Peak extra memory is therefore
 V*H*4 (grad_weight + that buffer) + BT*H*2 (grad_x) + one chunk of logits, and afterwards just the gradients.
 
+The loss-only pass with automatic chunks on Hopper (bf16/fp16) is one fused GEMM instead, its epilogue making each
+128 x 256 logit tile's per-row max, sum of exp and target logit from the fp32 accumulators (greyhound/ops/
+_lce_gluon.py, merged by _merge_lse_partials_kernel): no logits are written at all, and it ran ~5% under the cuBLAS
+chunks and torch.compile on the H200 (docs/perf/cross_entropy.md, session 30).
+
 grad_schedule="vocab" (the low-memory schedule): the forward is the loss-only pass (vocabulary chunks, all rows);
 the backward recomputes the logits a vocabulary chunk at a time for all rows from the saved lse, so each block of
 the weight gradient is one GEMM over every row (cuBLAS's fp32 accumulator, rounded once, written once) and no
@@ -723,7 +728,10 @@ def chunked_linear_cross_entropy(
     entries), so every GEMM is full-height, and merges each chunk into running log-sum-exps; passes with a
     gradient then use "rows" with automatic chunks. "auto" (default) is "vocab" unless `chunk_size` is given (then
     "rows", `chunk_size` counting rows). The two agree to fp32 rounding of the sums; on the H200 at BT=8192,
-    H=4096, V=128256 bf16 "vocab" took 13.2-13.6 ms against 14.9 for "rows" (docs/perf/cross_entropy.md).
+    H=4096, V=128256 bf16 "vocab" took 13.2-13.6 ms against 14.9 for "rows" (docs/perf/cross_entropy.md). With
+    automatic chunks on Hopper (bf16/fp16 rows TMA can load) the vocab pass is one fused GEMM with the log-sum-exp
+    in its epilogue (greyhound/ops/_lce_gluon.py; tunable `fused_lse`): no logits are written, 31.4 MiB of per-tile
+    partials at that shape, 12.9-13.0 ms in asv against torch.compile's 13.5-13.8 in the same runs.
 
     `grad_schedule` picks how the gradients are made. "rows" (and "auto", the default) is the fast schedule above:
     three GEMMs, all in the forward. "vocab" is the low-memory one: the forward is the loss-only pass of
