@@ -103,8 +103,11 @@ def descriptor_type(block_shape, dtype):
 
 def launch(x, weight, bias, target, partials, target_z, softcap, label_smoothing, config):
     """One launch over the rows of `x` [rows, H]: partials [vectors, n_tiles_n, rows] (max, sum of exp[, sum of
-    logits]) and target_z [rows] (the target logit of each row whose target is in [0, V); other rows untouched)."""
+    logits]; the rows' axis contiguous) and target_z [rows] (the target logit of each row whose target is in [0, V);
+    other rows untouched). `bias` [V] any stride (a copy when it is not contiguous)."""
     rows, V = x.shape[0], weight.shape[0]
+    if bias is not None:
+        bias = bias.contiguous()  # the epilogue reads it with unit stride
     block_m, block_n, block_k = config["block_m"], config["block_n"], config["block_k"]
     dtype = gl.bfloat16 if x.dtype == torch.bfloat16 else gl.float16
     x_desc = TensorDescriptor.from_tensor(x, [block_m, block_k],
@@ -121,10 +124,7 @@ def launch(x, weight, bias, target, partials, target_z, softcap, label_smoothing
 
 
 if gluon is not None and _HOPPER_ERROR is None:
-
-    @gluon.jit
-    def _tanh(x):
-        return 1.0 - 2.0 / (1.0 + gl.exp2(x * 2.8853900817779268))  # 2 * log2(e)
+    from greyhound.ops._ce_gluon import _tanh  # the soft-cap's tanh, as the one-pass CE kernel evaluates it
 
     @gluon.jit
     def _round_to(z, DTYPE: gl.constexpr):
