@@ -36,6 +36,13 @@ def forced(op):
 _NONE = {}
 
 
+def forced_names(op, prefix=""):
+    """The names of `op`'s tunables forced now that start with `prefix`, sorted: a launcher that cannot run the
+    configuration they ask for names them in its warning, so that a tuning sweep never times the fallback under a
+    variant's label in silence."""
+    return sorted(name for name in _ACTIVE.get(op, _NONE) if name.startswith(prefix))
+
+
 def parse(op, values):
     """{name: text or value} -> {name: typed value}; ValueError naming the op, the key and what it accepts."""
     declared = tunables(op)

@@ -63,18 +63,8 @@ def partial_vectors(label_smoothing):
 
 
 def unsupported(x, weight, config):
-    """Why this kernel cannot run on these inputs (a string), or None when it can."""
-    if not available():
-        return f"this Triton lacks Gluon's Hopper TMA API ({_HOPPER_ERROR})"
-    why_not = why_not_hopper(x.device)
-    if why_not is not None:
-        return why_not
-    if x.dtype not in (torch.bfloat16, torch.float16) or weight.dtype != x.dtype:
-        return f"needs bf16 or fp16 x and weight of one dtype, got {x.dtype} and {weight.dtype}"
-    for name, tensor in (("x", x), ("weight", weight)):
-        if tensor.stride(1) != 1 or (tensor.stride(0) * tensor.element_size()) % 16 or tensor.data_ptr() % 16:
-            return f"TMA needs {name} with unit column stride, a row stride of a multiple of 16 bytes and a 16-byte " \
-                   f"aligned base, got strides {tuple(tensor.stride())} and {tensor.data_ptr() % 16} bytes past"
+    """Why this kernel cannot run on these inputs with this config (a string), or None when it can. The config is
+    checked first, so that a bad tuning value is named wherever it is forced."""
     block_m, block_n, block_k = config["block_m"], config["block_n"], config["block_k"]
     stages, warps = config["stages"], config["num_warps"]
     if block_m != 16 * warps or warps not in (4, 8) or block_n not in (64, 128, 256) or block_k not in (32, 64, 128):
@@ -86,6 +76,17 @@ def unsupported(x, weight, config):
                f"at least 2 stages and fit in shared memory"
     if config["group_n"] < 1:
         return f"group_n must be at least 1, got {config['group_n']}"
+    if not available():
+        return f"this Triton lacks Gluon's Hopper TMA API ({_HOPPER_ERROR})"
+    why_not = why_not_hopper(x.device)
+    if why_not is not None:
+        return why_not
+    if x.dtype not in (torch.bfloat16, torch.float16) or weight.dtype != x.dtype:
+        return f"needs bf16 or fp16 x and weight of one dtype, got {x.dtype} and {weight.dtype}"
+    for name, tensor in (("x", x), ("weight", weight)):
+        if tensor.stride(1) != 1 or (tensor.stride(0) * tensor.element_size()) % 16 or tensor.data_ptr() % 16:
+            return f"TMA needs {name} with unit column stride, a row stride of a multiple of 16 bytes and a 16-byte " \
+                   f"aligned base, got strides {tuple(tensor.stride())} and {tensor.data_ptr() % 16} bytes past"
     return None
 
 

@@ -215,14 +215,15 @@ def _fused_lse_stats(x, weight, bias, target, label_smoothing, softcap):
     """(running max, sum of exp, target logit, sum of logits or None), fp32 [BT], from the fused GEMM + lse kernel
     (greyhound/ops/_lce_gluon.py), or None when it is off (tunable `fused_lse`), cannot run on these inputs or
     failed to compile (a warning once, then the cuBLAS chunks)."""
-    if not _tuning.get(TUNING_OP, "fused_lse", FUSED_LSE) or x.device.type != "cuda" or x.shape[0] == 0:
+    if not _tuning.get(TUNING_OP, "fused_lse", FUSED_LSE) or x.shape[0] == 0:
         return None
     config = _fused_config(bias, label_smoothing, softcap)
     why_not = _lce_gluon.unsupported(x, weight, config)
     if why_not is not None:
-        if _tuning.get(TUNING_OP, "fused_lse") is not None:
-            warnings.warn(f"greyhound: fused_lse cannot run this call ({why_not}); running the cuBLAS vocab "
-                          "schedule", RuntimeWarning, stacklevel=4)
+        forced = _tuning.forced_names(TUNING_OP, "fused_")
+        if forced:  # fused_lse or a variant of the kernel asked for: say, every time, that it did not run and why
+            warnings.warn(f"greyhound: fused_lse cannot run this call with {', '.join(forced)} forced ({why_not}); "
+                          "running the cuBLAS vocab schedule", RuntimeWarning, stacklevel=4)
         return None
     rows, V = x.shape[0], weight.shape[0]
     vectors = _lce_gluon.partial_vectors(label_smoothing)

@@ -802,3 +802,15 @@ def test_held_rows_kernel_keeps_its_tiles_in_registers(held, softcap):
     assert facts["cubin"] and facts["ptxas_ran"] and facts["copy_bytes"] == [16]
     assert stages * tile_rows * 256 * 16 * 2 <= facts["shared"] <= 232448
     assert facts["spill_bytes"] == 0
+
+
+def test_one_pass_variant_that_cannot_run_warns_every_time(device):
+    """A forced one_pass_* tunable the kernel cannot take (4 held tiles of a row of 5 fp32 tiles: the ring has 4
+    stages, the kernel holds at most 3) warns on every call, naming the tunables and why, so a tuning sweep never
+    labels the two-kernel path with the variant's name."""
+    logits, target = make_inputs(5, 40000, torch.float32, device, ignored=(1,))
+    assert ce._ce_gluon.held_geometry(40000, 4, 16) == (2, 4)
+    for _ in range(2):
+        with _tuning.override(ce.TUNING_OP, one_pass_hold=True, one_pass_held_tiles=4), \
+                pytest.warns(RuntimeWarning, match="one_pass_held_tiles, one_pass_hold forced .*1 to 3"):
+            check_against_reference(logits, target)

@@ -765,3 +765,20 @@ def test_gpu_fused_lse_leaves_what_tma_cannot_load_to_cublas(monkeypatch):
                        chunked_linear_cross_entropy(x, weight, target, reduction="none", forward_schedule="vocab",
                                                     chunk_size=5000)) < 1e-6
     assert launches == []
+
+
+def test_fused_variant_that_cannot_run_warns_every_time():
+    """A forced fused_* tunable the kernel cannot take (here: no Hopper; 100-entry tiles anywhere) warns on every call,
+    naming it; with nothing forced the cuBLAS schedule runs in silence."""
+    import warnings
+    from greyhound import _tuning
+    x, weight, _, target = make_inputs(6, 16, 50, torch.float32, "cpu")
+    for _ in range(2):
+        with _tuning.override(lce.TUNING_OP, fused_block_n=100), \
+                pytest.warns(RuntimeWarning, match=r"fused_lse cannot run this call with fused_block_n forced"):
+            assert lce._fused_lse_stats(x, weight, None, target, 0.0, None) is None
+    assert "block_n in (64, 128, 256)" in lce._lce_gluon.unsupported(
+        x, weight, {**lce._lce_gluon.DEFAULT_CONFIG, "block_n": 100})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert lce._fused_lse_stats(x, weight, None, target, 0.0, None) is None
