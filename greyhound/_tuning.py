@@ -8,6 +8,7 @@ correctness gate, timer and memory measure as every other figure. Overrides are 
 they are for benchmarks and tests, never for a model.
 """
 import contextlib
+import warnings
 
 _TUNABLES = {}  # op -> {name: (type, help)}
 _ACTIVE = {}  # op -> {name: value} while an override is entered
@@ -37,10 +38,19 @@ _NONE = {}
 
 
 def forced_names(op, prefix=""):
-    """The names of `op`'s tunables forced now that start with `prefix`, sorted: a launcher that cannot run the
-    configuration they ask for names them in its warning, so that a tuning sweep never times the fallback under a
-    variant's label in silence."""
+    """The names of `op`'s tunables forced now that start with `prefix`, sorted."""
     return sorted(name for name in _ACTIVE.get(op, _NONE) if name.startswith(prefix))
+
+
+def warn_if_forced(op, prefix, kernel, why_not, fallback, stacklevel=3):
+    """For a launcher whose `kernel` cannot run this call (`why_not`) and runs `fallback` instead: when tunables of
+    `op` starting with `prefix` are forced, a RuntimeWarning naming them and why, on every call, so that a tuning
+    sweep never times the fallback under a variant's label in silence. Whether it warned."""
+    forced = forced_names(op, prefix)
+    if forced:
+        warnings.warn(f"greyhound: {kernel} cannot run this call with {', '.join(forced)} forced ({why_not}); "
+                      f"running {fallback}", RuntimeWarning, stacklevel=stacklevel + 1)
+    return bool(forced)
 
 
 def parse(op, values):

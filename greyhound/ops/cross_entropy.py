@@ -8,7 +8,6 @@ Gluon kernel does both (greyhound/ops/_ce_gluon.py): each persistent program str
 twice, the second sweep from L2, so HBM sees the logits once (docs/perf/cross_entropy.md, session 14).
 """
 import functools
-import warnings
 from typing import NamedTuple, Optional
 
 import torch
@@ -376,11 +375,9 @@ def _one_pass(logits, grad, target, per_token_loss, lse, grad_scale, grad_scale_
     why_not = _ce_gluon.unsupported(logits, grad, config.tile_rows, config.num_warps, config.stages, config.split,
                                     config.hold)
     if why_not is not None:
-        forced = _tuning.forced_names(TUNING_OP, "one_pass_")
-        if forced:  # a variant of the kernel was asked for: say, every time, that it did not run and why
-            warnings.warn(f"greyhound: the one-pass kernel cannot run this call with {', '.join(forced)} forced "
-                          f"({why_not}); running the two-kernel path", RuntimeWarning, stacklevel=3)
-        elif _tuning.get(TUNING_OP, "one_pass", None):  # asked for by name: say why it did not run
+        # a variant of the kernel asked for: said every time; else the kernel alone asked for by name: said once
+        if (not _tuning.warn_if_forced(TUNING_OP, "one_pass_", "the one-pass kernel", why_not, "the two-kernel path")
+                and _tuning.get(TUNING_OP, "one_pass", None)):
             _ce_gluon.warn_fallback(ValueError(why_not))
         return False
     try:

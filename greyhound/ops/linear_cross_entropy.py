@@ -30,7 +30,6 @@ the weight gradient is one GEMM over every row (cuBLAS's fp32 accumulator, round
 fp32 V x H sum ever exists. The x gradient sums over the chunks in fp32 (half of it inside its own storage).
 Four GEMMs instead of three; peak extra memory: the gradients + BT*H*2 + one chunk (GRAD_VOCAB_CHUNK_BYTES).
 """
-import warnings
 from typing import Optional
 
 import torch
@@ -219,11 +218,8 @@ def _fused_lse_stats(x, weight, bias, target, label_smoothing, softcap):
         return None
     config = _fused_config(bias, label_smoothing, softcap)
     why_not = _lce_gluon.unsupported(x, weight, config)
-    if why_not is not None:
-        forced = _tuning.forced_names(TUNING_OP, "fused_")
-        if forced:  # fused_lse or a variant of the kernel asked for: say, every time, that it did not run and why
-            warnings.warn(f"greyhound: fused_lse cannot run this call with {', '.join(forced)} forced ({why_not}); "
-                          "running the cuBLAS vocab schedule", RuntimeWarning, stacklevel=4)
+    if why_not is not None:  # fused_lse or a variant of the kernel asked for: said, every time
+        _tuning.warn_if_forced(TUNING_OP, "fused_", "fused_lse", why_not, "the cuBLAS vocab schedule", stacklevel=4)
         return None
     rows, V = x.shape[0], weight.shape[0]
     vectors = _lce_gluon.partial_vectors(label_smoothing)
