@@ -23,7 +23,8 @@ the output accumulator in flight across a step; it removes the unrolled kernel's
 slower than the default on the H200 (docs/perf/cheri_block.md, session 27).
 
 `cheri_block_ws_kernel` below is a warp-specialised, persistent version (layouts "gluon_ws" / "gluon_ws3", tuning
-variants): two or three consumer warp groups share the weight chunks one producer warp group streams in.
+variants): two or three consumer warp groups share the weight chunks one producer warp group streams in; with
+"gluon_wsz" another warp group computes every tile's conv + LayerNorm (z) ahead of its consumer.
 
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
 and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
@@ -115,17 +116,22 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
 
 # The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
 # warp group of _PRODUCER_REGS, one CTA per SM (two consumers: 2 * 128 * 232 + 128 * 40 = 64512 of 65536 registers).
+# With the z producer (layout gluon_wsz) a fourth warp group of _Z_PRODUCER_REGS computes z into a ring of _Z_STAGES
+# tiles (two a consumer): 168 is what its conv + LayerNorm of a (64, 128) tile needs without spilling (ptxas,
+# Triton 3.6, offline), which leaves the two consumers 152 each, enough for one chunk at a time at 64 columns.
 _PRODUCER_WARPS, _PRODUCER_REGS = 4, 40
+_Z_PRODUCER_REGS, _Z_STAGES = 168, 4
 
 
-def ws_consumer_regs(consumers):
-    """The most registers each of `consumers` consumer warp groups can have beside the producer: 232 for 2, 152 for 3
-    (setmaxnreg counts in multiples of 8; an SM has 65536)."""
-    return (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS) // (consumers * 128) // 8 * 8
+def ws_consumer_regs(consumers, z_producer=False):
+    """The most registers each of `consumers` consumer warp groups can have beside the producer (and the z producer):
+    232 for 2, 152 for 3, 152 for 2 with the z producer (setmaxnreg counts in multiples of 8; an SM has 65536)."""
+    others = 32 * _PRODUCER_WARPS * _PRODUCER_REGS + (128 * _Z_PRODUCER_REGS if z_producer else 0)
+    return (65536 - others) // (consumers * 128) // 8 * 8
 
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
-                   consumers, consumer_regs, pipeline=False):
+                   consumers, consumer_regs, pipeline=False, z_producer=False):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu)
     if why_not is not None:
@@ -137,21 +143,32 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
         return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
     if consumers not in (2, 3):
         return f"it has 2 or 3 consumer warp groups, got {consumers}"
-    if consumer_regs % 8 or not 24 <= consumer_regs <= ws_consumer_regs(consumers):
-        return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, " \
-               f"{ws_consumer_regs(consumers)}] with {consumers} consumers, got {consumer_regs}"
+    if z_producer and consumers != 2:
+        return f"beside the z producer (layout gluon_wsz) it has 2 consumer warp groups, got {consumers}"
+    most = ws_consumer_regs(consumers, z_producer)
+    if consumer_regs % 8 or not 24 <= consumer_regs <= most:
+        return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {most}] with {consumers} " \
+               f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs}"
+    if pipeline and z_producer:
+        return "its pipelined consumers (ws_pipeline) need more registers than the z producer leaves them (layout " \
+               "gluon_wsz runs one chunk at a time)"
     if pipeline and stages < 3:
         return f"its pipelined consumers hold three ring slots at a time: num_stages (the ring) >= 3, got {stages}"
     return None
 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
-              dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False):
+              dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
+              z_producer=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
-    flight under this chunk's GELU (a ring of at least 3 slots)."""
+    flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
+    time) a warp group of its own computes every tile's conv + LayerNorm into a ring the consumers read."""
     if pipeline and stages < 3:
         raise ValueError(f"pipeline (the pipelined consumers) needs stages >= 3, got stages={stages}")
+    if z_producer and (consumers != 2 or pipeline):
+        raise ValueError(f"z_producer runs two consumers one chunk at a time, got consumers={consumers}, "
+                         f"pipeline={pipeline}")
     batch, channels, length = x.shape
     num_tiles = cdiv(length, block_l) * batch
     grid = min(cdiv(num_tiles, consumers), multiprocessor_count(x.device.index))
@@ -159,8 +176,10 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
         length, eps, num_tiles, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
-        CONSUMERS=consumers, CONSUMER_REGS=consumer_regs or ws_consumer_regs(consumers), PRODUCER_WARPS=_PRODUCER_WARPS,
-        PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), num_warps=num_warps)
+        CONSUMERS=consumers, CONSUMER_REGS=consumer_regs or ws_consumer_regs(consumers, z_producer),
+        PRODUCER_WARPS=_PRODUCER_WARPS, PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline),
+        Z_PRODUCER=bool(z_producer), Z_STAGES=_Z_STAGES if z_producer else 1, Z_REGS=_Z_PRODUCER_REGS,
+        num_warps=num_warps)
 
 
 def warn_fallback(error):
@@ -666,15 +685,19 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
-    def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_smem,
-                     b1_smem, ready, empty, L, eps, num_tiles, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
-                     C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
-                     EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-                     PIPELINE: gl.constexpr, WARPS: gl.constexpr):
+    def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_ring,
+                     b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, CONSUMER: gl.constexpr,
+                     CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
+                     DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
+                     STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
+                     WARPS: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
-        release); with it chunk t+1's first GEMM and chunk t-1's second GEMM run under chunk t's GELU (_ws_step)."""
+        release); with it chunk t+1's first GEMM and chunk t-1's second GEMM run under chunk t's GELU (_ws_step).
+        Without Z_PRODUCER the consumer computes its tile's z itself (conv + LayerNorm) into z_ring's slot CONSUMER;
+        with it the z producer has (_ws_z_producer): its j-th tile of this CTA is in slot j % Z_STAGES of z_ring once
+        z_ready says so, and the consumer hands the slot back through z_empty after its last first GEMM."""
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         ACC: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                       instr_shape=[16, C, 16])
@@ -686,6 +709,7 @@ if available():
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
         offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
         count = 0  # chunks consumed so far, as the producer counts them
+        z_count = CONSUMER  # with Z_PRODUCER: this tile's place in the z producer's order (CONSUMERS a group)
         for group in range(gl.program_id(0), gl.cdiv(num_tiles, CONSUMERS), gl.num_programs(0)):
             tile = CONSUMERS * group + CONSUMER
             valid = tile < num_tiles
@@ -695,16 +719,23 @@ if available():
             row = n.to(gl.int64) * C * L
             x_row = x_ptr + row
             in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-            z, _, _ = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L,
-                                eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
-            _cta_barrier()  # (this partition's warps) the previous tile's first GEMMs have all read z
-            z_smem.store(z.to(z_smem.dtype))
-            fence_async_shared()
             tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
             # b2 now, the residual after the products (as cheri_block_kernel does: the same output bit for bit)
             b2 = gl.load(b2_ptr + offs_c_acc).to(gl.float32)
-            acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(b2, 0)
-            _cta_barrier()  # all of z is in shared memory
+            if Z_PRODUCER:
+                z_slot = z_count % Z_STAGES
+                z_smem = z_ring.index(z_slot)
+                acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(b2, 0)
+                mbarrier.wait(z_ready.index(z_slot), (z_count // Z_STAGES) & 1)
+            else:
+                z_smem = z_ring.index(CONSUMER)
+                z, _, _ = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr,
+                                          beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
+                _cta_barrier()  # (this partition's warps) the previous tile's first GEMMs have all read z
+                z_smem.store(z.to(z_smem.dtype))
+                fence_async_shared()
+                acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(b2, 0)
+                _cta_barrier()  # all of z is in shared memory
             z_a = z_smem
             if PIPELINE:
                 acc = warpgroup_mma_init(acc)
@@ -748,9 +779,44 @@ if available():
                     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                     mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
                     count += 1
+            if Z_PRODUCER:  # every first GEMM of the tile has completed (waited for above): z's slot is free
+                mbarrier.arrive(z_empty.index(z_slot))
+                z_count += CONSUMERS
             out = gl.convert_layout(acc, TILE)
             out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
+
+    @gluon.jit
+    def _ws_z_producer(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
+                       num_tiles, CONSUMERS: gl.constexpr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr,
+                       DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
+                       WARPS: gl.constexpr):
+        """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
+        group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
+        that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
+        tile, as the consumers do. x's loads and the arithmetic come before the wait, so they run while the slot's
+        previous tile is still in use."""
+        TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
+        num_l_blocks = gl.cdiv(L, BLOCK_L)
+        offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
+        count = 0
+        for group in range(gl.program_id(0), gl.cdiv(num_tiles, CONSUMERS), gl.num_programs(0)):
+            for consumer in gl.static_range(CONSUMERS):
+                tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
+                n = tile // num_l_blocks
+                offs_l = (tile % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
+                in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
+                z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr,
+                                          conv_b_ptr, gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L,
+                                          BLOCK_L, TILE)
+                slot = count % Z_STAGES
+                # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier, pass at once)
+                mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
+                z_ring.index(slot).store(z.to(z_ring.dtype))
+                fence_async_shared()
+                _cta_barrier()  # (this partition's warps) all of the tile is in shared memory
+                mbarrier.arrive(z_ready.index(slot))
+                count += 1
 
     @gluon.jit
     def cheri_block_ws_kernel(
@@ -759,20 +825,28 @@ if available():
         C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
-        PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, num_warps: gl.constexpr,
+        PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
+        Z_REGS: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
-        BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups)."""
+        BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
+        (2 consumers) a fourth warp group of Z_REGS registers computes every tile's z into a Z_STAGES-deep ring
+        (_ws_z_producer) and the consumers only run the MLP and the residual."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
+        gl.static_assert(not Z_PRODUCER or CONSUMERS == 2, "the z producer serves two consumers")
+        gl.static_assert(not Z_PRODUCER or Z_STAGES >= CONSUMERS, "a z slot for each consumer's tile")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
         W2_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, BLOCK_E], DOT_T)
         w1_smem = gl.allocate_shared_memory(DOT_T, [STAGES, BLOCK_E, C], W1_SHARED)
         w2_smem = gl.allocate_shared_memory(DOT_T, [STAGES, C, BLOCK_E], W2_SHARED)
-        z_smem = gl.allocate_shared_memory(DOT_T, [CONSUMERS, BLOCK_L, C], Z_SHARED)  # one tile per consumer
+        if Z_PRODUCER:  # the z producer's ring
+            z_ring = gl.allocate_shared_memory(DOT_T, [Z_STAGES, BLOCK_L, C], Z_SHARED)
+        else:  # one tile per consumer
+            z_ring = gl.allocate_shared_memory(DOT_T, [CONSUMERS, BLOCK_L, C], Z_SHARED)
         B1_ROW: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
         b1_smem = gl.allocate_shared_memory(  # b1 in fp32, one row per hidden chunk (the chunk loop indexes it)
             gl.float32, [HIDDEN // BLOCK_E, BLOCK_E], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
@@ -783,29 +857,57 @@ if available():
         for s in gl.static_range(STAGES):
             mbarrier.init(ready.index(s), count=32 * PRODUCER_WARPS)  # the producer's cp.async arrivals, per thread
             mbarrier.init(empty.index(s), count=CONSUMERS)  # one per consumer
+        Z_BARRIERS: gl.constexpr = Z_STAGES if Z_PRODUCER else 1
+        z_ready = gl.allocate_shared_memory(gl.int64, [Z_BARRIERS, 1], mbarrier.MBarrierLayout())
+        z_empty = gl.allocate_shared_memory(gl.int64, [Z_BARRIERS, 1], mbarrier.MBarrierLayout())
+        if Z_PRODUCER:
+            for s in gl.static_range(Z_STAGES):
+                mbarrier.init(z_ready.index(s), count=1)  # the z producer's arrival
+                mbarrier.init(z_empty.index(s), count=1)  # the tile's consumer's
         # (explicit tuples: a tuple built by + turns its constexprs into tensors)
-        if CONSUMERS == 2:
+        if Z_PRODUCER:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_smem.index(0), b1_smem, ready, empty, L, eps, num_tiles, 0, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 0, CONSUMERS, C,
+                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
+                                Z_STAGES, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_smem.index(1), b1_smem, ready, empty, L, eps, num_tiles, 1, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 1, CONSUMERS, C,
+                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
+                                Z_STAGES, num_warps)),
+                (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
+                                  eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
+                                  num_warps)),
+                (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
+                                STAGES, CONSUMERS, PRODUCER_WARPS)),
+            ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_REGS, PRODUCER_REGS])
+        elif CONSUMERS == 2:
+            gl.warp_specialize([
+                (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 0, CONSUMERS, C,
+                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
+                                num_warps)),
+                (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 1, CONSUMERS, C,
+                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
+                                num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
         else:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_smem.index(0), b1_smem, ready, empty, L, eps, num_tiles, 0, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 0, CONSUMERS, C,
+                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
+                                num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_smem.index(1), b1_smem, ready, empty, L, eps, num_tiles, 1, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 1, CONSUMERS, C,
+                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
+                                num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_smem.index(2), b1_smem, ready, empty, L, eps, num_tiles, 2, CONSUMERS, C, HIDDEN,
-                                KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, num_warps)),
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 2, CONSUMERS, C,
+                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
+                                num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

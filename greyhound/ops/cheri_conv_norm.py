@@ -56,8 +56,9 @@ _tuning.register(
     warps=(int, "fused block kernel: num_warps"),
     stages=(int, "fused block kernel: num_stages"),
     layout=(str, "fused block kernel: lc ((L, C) tiles), cl (transposed: weights as A operands), split (z from "
-                 "the conv + LayerNorm kernel) or gluon (the Hopper Gluon kernel: bf16-dot inference; stages = its "
-                 "weight ring's depth)"),
+                 "the conv + LayerNorm kernel), gluon (the Hopper Gluon kernel: bf16-dot inference; stages = its "
+                 "weight ring's depth), or its warp-specialised versions gluon_ws / gluon_ws3 (2 / 3 consumer warp "
+                 "groups; maxnreg = theirs) and gluon_wsz (2 consumers and a warp group computing z ahead of them)"),
     maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
                   "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
@@ -937,8 +938,10 @@ _KERNELS = {"lc": _cheri_block_kernel, "cl": _cheri_block_kernel_t, "split": _ch
 # "gluon_ws" / "gluon_ws3": its warp-specialised, persistent version (two / three consumer warp groups share each
 # weight chunk a producer streams in); the config's maxnreg is then the consumers' register count (None: the most
 # they can have).
-_LAYOUTS = ("lc", "cl", "split", "gluon", "gluon_ws", "gluon_ws3")
-_WS_CONSUMERS = {"gluon_ws": 2, "gluon_ws3": 3}
+# "gluon_wsz": two consumers and a z producer, a warp group that computes each tile's conv + LayerNorm ahead of its
+# consumer (the consumers run only the MLP).
+_LAYOUTS = ("lc", "cl", "split", "gluon", "gluon_ws", "gluon_ws3", "gluon_wsz")
+_WS_CONSUMERS = {"gluon_ws": 2, "gluon_ws3": 3, "gluon_wsz": 2}
 _Z_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # other dot modes keep z in fp32
 
 
@@ -1069,7 +1072,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     if layout == "gluon" or layout in _WS_CONSUMERS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
-            kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline))
+            kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
+                          z_producer=layout == "gluon_wsz")
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1193,11 +1197,11 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                 unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, mode, training, block_l, block_e,
                                                        num_warps, num_stages, gelu)
             else:
-                consumers = _WS_CONSUMERS[layout]
+                consumers, z_producer = _WS_CONSUMERS[layout], layout == "gluon_wsz"
                 unsupported = _cheri_gluon.unsupported_ws(
                     x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu,
-                    consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers),
-                    bool(tuning.get("ws_pipeline")))
+                    consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers, z_producer),
+                    bool(tuning.get("ws_pipeline")), z_producer)
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

@@ -648,6 +648,7 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     for layout in ("gluon_ws", "gluon_ws3"):
         plan = cheri_ops._make_plan((64, 32, 4, 4, layout, None), x, 512, 3, "bf16", False, 4, "poly")
         assert plan.kwargs["pipeline"] is False and plan.kwargs["consumers"] == {"gluon_ws": 2, "gluon_ws3": 3}[layout]
+        assert plan.kwargs["z_producer"] is False
         with _tuning.override(cheri_ops.TUNING_OP, ws_pipeline=True):
             assert cheri_ops._make_plan((64, 32, 4, 4, layout, None), x, 512, 3, "bf16", False, 4,
                                         "poly").kwargs["pipeline"] is True
@@ -655,6 +656,9 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         with pytest.raises(ValueError, match="ws_pipeline applies to the gluon_ws and gluon_ws3 layouts only; this call "
                                              "runs layout gluon"):
             cheri_ops._make_plan((64, 32, 4, 3, "gluon", 168), x, 512, 3, "bf16", False, 4, "poly")
+    # the z producer's layout: two consumers beside it
+    plan = cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
+    assert plan.kwargs["z_producer"] is True and plan.kwargs["consumers"] == 2 and plan.kwargs["pipeline"] is False
 
 
 def test_tuning_override_errors_name_the_tunable(device):
@@ -670,7 +674,7 @@ def test_tuning_override_errors_name_the_tunable(device):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
     if device == "cpu":  # the Gluon kernels are Hopper-only: asked for by name elsewhere, they say why they cannot run
-        for layout in ("gluon", "gluon_ws", "gluon_ws3"):
+        for layout in ("gluon", "gluon_ws", "gluon_ws3", "gluon_wsz"):
             with _tuning.override(cheri_ops.TUNING_OP, layout=layout), torch.no_grad():
                 with pytest.raises(ValueError, match=f"layout {layout} does not apply here: .*compute capability 9"):
                     block.eval()(x)
@@ -960,14 +964,14 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
 @pytest.mark.parametrize("block_e,stages,layout,pipeline", [
     (32, 2, "gluon_ws", False), (64, 4, "gluon_ws", False), (32, 3, "gluon_ws3", False), (16, 4, "gluon_ws3", False),
     (32, 4, "gluon_ws", True), (32, 3, "gluon_ws", True), (16, 8, "gluon_ws", True), (64, 4, "gluon_ws", True),
-    (32, 4, "gluon_ws3", True)])
+    (32, 4, "gluon_ws3", True), (64, 4, "gluon_wsz", False), (64, 2, "gluon_wsz", False), (32, 6, "gluon_wsz", False)])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
                                                               batch, block_e, stages, layout, pipeline):
     """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers; one chunk at a time or
-    pipelined, the ws_pipeline variant) computes each tile exactly as the Gluon kernel with the same tile does, so the
-    outputs are equal bit for bit: a ring slot read before it landed or released while a wgmma still reads it, a wrong
-    phase on a later tile (batch 40: 640 tiles, several per CTA), or a lost tile at the end of the last group would
-    show. Both stay within bf16 bounds of fp64."""
+    pipelined, the ws_pipeline variant; gluon_wsz: z from the z producer's ring) computes each tile exactly as the
+    Gluon kernel with the same tile does, so the outputs are equal bit for bit: a ring slot (weights or z) read before
+    it landed or released while a wgmma still reads it, a wrong phase on a later tile (batch 40: 640 tiles, several per
+    CTA), or a lost tile at the end of the last group would show. Both stay within bf16 bounds of fp64."""
     from greyhound import _tuning
     hidden = channels * expansion
     if hidden % block_e:
@@ -1094,7 +1098,8 @@ def test_gpu_warp_specialised_kernel_rejects_what_it_cannot_run():
     cases = ((dict(tile, layout="gluon_ws", block_l=128, warps=8), "one warp group each .*got num_warps=8"),
              (dict(tile, layout="gluon_ws", maxnreg=240), r"multiple of 8 in \[24, 232\] with 2 consumers"),
              (dict(tile, layout="gluon_ws3", maxnreg=160), r"\[24, 152\] with 3 consumers, got 160"),
-             (dict(tile, layout="gluon_ws3", stages=1), "num_stages"))
+             (dict(tile, layout="gluon_ws3", stages=1), "num_stages"),
+             (dict(tile, layout="gluon_wsz", maxnreg=160), r"\[24, 152\] with 2 consumers and the z producer, got 160"))
     for options, words in cases:
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad():
             with pytest.raises(ValueError, match=f"layout {options['layout']} does not apply here: .*{words}"):
@@ -1108,9 +1113,10 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     monkeypatch.setattr(gluon_module, "_HOPPER_ERROR", None)
     x = torch.randn(2, 128, 256)
 
-    def why(block_l=64, block_e=64, warps=4, stages=2, consumers=2, regs=None, pipeline=False):
+    def why(block_l=64, block_e=64, warps=4, stages=2, consumers=2, regs=None, pipeline=False, z_producer=False):
         return gluon_module.unsupported_ws(x, 128, 512, "bf16", False, block_l, block_e, warps, stages, "poly",
-                                           consumers, regs or gluon_module.ws_consumer_regs(consumers), pipeline)
+                                           consumers, regs or gluon_module.ws_consumer_regs(consumers, z_producer),
+                                           pipeline, z_producer)
     assert why() is None and why(consumers=3, block_e=32, stages=4) is None
     assert why(stages=3, pipeline=True) is None
     assert "pipelined consumers hold three ring slots at a time: num_stages (the ring) >= 3, got 2" in why(pipeline=True)
@@ -1120,6 +1126,14 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     assert "multiple of 8 in [24, 232] with 2 consumers, got 240" in why(regs=240)
     assert "multiple of 8 in [24, 152] with 3 consumers, got 156" in why(consumers=3, regs=156)
     assert "2 or 3 consumer warp groups, got 4" in why(consumers=4, regs=96)
+    assert why(z_producer=True) is None and why(z_producer=True, stages=4) is None
+    assert "beside the z producer (layout gluon_wsz) it has 2 consumer warp groups, got 3" in why(
+        consumers=3, regs=96, z_producer=True)
+    assert "multiple of 8 in [24, 152] with 2 consumers and the z producer, got 232" in why(regs=232, z_producer=True)
+    assert "pipelined consumers (ws_pipeline) need more registers than the z producer leaves" in why(
+        stages=4, regs=152, pipeline=True, z_producer=True)
+    with pytest.raises(ValueError, match="z_producer runs two consumers one chunk at a time, got consumers=3"):
+        gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 2, consumers=3, z_producer=True)
     assert "num_stages (its weight ring) >= 2, got 1" in why(stages=1)
     for mode, training in (("bf16x3", False), ("bf16", True)):  # what only the Gluon kernel (layout gluon) runs
         why_not = gluon_module.unsupported_ws(x, 128, 512, mode, training, 64, 64, 4, 2, "poly", 2, 232)
@@ -1264,31 +1278,35 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
         assert facts["global_stores"] <= 64 * channels // threads, facts
 
 
-@pytest.mark.parametrize("block_e,stages,even,consumers,pipeline", [
-    (32, 4, True, 2, False), (64, 2, False, 2, False), (32, 3, True, 3, False), (32, 4, True, 2, True),
-    (32, 6, False, 2, True), (16, 8, True, 2, True), (64, 3, True, 2, True), (32, 3, True, 3, True)])
-def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline):
+@pytest.mark.parametrize("block_e,stages,even,consumers,pipeline,z_producer", [
+    (32, 4, True, 2, False, False), (64, 2, False, 2, False, False), (32, 3, True, 3, False, False),
+    (32, 4, True, 2, True, False), (32, 6, False, 2, True, False), (16, 8, True, 2, True, False),
+    (64, 3, True, 2, True, False), (32, 3, True, 3, True, False), (64, 4, True, 2, False, True),
+    (32, 6, True, 2, False, True), (64, 2, False, 2, False, True)])
+def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer):
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
-    # ring and one z tile per consumer within the H200's shared memory. The pipelined consumers wait for all but one
-    # wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps their wgmmas asynchronous (no C7513 /
-    # C7512 "wgmma serialized" warning: with only the last chunk unrolled after the chunk loop it serialised them
-    # all); with two consumers at 16 or 32 hidden columns and L a whole number of tiles nothing spills
+    # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
+    # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
+    # their wgmmas asynchronous (no C7513 / C7512 "wgmma serialized" warning: with only the last chunk unrolled after
+    # the chunk loop it serialised them all); with two consumers at 16 or 32 hidden columns and L a whole number of
+    # tiles nothing spills, nor with the z producer (its 168 registers, the consumers' 152) at whole tiles
     from tests.gluon_compile import compile_for_hopper
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
                  eps="fp32", num_tiles="i32")
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
                       STAGES=stages, CONSUMERS=consumers,
-                      CONSUMER_REGS=cheri_ops._cheri_gluon.ws_consumer_regs(consumers), PRODUCER_WARPS=4,
-                      PRODUCER_REGS=40, PIPELINE=pipeline, num_warps=4)
+                      CONSUMER_REGS=cheri_ops._cheri_gluon.ws_consumer_regs(consumers, z_producer), PRODUCER_WARPS=4,
+                      PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
+                      Z_REGS=cheri_ops._cheri_gluon._Z_PRODUCER_REGS, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
     ring = stages * 2 * block_e * 128 * 2  # W1 and W2 slices of bf16 per slot
-    assert ring + consumers * 64 * 128 * 2 <= facts["shared"] <= 232448
+    assert ring + (4 if z_producer else consumers) * 64 * 128 * 2 <= facts["shared"] <= 232448
     assert facts["wait_groups"] == ([0, 1] if pipeline else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
-    if pipeline and consumers == 2 and block_e <= 32 and even:
+    if (pipeline and consumers == 2 and block_e <= 32 or z_producer) and even:
         assert facts["spill_bytes"] == 0, facts
 
 
@@ -1298,3 +1316,6 @@ def test_warp_specialised_register_budget():
     for consumers, most in ((2, 232), (3, 152)):
         assert gluon_module.ws_consumer_regs(consumers) == most
         assert consumers * 128 * most + 128 * gluon_module._PRODUCER_REGS <= 65536
+    # with the z producer's warp group beside them
+    assert gluon_module.ws_consumer_regs(2, z_producer=True) == 152
+    assert 2 * 128 * 152 + 128 * (gluon_module._PRODUCER_REGS + gluon_module._Z_PRODUCER_REGS) <= 65536
