@@ -131,7 +131,7 @@ def ws_consumer_regs(consumers, z_producer=False):
 
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
-                   consumers, consumer_regs, pipeline=False, z_producer=False):
+                   consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu)
     if why_not is not None:
@@ -154,21 +154,35 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
                "gluon_wsz runs one chunk at a time)"
     if pipeline and stages < 3:
         return f"its pipelined consumers hold three ring slots at a time: num_stages (the ring) >= 3, got {stages}"
+    if pingpong not in (0, 1, 2):
+        return f"ws_pingpong is 0 (off), 1 (each chunk's GEMMs issued together) or 2 (and the consumers take turns), " \
+               f"got {pingpong}"
+    if pingpong and pipeline:
+        return "the consumers run one schedule: ws_pipeline or ws_pingpong, not both"
+    if pingpong == 2 and (consumers != 2 or stages < 3):
+        return f"its consumers' turns (ws_pingpong=2) are for two consumers and a ring of at least 3 (a consumer " \
+               f"waiting for its turn may hold the slot the other needs), got {consumers} consumers, num_stages " \
+               f"{stages}"
     return None
 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
-              z_producer=False):
+              z_producer=False, pingpong=0):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
-    time) a warp group of its own computes every tile's conv + LayerNorm into a ring the consumers read."""
+    time) a warp group of its own computes every tile's conv + LayerNorm into a ring the consumers read. With
+    `pingpong` 1 each consumer issues chunk k's second GEMM and chunk k+1's first together and waits once a chunk; with
+    2 the two consumers also take turns at issuing them (a ring of at least 3)."""
     if pipeline and stages < 3:
         raise ValueError(f"pipeline (the pipelined consumers) needs stages >= 3, got stages={stages}")
     if z_producer and (consumers != 2 or pipeline):
         raise ValueError(f"z_producer runs two consumers one chunk at a time, got consumers={consumers}, "
                          f"pipeline={pipeline}")
+    if pingpong and (pipeline or pingpong not in (1, 2) or pingpong == 2 and (consumers != 2 or stages < 3)):
+        raise ValueError(f"pingpong is 1 or 2 (2: two consumers, stages >= 3), not with pipeline; got "
+                         f"pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
     batch, channels, length = x.shape
     num_tiles = cdiv(length, block_l) * batch
     grid = min(cdiv(num_tiles, consumers), multiprocessor_count(x.device.index))
@@ -179,7 +193,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         CONSUMERS=consumers, CONSUMER_REGS=consumer_regs or ws_consumer_regs(consumers, z_producer),
         PRODUCER_WARPS=_PRODUCER_WARPS, PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline),
         Z_PRODUCER=bool(z_producer), Z_STAGES=_Z_STAGES if z_producer else 1, Z_REGS=_Z_PRODUCER_REGS,
-        num_warps=num_warps)
+        PINGPONG=int(pingpong), num_warps=num_warps)
 
 
 def warn_fallback(error):
@@ -686,11 +700,11 @@ if available():
 
     @gluon.jit
     def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_ring,
-                     b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, CONSUMER: gl.constexpr,
+                     b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, CONSUMER: gl.constexpr,
                      CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
-                     WARPS: gl.constexpr):
+                     PINGPONG: gl.constexpr, WARPS: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -709,6 +723,7 @@ if available():
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
         offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
         count = 0  # chunks consumed so far, as the producer counts them
+        turns = 0  # with PINGPONG == 2: turns taken so far
         z_count = CONSUMER  # with Z_PRODUCER: this tile's place in the z producer's order (CONSUMERS a group)
         for group in range(gl.program_id(0), gl.cdiv(num_tiles, CONSUMERS), gl.num_programs(0)):
             tile = CONSUMERS * group + CONSUMER
@@ -763,6 +778,49 @@ if available():
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 if n_chunks > 1:  # the last two chunks' slots (the last step releases none)
                     mbarrier.arrive(empty.index((count + n_chunks - 2) % STAGES))
+                mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
+                count += n_chunks
+            elif PINGPONG:
+                # chunk k's second GEMM and chunk k+1's first GEMM are issued together, then one wait for both, then
+                # chunk k+1's GELU: the consumer's own tensor work comes in one block a chunk, and with PINGPONG == 2
+                # the two consumers take turns at issuing those blocks (turn[c] is consumer c's), so that one's GELU
+                # runs under the other's GEMMs. Every tile takes n_chunks + 1 turns in each consumer. Nothing is in
+                # flight across the loop's back edge (its wait ends the body): a wgmma in flight there made ptxas
+                # inject a wait and serialise them (C7517, C7515; Triton 3.6, offline).
+                mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
+                if PINGPONG == 2:
+                    mbarrier.wait(turn.index(CONSUMER), (turns & 1) ^ (1 - CONSUMER))
+                pre = warpgroup_mma(z_a, w1_smem.index(count % STAGES).permute((1, 0)),
+                                    gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
+                if PINGPONG == 2:
+                    mbarrier.arrive(turn.index(1 - CONSUMER))
+                turns += 1
+                pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+                for k in range(n_chunks - 1):
+                    bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
+                    h = gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0)).to(w2_smem.dtype), H_OPERAND)
+                    chunk = count + k
+                    mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
+                    if PINGPONG == 2:
+                        mbarrier.wait(turn.index(CONSUMER), (turns & 1) ^ (1 - CONSUMER))
+                    acc = warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
+                    pre = warpgroup_mma(z_a, w1_smem.index((chunk + 1) % STAGES).permute((1, 0)), pre,
+                                        use_acc=False, is_async=True)
+                    if PINGPONG == 2:
+                        mbarrier.arrive(turn.index(1 - CONSUMER))
+                    turns += 1
+                    pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
+                    mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
+                bias = b1_smem.index(n_chunks - 1).load(gl.SliceLayout(0, PRE))
+                h = gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0)).to(w2_smem.dtype), H_OPERAND)
+                if PINGPONG == 2:
+                    mbarrier.wait(turn.index(CONSUMER), (turns & 1) ^ (1 - CONSUMER))
+                acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
+                                    is_async=True)
+                if PINGPONG == 2:
+                    mbarrier.arrive(turn.index(1 - CONSUMER))
+                turns += 1
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
                 count += n_chunks
             else:
@@ -826,7 +884,7 @@ if available():
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
-        Z_REGS: gl.constexpr, num_warps: gl.constexpr,
+        Z_REGS: gl.constexpr, PINGPONG: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -837,6 +895,8 @@ if available():
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
         gl.static_assert(not Z_PRODUCER or CONSUMERS == 2, "the z producer serves two consumers")
         gl.static_assert(not Z_PRODUCER or Z_STAGES >= CONSUMERS, "a z slot for each consumer's tile")
+        gl.static_assert(not PINGPONG or not PIPELINE, "one consumer schedule")
+        gl.static_assert(PINGPONG != 2 or (CONSUMERS == 2 and STAGES >= 3), "turns between two consumers, ring >= 3")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
@@ -864,17 +924,21 @@ if available():
             for s in gl.static_range(Z_STAGES):
                 mbarrier.init(z_ready.index(s), count=1)  # the z producer's arrival
                 mbarrier.init(z_empty.index(s), count=1)  # the tile's consumer's
+        turn = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
+        if PINGPONG == 2:
+            for c in gl.static_range(CONSUMERS):
+                mbarrier.init(turn.index(c), count=1)  # the other consumer's arrival
         # (explicit tuples: a tuple built by + turns its constexprs into tensors)
         if Z_PRODUCER:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 0, CONSUMERS, C,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, num_warps)),
+                                Z_STAGES, PINGPONG, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 1, CONSUMERS, C,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, num_warps)),
+                                Z_STAGES, PINGPONG, num_warps)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps)),
@@ -884,30 +948,30 @@ if available():
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 0, CONSUMERS, C,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                num_warps)),
+                                PINGPONG, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 1, CONSUMERS, C,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                num_warps)),
+                                PINGPONG, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
         else:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 0, CONSUMERS, C,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                num_warps)),
+                                PINGPONG, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 1, CONSUMERS, C,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                num_warps)),
+                                PINGPONG, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, L, eps, num_tiles, 2, CONSUMERS, C,
+                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                num_warps)),
+                                PINGPONG, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

@@ -72,6 +72,9 @@ _tuning.register(
                        "first GEMM and its previous chunk's second GEMM in flight under this chunk's GELU (needs "
                        "stages >= 3) instead of one chunk at a time; H200, N=512 bf16: 0.5016 ms at gluon_ws (64, 32, "
                        "ring 8) against one chunk at a time's 0.4922 (64, 64, ring 2) and the default's 0.4431"),
+    ws_pingpong=(int, "warp-specialised kernel (layouts gluon_ws, gluon_ws3, gluon_wsz): 1 = each consumer issues "
+                      "chunk k's second GEMM and chunk k+1's first together and waits once a chunk; 2 = and the two "
+                      "consumers take turns at issuing them (needs stages >= 3); 0 = one chunk at a time"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -1059,9 +1062,11 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon layout only; this call runs layout "
                              f"{layout}")
     ws_pipeline = _tuning.get(TUNING_OP, "ws_pipeline")
-    if ws_pipeline is not None and layout not in _WS_CONSUMERS:
-        raise ValueError(f"tuning: {TUNING_OP}.ws_pipeline applies to the gluon_ws and gluon_ws3 layouts only; this "
-                         f"call runs layout {layout}")
+    ws_pingpong = _tuning.get(TUNING_OP, "ws_pingpong")
+    for name, value in (("ws_pipeline", ws_pipeline), ("ws_pingpong", ws_pingpong)):
+        if value is not None and layout not in _WS_CONSUMERS:
+            raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
+                             f"only; this call runs layout {layout}")
     if z_regs and mode not in ("bf16", "fp16"):
         raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to bf16/fp16 dots only; this call runs {mode} dots")
     if loop and (num_stages < 3 or w1_stages not in (None, num_stages)):
@@ -1073,7 +1078,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
-                          z_producer=layout == "gluon_wsz")
+                          z_producer=layout == "gluon_wsz", pingpong=int(ws_pingpong or 0))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1201,7 +1206,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                 unsupported = _cheri_gluon.unsupported_ws(
                     x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu,
                     consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers, z_producer),
-                    bool(tuning.get("ws_pipeline")), z_producer)
+                    bool(tuning.get("ws_pipeline")), z_producer, int(tuning.get("ws_pingpong") or 0))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

@@ -653,12 +653,16 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
             assert cheri_ops._make_plan((64, 32, 4, 4, layout, None), x, 512, 3, "bf16", False, 4,
                                         "poly").kwargs["pipeline"] is True
     with _tuning.override(cheri_ops.TUNING_OP, ws_pipeline=True):
-        with pytest.raises(ValueError, match="ws_pipeline applies to the gluon_ws and gluon_ws3 layouts only; this call "
-                                             "runs layout gluon"):
+        with pytest.raises(ValueError, match="ws_pipeline applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts only; "
+                                             "this call runs layout gluon"):
             cheri_ops._make_plan((64, 32, 4, 3, "gluon", 168), x, 512, 3, "bf16", False, 4, "poly")
     # the z producer's layout: two consumers beside it
     plan = cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
     assert plan.kwargs["z_producer"] is True and plan.kwargs["consumers"] == 2 and plan.kwargs["pipeline"] is False
+    assert plan.kwargs["pingpong"] == 0
+    with _tuning.override(cheri_ops.TUNING_OP, ws_pingpong=2):
+        assert cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
+                                    "poly").kwargs["pingpong"] == 2
 
 
 def test_tuning_override_errors_name_the_tunable(device):
@@ -669,8 +673,10 @@ def test_tuning_override_errors_name_the_tunable(device):
                            (dict(w1_stages=3, layout="lc"), "w1_stages applies to the gluon layout only; .* layout lc"),
                            (dict(z_regs=True, layout="lc"), "z_regs applies to the gluon layout only; .* layout lc"),
                            (dict(loop=True, layout="lc"), "loop applies to the gluon layout only; .* layout lc"),
-                           (dict(ws_pipeline=True, layout="lc"), "ws_pipeline applies to the gluon_ws and gluon_ws3 "
-                                                                 "layouts only; .* layout lc")):
+                           (dict(ws_pipeline=True, layout="lc"), "ws_pipeline applies to the gluon_ws, gluon_ws3 and "
+                                                                 "gluon_wsz layouts only; .* layout lc"),
+                           (dict(ws_pingpong=2, layout="lc"), "ws_pingpong applies to the gluon_ws, gluon_ws3 and "
+                                                              "gluon_wsz layouts only; .* layout lc")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
     if device == "cpu":  # the Gluon kernels are Hopper-only: asked for by name elsewhere, they say why they cannot run
@@ -964,14 +970,18 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
 @pytest.mark.parametrize("block_e,stages,layout,pipeline", [
     (32, 2, "gluon_ws", False), (64, 4, "gluon_ws", False), (32, 3, "gluon_ws3", False), (16, 4, "gluon_ws3", False),
     (32, 4, "gluon_ws", True), (32, 3, "gluon_ws", True), (16, 8, "gluon_ws", True), (64, 4, "gluon_ws", True),
-    (32, 4, "gluon_ws3", True), (64, 4, "gluon_wsz", False), (64, 2, "gluon_wsz", False), (32, 6, "gluon_wsz", False)])
+    (32, 4, "gluon_ws3", True), (64, 4, "gluon_wsz", False), (64, 2, "gluon_wsz", False), (32, 6, "gluon_wsz", False),
+    (64, 3, "gluon_wsz", 1), (64, 3, "gluon_wsz", 2), (32, 6, "gluon_wsz", 2), (64, 3, "gluon_ws", 2),
+    (16, 8, "gluon_wsz", 2)])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
                                                               batch, block_e, stages, layout, pipeline):
     """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers; one chunk at a time or
-    pipelined, the ws_pipeline variant; gluon_wsz: z from the z producer's ring) computes each tile exactly as the
-    Gluon kernel with the same tile does, so the outputs are equal bit for bit: a ring slot (weights or z) read before
-    it landed or released while a wgmma still reads it, a wrong phase on a later tile (batch 40: 640 tiles, several per
-    CTA), or a lost tile at the end of the last group would show. Both stay within bf16 bounds of fp64."""
+    pipelined, the ws_pipeline variant; gluon_wsz: z from the z producer's ring; `pipeline` 1 / 2 in the table is
+    ws_pingpong's schedule instead) computes each tile exactly as the Gluon kernel with the same tile does, so the
+    outputs are equal bit for bit: a ring slot (weights or z) read before it landed or released while a wgmma still
+    reads it, a wrong phase on a later tile (batch 40: 640 tiles, several per CTA), a turn taken out of order, or a
+    lost tile at the end of the last group would show (a lost turn would hang). Both stay within bf16 bounds of
+    fp64."""
     from greyhound import _tuning
     hidden = channels * expansion
     if hidden % block_e:
@@ -979,7 +989,8 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=torch.bfloat16, device="cuda")
     x = torch.randn(batch, channels, length, device="cuda", dtype=torch.bfloat16)
     params = block._params()
-    with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, ws_pipeline=pipeline):
+    schedule = dict(ws_pipeline=pipeline) if pipeline in (True, False) else dict(ws_pingpong=pipeline)
+    with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, **schedule):
         ws_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation,
                                                   config=(64, block_e, 4, stages, layout))
     with torch.no_grad():
@@ -1134,6 +1145,20 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
         stages=4, regs=152, pipeline=True, z_producer=True)
     with pytest.raises(ValueError, match="z_producer runs two consumers one chunk at a time, got consumers=3"):
         gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 2, consumers=3, z_producer=True)
+    # the ping-pong schedule (ws_pingpong)
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 152, False, True, 2) is None
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly", 2, 232, False, False, 1) is None
+    assert "ws_pingpong is 0 (off), 1 (each chunk's GEMMs issued together) or 2 (and the consumers take turns), got 3" \
+        in gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 232, False, False, 3)
+    assert "ws_pipeline or ws_pingpong, not both" in gluon_module.unsupported_ws(
+        x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 232, True, False, 1)
+    assert "two consumers and a ring of at least 3 (a consumer waiting for its turn may hold the slot the other " \
+           "needs), got 2 consumers, num_stages 2" in gluon_module.unsupported_ws(
+               x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly", 2, 232, False, False, 2)
+    assert "got 3 consumers, num_stages 4" in gluon_module.unsupported_ws(
+        x, 128, 512, "bf16", False, 64, 32, 4, 4, "poly", 3, 152, False, False, 2)
+    with pytest.raises(ValueError, match="pingpong is 1 or 2 .* got pingpong=2, consumers=2, stages=2"):
+        gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 2, pingpong=2)
     assert "num_stages (its weight ring) >= 2, got 1" in why(stages=1)
     for mode, training in (("bf16x3", False), ("bf16", True)):  # what only the Gluon kernel (layout gluon) runs
         why_not = gluon_module.unsupported_ws(x, 128, 512, mode, training, 64, 64, 4, 2, "poly", 2, 232)
@@ -1278,18 +1303,21 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
         assert facts["global_stores"] <= 64 * channels // threads, facts
 
 
-@pytest.mark.parametrize("block_e,stages,even,consumers,pipeline,z_producer", [
-    (32, 4, True, 2, False, False), (64, 2, False, 2, False, False), (32, 3, True, 3, False, False),
-    (32, 4, True, 2, True, False), (32, 6, False, 2, True, False), (16, 8, True, 2, True, False),
-    (64, 3, True, 2, True, False), (32, 3, True, 3, True, False), (64, 4, True, 2, False, True),
-    (32, 6, True, 2, False, True), (64, 2, False, 2, False, True)])
-def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer):
+@pytest.mark.parametrize("block_e,stages,even,consumers,pipeline,z_producer,pingpong", [
+    (32, 4, True, 2, False, False, 0), (64, 2, False, 2, False, False, 0), (32, 3, True, 3, False, False, 0),
+    (32, 4, True, 2, True, False, 0), (32, 6, False, 2, True, False, 0), (16, 8, True, 2, True, False, 0),
+    (64, 3, True, 2, True, False, 0), (32, 3, True, 3, True, False, 0), (64, 4, True, 2, False, True, 0),
+    (32, 6, True, 2, False, True, 0), (64, 2, False, 2, False, True, 0), (64, 3, True, 2, False, True, 2),
+    (64, 3, True, 2, False, True, 1), (32, 6, False, 2, False, True, 2), (64, 3, True, 2, False, False, 2)])
+def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
+                                                     pingpong):
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
     # their wgmmas asynchronous (no C7513 / C7512 "wgmma serialized" warning: with only the last chunk unrolled after
-    # the chunk loop it serialised them all); with two consumers at 16 or 32 hidden columns and L a whole number of
-    # tiles nothing spills, nor with the z producer (its 168 registers, the consumers' 152) at whole tiles
+    # the chunk loop it serialised them all; nor do the ping-pong consumers, whose loop has no wgmma in flight across
+    # its back edge); with two consumers at 16 or 32 hidden columns and L a whole number of tiles nothing spills, nor
+    # with the z producer (its 168 registers, the consumers' 152) at whole tiles and one chunk at a time
     from tests.gluon_compile import compile_for_hopper
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
@@ -1298,7 +1326,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       STAGES=stages, CONSUMERS=consumers,
                       CONSUMER_REGS=cheri_ops._cheri_gluon.ws_consumer_regs(consumers, z_producer), PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_REGS=cheri_ops._cheri_gluon._Z_PRODUCER_REGS, num_warps=4)
+                      Z_REGS=cheri_ops._cheri_gluon._Z_PRODUCER_REGS, PINGPONG=pingpong, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -1306,7 +1334,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     assert ring + (4 if z_producer else consumers) * 64 * 128 * 2 <= facts["shared"] <= 232448
     assert facts["wait_groups"] == ([0, 1] if pipeline else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
-    if (pipeline and consumers == 2 and block_e <= 32 or z_producer) and even:
+    if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
 
 
