@@ -116,18 +116,25 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
 
 # The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
 # warp group of _PRODUCER_REGS, one CTA per SM (two consumers: 2 * 128 * 232 + 128 * 40 = 64512 of 65536 registers).
-# With the z producer (layout gluon_wsz) a fourth warp group of _Z_PRODUCER_REGS computes z into a ring of _Z_STAGES
-# tiles (two a consumer): 168 is what its conv + LayerNorm of a (64, 128) tile needs without spilling (ptxas,
-# Triton 3.6, offline), which leaves the two consumers 152 each, enough for one chunk at a time at 64 columns.
+# With the z producer (layout gluon_wsz) a fourth warp group computes z into a ring of _Z_STAGES tiles (two a
+# consumer) with the registers the consumers leave it (at least _Z_PRODUCER_MIN_REGS). By default the consumers take
+# _WSZ_CONSUMER_REGS, which leaves the z producer the 168 its conv + LayerNorm of a (64, 128) tile needs without
+# spilling (ptxas, Triton 3.6, offline); the consumers' maxnreg can trade its registers for theirs.
 _PRODUCER_WARPS, _PRODUCER_REGS = 4, 40
-_Z_PRODUCER_REGS, _Z_STAGES = 168, 4
+_Z_STAGES, _Z_PRODUCER_MIN_REGS, _WSZ_CONSUMER_REGS = 4, 88, 152
 
 
 def ws_consumer_regs(consumers, z_producer=False):
-    """The most registers each of `consumers` consumer warp groups can have beside the producer (and the z producer):
-    232 for 2, 152 for 3, 152 for 2 with the z producer (setmaxnreg counts in multiples of 8; an SM has 65536)."""
-    others = 32 * _PRODUCER_WARPS * _PRODUCER_REGS + (128 * _Z_PRODUCER_REGS if z_producer else 0)
+    """The most registers each of `consumers` consumer warp groups can have beside the producer (and the z producer's
+    least): 232 for 2, 152 for 3, 192 for 2 with the z producer (setmaxnreg counts in multiples of 8; an SM has
+    65536)."""
+    others = 32 * _PRODUCER_WARPS * _PRODUCER_REGS + (128 * _Z_PRODUCER_MIN_REGS if z_producer else 0)
     return (65536 - others) // (consumers * 128) // 8 * 8
+
+
+def z_producer_regs(consumer_regs):
+    """The z producer's registers beside two consumers of `consumer_regs`: all that is left."""
+    return (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS - 2 * 128 * consumer_regs) // 128 // 8 * 8
 
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
@@ -168,13 +175,15 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
-              z_producer=False, pingpong=0):
+              z_producer=False, pingpong=0, z_regs=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
     time) a warp group of its own computes every tile's conv + LayerNorm into a ring the consumers read. With
     `pingpong` 1 each consumer issues chunk k's second GEMM and chunk k+1's first together and waits once a chunk; with
-    2 the two consumers also take turns at issuing them (a ring of at least 3)."""
+    2 the two consumers also take turns at issuing them (a ring of at least 3). With `z_regs` the consumers read z
+    into registers once a tile, the first GEMMs' A operand (a quarter of their shared-memory operand traffic at 64
+    hidden columns, for 32 registers a thread)."""
     if pipeline and stages < 3:
         raise ValueError(f"pipeline (the pipelined consumers) needs stages >= 3, got stages={stages}")
     if z_producer and (consumers != 2 or pipeline):
@@ -183,6 +192,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     if pingpong and (pipeline or pingpong not in (1, 2) or pingpong == 2 and (consumers != 2 or stages < 3)):
         raise ValueError(f"pingpong is 1 or 2 (2: two consumers, stages >= 3), not with pipeline; got "
                          f"pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
+    consumer_regs = consumer_regs or (_WSZ_CONSUMER_REGS if z_producer else ws_consumer_regs(consumers))
     batch, channels, length = x.shape
     num_tiles = cdiv(length, block_l) * batch
     grid = min(cdiv(num_tiles, consumers), multiprocessor_count(x.device.index))
@@ -190,10 +200,10 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
         length, eps, num_tiles, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
-        CONSUMERS=consumers, CONSUMER_REGS=consumer_regs or ws_consumer_regs(consumers, z_producer),
-        PRODUCER_WARPS=_PRODUCER_WARPS, PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline),
-        Z_PRODUCER=bool(z_producer), Z_STAGES=_Z_STAGES if z_producer else 1, Z_REGS=_Z_PRODUCER_REGS,
-        PINGPONG=int(pingpong), num_warps=num_warps)
+        CONSUMERS=consumers, CONSUMER_REGS=consumer_regs, PRODUCER_WARPS=_PRODUCER_WARPS,
+        PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
+        Z_STAGES=_Z_STAGES if z_producer else 1, Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
+        PINGPONG=int(pingpong), Z_REGS=bool(z_regs), num_warps=num_warps)
 
 
 def warn_fallback(error):
@@ -704,7 +714,7 @@ if available():
                      CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
-                     PINGPONG: gl.constexpr, WARPS: gl.constexpr):
+                     PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, WARPS: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -751,7 +761,12 @@ if available():
                 fence_async_shared()
                 acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(b2, 0)
                 _cta_barrier()  # all of z is in shared memory
-            z_a = z_smem
+            if Z_REGS:  # the first GEMMs' A operand from registers: z read from shared memory once a tile
+                z_a = z_smem.load(gl.DotOperandLayout(operand_index=0, parent=PRE, k_width=2))
+                if Z_PRODUCER:  # its slot is free at once
+                    mbarrier.arrive(z_empty.index(z_slot))
+            else:
+                z_a = z_smem
             if PIPELINE:
                 acc = warpgroup_mma_init(acc)
                 mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
@@ -838,7 +853,8 @@ if available():
                     mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
                     count += 1
             if Z_PRODUCER:  # every first GEMM of the tile has completed (waited for above): z's slot is free
-                mbarrier.arrive(z_empty.index(z_slot))
+                if not Z_REGS:
+                    mbarrier.arrive(z_empty.index(z_slot))
                 z_count += CONSUMERS
             out = gl.convert_layout(acc, TILE)
             out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)
@@ -884,11 +900,12 @@ if available():
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
-        Z_REGS: gl.constexpr, PINGPONG: gl.constexpr, num_warps: gl.constexpr,
+        Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
-        (2 consumers) a fourth warp group of Z_REGS registers computes every tile's z into a Z_STAGES-deep ring
+        (2 consumers) a fourth warp group of Z_PRODUCER_REGS registers computes every tile's z into a Z_STAGES-deep ring
         (_ws_z_producer) and the consumers only run the MLP and the residual."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
@@ -934,27 +951,27 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, num_warps)),
+                                Z_STAGES, PINGPONG, Z_REGS, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, num_warps)),
+                                Z_STAGES, PINGPONG, Z_REGS, num_warps)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
-            ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_REGS, PRODUCER_REGS])
+            ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, num_warps)),
+                                PINGPONG, Z_REGS, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, num_warps)),
+                                PINGPONG, Z_REGS, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
@@ -963,15 +980,15 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, num_warps)),
+                                PINGPONG, Z_REGS, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, num_warps)),
+                                PINGPONG, Z_REGS, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, num_warps)),
+                                PINGPONG, Z_REGS, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

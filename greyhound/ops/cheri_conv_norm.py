@@ -63,8 +63,9 @@ _tuning.register(
                   "than the default's starts uncapped)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
-    z_regs=(bool, "Gluon kernel, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
-                  "(default: on for bf16/fp16 dots at block_e <= 32)"),
+    z_regs=(bool, "Gluon kernels, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
+                  "(default: on for the gluon layout's bf16/fp16 dots at block_e <= 32, off in the warp-specialised "
+                  "layouts)"),
     loop=(bool, "Gluon kernel: the hidden chunks as a loop (one CTA barrier a step, only the output accumulator in "
                 "flight across a step; needs stages >= 3 and w1_stages equal to it) instead of fully unrolled; H200, "
                 "N=512 bf16: 0.4555 ms at (64, 32, ring 3, maxnreg 168) against the default's 0.4423"),
@@ -1057,10 +1058,13 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     w1_stages = _tuning.get(TUNING_OP, "w1_stages")
     z_regs = _tuning.get(TUNING_OP, "z_regs")
     loop = _tuning.get(TUNING_OP, "loop")
-    for name, value in (("w1_stages", w1_stages), ("z_regs", z_regs), ("loop", loop)):
+    for name, value in (("w1_stages", w1_stages), ("loop", loop)):
         if layout != "gluon" and value is not None:  # a variant would otherwise time a kernel it does not apply to
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon layout only; this call runs layout "
                              f"{layout}")
+    if z_regs is not None and layout != "gluon" and layout not in _WS_CONSUMERS:
+        raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to the gluon layouts only (gluon, gluon_ws, gluon_ws3, "
+                         f"gluon_wsz); this call runs layout {layout}")
     ws_pipeline = _tuning.get(TUNING_OP, "ws_pipeline")
     ws_pingpong = _tuning.get(TUNING_OP, "ws_pingpong")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_pingpong", ws_pingpong)):
@@ -1073,12 +1077,13 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         raise ValueError(f"tuning: {TUNING_OP}.loop needs stages >= 3 and w1_stages equal to it (one ring depth), "
                          f"got stages={num_stages}, w1_stages={w1_stages}")
     if z_regs is None:  # on where it applies and paid (docs/perf/cheri_block.md, session 25): level or slower at 64
-        z_regs = mode in ("bf16", "fp16") and block_e <= 32  # hidden columns a chunk, 2.6-4.6% faster at 32
+        # hidden columns a chunk, 2.6-4.6% faster at 32 (the Gluon kernel; off in the warp-specialised ones)
+        z_regs = layout == "gluon" and mode in ("bf16", "fp16") and block_e <= 32
     if layout == "gluon" or layout in _WS_CONSUMERS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
-                          z_producer=layout == "gluon_wsz", pingpong=int(ws_pingpong or 0))
+                          z_producer=layout == "gluon_wsz", pingpong=int(ws_pingpong or 0), z_regs=bool(z_regs))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1205,7 +1210,8 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                 consumers, z_producer = _WS_CONSUMERS[layout], layout == "gluon_wsz"
                 unsupported = _cheri_gluon.unsupported_ws(
                     x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu,
-                    consumers, max_registers or _cheri_gluon.ws_consumer_regs(consumers, z_producer),
+                    consumers, max_registers or (_cheri_gluon._WSZ_CONSUMER_REGS if z_producer
+                                                 else _cheri_gluon.ws_consumer_regs(consumers)),
                     bool(tuning.get("ws_pipeline")), z_producer, int(tuning.get("ws_pingpong") or 0))
             if unsupported is not None:
                 if config is not None:

@@ -623,6 +623,11 @@ def test_gluon_plan_reads_z_from_registers_for_half_dots_by_default():
         assert cheri_ops._make_plan(tile, x, 512, 3, "bf16", False, 4, "poly").kwargs["z_regs"] is False
     with _tuning.override(cheri_ops.TUNING_OP, z_regs=True), pytest.raises(ValueError, match="z_regs .* bf16x3 dots"):
         cheri_ops._make_plan(tile, x, 512, 3, "bf16x3", False, 4, "poly")
+    # the warp-specialised kernels: off unless asked for by name
+    ws_tile = (64, 32, 4, 4, "gluon_wsz", None)
+    assert cheri_ops._make_plan(ws_tile, x, 512, 3, "bf16", False, 4, "poly").kwargs["z_regs"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, z_regs=True):
+        assert cheri_ops._make_plan(ws_tile, x, 512, 3, "bf16", False, 4, "poly").kwargs["z_regs"] is True
 
 
 def test_gluon_plan_takes_the_chunk_loop_by_name_only():
@@ -671,7 +676,7 @@ def test_tuning_override_errors_name_the_tunable(device):
     x = torch.randn(1, 16, 24, device=device)
     for options, words in ((dict(block_e=48), "block_e"), (dict(layout="xy"), "layout"), (dict(gelu="none"), "gelu"),
                            (dict(w1_stages=3, layout="lc"), "w1_stages applies to the gluon layout only; .* layout lc"),
-                           (dict(z_regs=True, layout="lc"), "z_regs applies to the gluon layout only; .* layout lc"),
+                           (dict(z_regs=True, layout="lc"), "z_regs applies to the gluon layouts only .* layout lc"),
                            (dict(loop=True, layout="lc"), "loop applies to the gluon layout only; .* layout lc"),
                            (dict(ws_pipeline=True, layout="lc"), "ws_pipeline applies to the gluon_ws, gluon_ws3 and "
                                                                  "gluon_wsz layouts only; .* layout lc"),
@@ -972,12 +977,13 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
     (32, 4, "gluon_ws", True), (32, 3, "gluon_ws", True), (16, 8, "gluon_ws", True), (64, 4, "gluon_ws", True),
     (32, 4, "gluon_ws3", True), (64, 4, "gluon_wsz", False), (64, 2, "gluon_wsz", False), (32, 6, "gluon_wsz", False),
     (64, 3, "gluon_wsz", 1), (64, 3, "gluon_wsz", 2), (32, 6, "gluon_wsz", 2), (64, 3, "gluon_ws", 2),
-    (16, 8, "gluon_wsz", 2)])
+    (16, 8, "gluon_wsz", 2), (64, 3, "gluon_wsz", dict(ws_pingpong=1, z_regs=True)),
+    (32, 6, "gluon_wsz", dict(z_regs=True)), (32, 4, "gluon_ws", dict(ws_pingpong=1, z_regs=True))])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
                                                               batch, block_e, stages, layout, pipeline):
     """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers; one chunk at a time or
     pipelined, the ws_pipeline variant; gluon_wsz: z from the z producer's ring; `pipeline` 1 / 2 in the table is
-    ws_pingpong's schedule instead) computes each tile exactly as the Gluon kernel with the same tile does, so the
+    ws_pingpong's schedule instead, a dict the tunables) computes each tile exactly as the Gluon kernel with the same tile does, so the
     outputs are equal bit for bit: a ring slot (weights or z) read before it landed or released while a wgmma still
     reads it, a wrong phase on a later tile (batch 40: 640 tiles, several per CTA), a turn taken out of order, or a
     lost tile at the end of the last group would show (a lost turn would hang). Both stay within bf16 bounds of
@@ -989,7 +995,8 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=torch.bfloat16, device="cuda")
     x = torch.randn(batch, channels, length, device="cuda", dtype=torch.bfloat16)
     params = block._params()
-    schedule = dict(ws_pipeline=pipeline) if pipeline in (True, False) else dict(ws_pingpong=pipeline)
+    schedule = (dict(ws_pipeline=pipeline) if isinstance(pipeline, bool) else
+                pipeline if isinstance(pipeline, dict) else dict(ws_pingpong=pipeline))
     with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, **schedule):
         ws_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation,
                                                   config=(64, block_e, 4, stages, layout))
@@ -1110,7 +1117,7 @@ def test_gpu_warp_specialised_kernel_rejects_what_it_cannot_run():
              (dict(tile, layout="gluon_ws", maxnreg=240), r"multiple of 8 in \[24, 232\] with 2 consumers"),
              (dict(tile, layout="gluon_ws3", maxnreg=160), r"\[24, 152\] with 3 consumers, got 160"),
              (dict(tile, layout="gluon_ws3", stages=1), "num_stages"),
-             (dict(tile, layout="gluon_wsz", maxnreg=160), r"\[24, 152\] with 2 consumers and the z producer, got 160"))
+             (dict(tile, layout="gluon_wsz", maxnreg=196), r"\[24, 192\] with 2 consumers and the z producer, got 196"))
     for options, words in cases:
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad():
             with pytest.raises(ValueError, match=f"layout {options['layout']} does not apply here: .*{words}"):
@@ -1126,7 +1133,8 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
 
     def why(block_l=64, block_e=64, warps=4, stages=2, consumers=2, regs=None, pipeline=False, z_producer=False):
         return gluon_module.unsupported_ws(x, 128, 512, "bf16", False, block_l, block_e, warps, stages, "poly",
-                                           consumers, regs or gluon_module.ws_consumer_regs(consumers, z_producer),
+                                           consumers, regs or (152 if z_producer else
+                                                               gluon_module.ws_consumer_regs(consumers)),
                                            pipeline, z_producer)
     assert why() is None and why(consumers=3, block_e=32, stages=4) is None
     assert why(stages=3, pipeline=True) is None
@@ -1140,7 +1148,7 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     assert why(z_producer=True) is None and why(z_producer=True, stages=4) is None
     assert "beside the z producer (layout gluon_wsz) it has 2 consumer warp groups, got 3" in why(
         consumers=3, regs=96, z_producer=True)
-    assert "multiple of 8 in [24, 152] with 2 consumers and the z producer, got 232" in why(regs=232, z_producer=True)
+    assert "multiple of 8 in [24, 192] with 2 consumers and the z producer, got 232" in why(regs=232, z_producer=True)
     assert "pipelined consumers (ws_pipeline) need more registers than the z producer leaves" in why(
         stages=4, regs=152, pipeline=True, z_producer=True)
     with pytest.raises(ValueError, match="z_producer runs two consumers one chunk at a time, got consumers=3"):
@@ -1324,9 +1332,11 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                  eps="fp32", num_tiles="i32")
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
                       STAGES=stages, CONSUMERS=consumers,
-                      CONSUMER_REGS=cheri_ops._cheri_gluon.ws_consumer_regs(consumers, z_producer), PRODUCER_WARPS=4,
+                      CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
+                      PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_REGS=cheri_ops._cheri_gluon._Z_PRODUCER_REGS, PINGPONG=pingpong, num_warps=4)
+                      Z_PRODUCER_REGS=168, PINGPONG=pingpong, Z_REGS=False,
+                      num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -1345,5 +1355,9 @@ def test_warp_specialised_register_budget():
         assert gluon_module.ws_consumer_regs(consumers) == most
         assert consumers * 128 * most + 128 * gluon_module._PRODUCER_REGS <= 65536
     # with the z producer's warp group beside them
-    assert gluon_module.ws_consumer_regs(2, z_producer=True) == 152
-    assert 2 * 128 * 152 + 128 * (gluon_module._PRODUCER_REGS + gluon_module._Z_PRODUCER_REGS) <= 65536
+    # with the z producer's warp group beside them: by default it has 168 (what it needs without spilling), at least
+    # 88 when the consumers take more
+    assert gluon_module.ws_consumer_regs(2, z_producer=True) == 192 and gluon_module.z_producer_regs(192) == 88
+    assert gluon_module._WSZ_CONSUMER_REGS == 152 and gluon_module.z_producer_regs(152) == 168
+    for regs in (152, 176, 192):
+        assert 2 * 128 * regs + 128 * (gluon_module._PRODUCER_REGS + gluon_module.z_producer_regs(regs)) <= 65536
