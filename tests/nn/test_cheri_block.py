@@ -977,8 +977,10 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
     (32, 4, "gluon_ws", True), (32, 3, "gluon_ws", True), (16, 8, "gluon_ws", True), (64, 4, "gluon_ws", True),
     (32, 4, "gluon_ws3", True), (64, 4, "gluon_wsz", False), (64, 2, "gluon_wsz", False), (32, 6, "gluon_wsz", False),
     (64, 3, "gluon_wsz", 1), (64, 3, "gluon_wsz", 2), (32, 6, "gluon_wsz", 2), (64, 3, "gluon_ws", 2),
-    (16, 8, "gluon_wsz", 2), (64, 3, "gluon_wsz", dict(ws_pingpong=1, z_regs=True)),
-    (32, 6, "gluon_wsz", dict(z_regs=True)), (32, 4, "gluon_ws", dict(ws_pingpong=1, z_regs=True))])
+    (16, 8, "gluon_wsz", 2),
+    pytest.param(64, 3, "gluon_wsz", dict(ws_pingpong=1, z_regs=True), id="64-3-gluon_wsz-pingpong1-z_regs"),
+    pytest.param(32, 6, "gluon_wsz", dict(z_regs=True), id="32-6-gluon_wsz-z_regs"),
+    pytest.param(32, 4, "gluon_ws", dict(ws_pingpong=1, z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs")])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
                                                               batch, block_e, stages, layout, pipeline):
     """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers; one chunk at a time or
