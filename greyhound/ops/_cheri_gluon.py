@@ -53,6 +53,11 @@ ERFC_LOG2_TERMS = triton.language.constexpr(len(_COEFFICIENTS))
 # times powers of 2 (so the same fp32 values). This module's kernels evaluate GELU in this form (_gelu_poly).
 ERFC_HALF_LOG2_POLY = triton.language.constexpr(
     tuple(c / 2 ** (len(_COEFFICIENTS) - i) for i, c in enumerate(_COEFFICIENTS)))
+# gelu="poly3" (a tuning variant for bf16/fp16 dots): a degree-3 Q fitted directly in |u| (weighted least squares on
+# |u| < 5, reweighted towards the largest GELU error): within 1.2e-5 absolute of fp64 GELU over [-8, 8] (the default's
+# degree 6: 8e-7), three FMAs a hidden element fewer. The hidden layer is rounded to bf16 / fp16 right after, whose
+# half-ulp at |h| = 0.25 is 4.9e-4 / 6.1e-5.
+ERFC_HALF_LOG2_POLY3 = triton.language.constexpr((0.004086745, -0.045348004, -0.4655302, -1.1492939))
 
 
 def available():
@@ -62,12 +67,13 @@ def available():
 _WARNED = set()
 
 
-def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu):
+def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
+                warp_specialised=False):
     """Why this kernel cannot run this call (a string), or None when it can."""
     why_not = why_not_hopper(x.device)
     if why_not is not None or _HOPPER_ERROR is not None:
         return why_not or f"this Triton has no Gluon Hopper API ({_HOPPER_ERROR})"
-    if mode not in ("bf16", "fp16", "bf16x3") or gelu != "poly":
+    if mode not in ("bf16", "fp16", "bf16x3") or gelu not in ("poly", "poly3"):
         return f"it runs bf16, fp16 or bf16x3 dots and the poly GELU, got mode {mode!r}, gelu={gelu!r}"
     if channels & (channels - 1) or not 16 <= channels <= 128:  # the (BLOCK_L, C) fp32 accumulator lives in registers
         return f"the channel count must be a power of 2 in [16, 128], got {channels}"
@@ -78,6 +84,9 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
                f"BLOCK_E={block_e}, hidden width {hidden_width}"
     if stages < 2:
         return f"it needs num_stages (its weight ring) >= 2, got {stages}"
+    if gelu == "poly3" and not warp_specialised:
+        return "gelu=poly3 (the degree-3 GELU fit) runs in the warp-specialised layouts only (gluon_ws, gluon_ws3, " \
+               "gluon_wsz)"
     return None
 
 
@@ -132,6 +141,17 @@ def ws_consumer_regs(consumers, z_producer=False):
     return (65536 - others) // (consumers * 128) // 8 * 8
 
 
+def z_stages(stages, block_e, channels, hidden_width, block_l=64):
+    """The z ring's depth beside a weight ring of `stages` slots: _Z_STAGES (two tiles a consumer) where the H200's
+    shared memory holds it, else as many as fit, at least one a consumer (so a ring of 5 at 64 hidden columns and
+    C=128 runs with 3 z slots)."""
+    # bf16/fp16 weight rings, b1 (fp32), the layout conversions' scratch (a tile) and the barriers: 215180 bytes in
+    # all at (64, 64, ring 4, 4 z slots), 247980 at ring 5 (Triton 3.6, H200)
+    others = stages * 2 * block_e * channels * 2 + hidden_width * 4 + block_l * channels * 2 + 1024
+    fits = (232448 - others) // (block_l * channels * 2)
+    return max(2, min(_Z_STAGES, fits))
+
+
 def z_producer_regs(consumer_regs):
     """The z producer's registers beside two consumers of `consumer_regs`: all that is left."""
     return (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS - 2 * 128 * consumer_regs) // 128 // 8 * 8
@@ -140,7 +160,7 @@ def z_producer_regs(consumer_regs):
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
                    consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
-    why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu)
+    why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu, True)
     if why_not is not None:
         return why_not
     if mode == "bf16x3" or training:
@@ -156,6 +176,8 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     if consumer_regs % 8 or not 24 <= consumer_regs <= most:
         return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {most}] with {consumers} " \
                f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs}"
+    if pipeline and gelu == "poly3":
+        return "its pipelined consumers (ws_pipeline) run the default GELU (poly), got gelu='poly3'"
     if pipeline and z_producer:
         return "its pipelined consumers (ws_pipeline) need more registers than the z producer leaves them (layout " \
                "gluon_wsz runs one chunk at a time)"
@@ -175,7 +197,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
-              z_producer=False, pingpong=0, z_regs=False):
+              z_producer=False, pingpong=0, z_regs=False, gelu="poly"):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -183,12 +205,14 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     `pingpong` 1 each consumer issues chunk k's second GEMM and chunk k+1's first together and waits once a chunk; with
     2 the two consumers also take turns at issuing them (a ring of at least 3). With `z_regs` the consumers read z
     into registers once a tile, the first GEMMs' A operand (a quarter of their shared-memory operand traffic at 64
-    hidden columns, for 32 registers a thread)."""
+    hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU fit (not with `pipeline`)."""
     if pipeline and stages < 3:
         raise ValueError(f"pipeline (the pipelined consumers) needs stages >= 3, got stages={stages}")
     if z_producer and (consumers != 2 or pipeline):
         raise ValueError(f"z_producer runs two consumers one chunk at a time, got consumers={consumers}, "
                          f"pipeline={pipeline}")
+    if gelu not in ("poly", "poly3") or gelu == "poly3" and pipeline:
+        raise ValueError(f"gelu is poly or poly3 (poly3 not with pipeline), got gelu={gelu!r}, pipeline={pipeline}")
     if pingpong and (pipeline or pingpong not in (1, 2) or pingpong == 2 and (consumers != 2 or stages < 3)):
         raise ValueError(f"pingpong is 1 or 2 (2: two consumers, stages >= 3), not with pipeline; got "
                          f"pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
@@ -202,8 +226,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
         CONSUMERS=consumers, CONSUMER_REGS=consumer_regs, PRODUCER_WARPS=_PRODUCER_WARPS,
         PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
-        Z_STAGES=_Z_STAGES if z_producer else 1, Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
-        PINGPONG=int(pingpong), Z_REGS=bool(z_regs), num_warps=num_warps)
+        Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l) if z_producer else 1,
+        Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
+        PINGPONG=int(pingpong), Z_REGS=bool(z_regs), SHORT_GELU=gelu == "poly3", num_warps=num_warps)
 
 
 def warn_fallback(error):
@@ -240,16 +265,22 @@ if available():
         return gl.BlockedLayout([1, 8], [32 // lanes_c, lanes_c], [num_warps, 1], [1, 0])
 
     @gluon.jit
-    def _gelu_poly(pre, bias):
+    def _gelu_poly(pre, bias, SHORT: gl.constexpr = False):
         """erf-GELU of u = pre + bias without erf, fp32: `_gelu_erf`'s polynomial, evaluated as
         max(u, 0) - |u| * 2^(|u| Q(|u|) - 1) (E/2 in one ex2 of an FMA; the -|u| is a multiply by -1.0, which LLVM turns
         into a negation that ptxas folds into the FMA, where `-x` would be 0 - x, an FADD of its own): an add, 8 FMAs,
         a max and an ex2 a hidden element, where _gelu_erf's form takes 12 operations. In the Triton kernel this form
-        measured 17% slower (session 15), so that kernel keeps _gelu_erf's."""
+        measured 17% slower (session 15), so that kernel keeps _gelu_erf's. With SHORT the degree-3 fit
+        (ERFC_HALF_LOG2_POLY3: 5 FMAs, 1.2e-5 absolute)."""
         u = pre + bias
-        f = gl.fma(gl.abs(u), ERFC_HALF_LOG2_POLY[0], ERFC_HALF_LOG2_POLY[1])
-        for k in gl.static_range(2, ERFC_LOG2_TERMS):
-            f = gl.fma(f, gl.abs(u), ERFC_HALF_LOG2_POLY[k])
+        if SHORT:
+            f = gl.fma(gl.abs(u), ERFC_HALF_LOG2_POLY3[0], ERFC_HALF_LOG2_POLY3[1])
+            for k in gl.static_range(2, 4):
+                f = gl.fma(f, gl.abs(u), ERFC_HALF_LOG2_POLY3[k])
+        else:
+            f = gl.fma(gl.abs(u), ERFC_HALF_LOG2_POLY[0], ERFC_HALF_LOG2_POLY[1])
+            for k in gl.static_range(2, ERFC_LOG2_TERMS):
+                f = gl.fma(f, gl.abs(u), ERFC_HALF_LOG2_POLY[k])
         half_erfc = gl.exp2(gl.fma(f, gl.abs(u), -1.0))
         return gl.fma(gl.abs(u) * -1.0, half_erfc, gl.maximum(u, 0.0))  # * -1.0: a negation ptxas folds
 
@@ -714,7 +745,7 @@ if available():
                      CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
-                     PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, WARPS: gl.constexpr):
+                     PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, SHORT_GELU: gl.constexpr, WARPS: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -813,7 +844,7 @@ if available():
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                 for k in range(n_chunks - 1):
                     bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
-                    h = gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0)).to(w2_smem.dtype), H_OPERAND)
+                    h = gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0), SHORT_GELU).to(w2_smem.dtype), H_OPERAND)
                     chunk = count + k
                     mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
                     if PINGPONG == 2:
@@ -827,7 +858,7 @@ if available():
                     pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
                     mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
                 bias = b1_smem.index(n_chunks - 1).load(gl.SliceLayout(0, PRE))
-                h = gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0)).to(w2_smem.dtype), H_OPERAND)
+                h = gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0), SHORT_GELU).to(w2_smem.dtype), H_OPERAND)
                 if PINGPONG == 2:
                     mbarrier.wait(turn.index(CONSUMER), (turns & 1) ^ (1 - CONSUMER))
                 acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
@@ -846,7 +877,7 @@ if available():
                                         gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
                     pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                     bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
-                    hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
+                    hidden = _gelu_poly(pre, gl.expand_dims(bias, 0), SHORT_GELU)
                     h = gl.convert_layout(hidden.to(w2_smem.dtype), H_OPERAND)
                     acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
                     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
@@ -901,7 +932,7 @@ if available():
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
-        num_warps: gl.constexpr,
+        SHORT_GELU: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -913,6 +944,7 @@ if available():
         gl.static_assert(not Z_PRODUCER or CONSUMERS == 2, "the z producer serves two consumers")
         gl.static_assert(not Z_PRODUCER or Z_STAGES >= CONSUMERS, "a z slot for each consumer's tile")
         gl.static_assert(not PINGPONG or not PIPELINE, "one consumer schedule")
+        gl.static_assert(not SHORT_GELU or not PIPELINE, "the pipelined consumers run the default GELU")
         gl.static_assert(PINGPONG != 2 or (CONSUMERS == 2 and STAGES >= 3), "turns between two consumers, ring >= 3")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
@@ -951,11 +983,11 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, Z_REGS, num_warps)),
+                                Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, Z_REGS, num_warps)),
+                                Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps)),
@@ -967,11 +999,11 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
@@ -980,15 +1012,15 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

@@ -61,7 +61,8 @@ _tuning.register(
                  "groups; maxnreg = theirs) and gluon_wsz (2 consumers and a warp group computing z ahead of them)"),
     maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
                   "than the default's starts uncapped)"),
-    gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff) or tanh (tanh.approx form)"),
+    gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff), tanh (tanh.approx form) or poly3 "
+               "(a degree-3 fit of poly's form, 1.2e-5 absolute; the warp-specialised Gluon layouts only)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
     z_regs=(bool, "Gluon kernels, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
                   "(default: on for the gluon layout's bf16/fp16 dots at block_e <= 32, off in the warp-specialised "
@@ -1083,7 +1084,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
-                          z_producer=layout == "gluon_wsz", pingpong=int(ws_pingpong or 0), z_regs=bool(z_regs))
+                          z_producer=layout == "gluon_wsz", pingpong=int(ws_pingpong or 0), z_regs=bool(z_regs),
+                          gelu=gelu)
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1196,12 +1198,18 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         candidates = shape_candidates
     tuned_gelu = tuning.get("gelu")
     if tuned_gelu is not None:
-        if tuned_gelu not in ("poly", "erf", "tanh"):  # "none" is wrong on purpose: no gate would pass it
-            raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf or tanh, got {tuned_gelu!r}")
+        if tuned_gelu not in ("poly", "erf", "tanh", "poly3"):  # "none" is wrong on purpose: no gate would pass it
+            raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf, tanh or poly3, got {tuned_gelu!r}")
         gelu = tuned_gelu
     for i, candidate in enumerate(candidates):
         block_l, block_e, num_warps, num_stages, layout, max_registers = candidate
         last = i + 1 == len(candidates)
+        if gelu == "poly3" and layout not in _WS_CONSUMERS:
+            if config is not None or last:
+                raise ValueError(f"tuning: {TUNING_OP}.gelu=poly3 (the degree-3 GELU fit) runs in the warp-specialised "
+                                 f"Gluon layouts only (gluon_ws, gluon_ws3, gluon_wsz); this call would run layout "
+                                 f"{layout}")
+            continue
         if layout == "gluon" or layout in _WS_CONSUMERS:
             if layout == "gluon":
                 unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, mode, training, block_l, block_e,

@@ -689,6 +689,10 @@ def test_tuning_override_errors_name_the_tunable(device):
             with _tuning.override(cheri_ops.TUNING_OP, layout=layout), torch.no_grad():
                 with pytest.raises(ValueError, match=f"layout {layout} does not apply here: .*compute capability 9"):
                     block.eval()(x)
+    if device == "cpu":  # the degree-3 GELU fit is the warp-specialised kernels' only: no Triton kernel runs it
+        with _tuning.override(cheri_ops.TUNING_OP, gelu="poly3"), torch.no_grad():
+            with pytest.raises(ValueError, match="gelu=poly3 .* warp-specialised Gluon layouts only .* layout lc"):
+                block.eval()(x)
     with _tuning.override(cheri_ops.TUNING_OP, norm_block_l=24), pytest.raises(ValueError, match="norm_block_l"):
         cheri_ops.conv_norm(x, *block._params()[:4], dilation=2)
     with pytest.raises(ValueError, match="no tunable 'tile'"):
@@ -977,7 +981,7 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
     (32, 4, "gluon_ws", True), (32, 3, "gluon_ws", True), (16, 8, "gluon_ws", True), (64, 4, "gluon_ws", True),
     (32, 4, "gluon_ws3", True), (64, 4, "gluon_wsz", False), (64, 2, "gluon_wsz", False), (32, 6, "gluon_wsz", False),
     (64, 3, "gluon_wsz", 1), (64, 3, "gluon_wsz", 2), (32, 6, "gluon_wsz", 2), (64, 3, "gluon_ws", 2),
-    (16, 8, "gluon_wsz", 2),
+    (16, 8, "gluon_wsz", 2), (64, 5, "gluon_wsz", 1),
     pytest.param(64, 3, "gluon_wsz", dict(ws_pingpong=1, z_regs=True), id="64-3-gluon_wsz-pingpong1-z_regs"),
     pytest.param(32, 6, "gluon_wsz", dict(z_regs=True), id="32-6-gluon_wsz-z_regs"),
     pytest.param(32, 4, "gluon_ws", dict(ws_pingpong=1, z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs")])
@@ -1007,6 +1011,24 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     assert torch.equal(ws_out, gluon_out)
     ref = fp64_twin(block).reference_forward(x[:3].double())
     assert max_abs(ws_out[:3], ref) < HALF_BOUNDS[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_short_gelu_stays_within_half_bounds(dtype):
+    """gelu=poly3 (the degree-3 GELU fit, 1.2e-5 absolute) in the z producer's kernel: within the half-precision bounds
+    of fp64 and close to the default poly GELU's output (a wrong coefficient would cost ~1e-2)."""
+    from greyhound import _tuning
+    block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda")
+    x = torch.randn(6, 128, 1024, device="cuda", dtype=dtype)
+    params = block._params()
+    with torch.no_grad():
+        base = cheri_ops.cheri_block_megakernel(x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
+        with _tuning.override(cheri_ops.TUNING_OP, gelu="poly3", ws_pingpong=1):
+            short = cheri_ops.cheri_block_megakernel(x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
+    ref = fp64_twin(block).reference_forward(x.double())
+    assert max_abs(short, ref) < HALF_BOUNDS[dtype]
+    assert max_abs(short.float(), base.float()) < HALF_BOUNDS[dtype] / 4
 
 
 @pytest.mark.gpu
@@ -1155,6 +1177,17 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
         stages=4, regs=152, pipeline=True, z_producer=True)
     with pytest.raises(ValueError, match="z_producer runs two consumers one chunk at a time, got consumers=3"):
         gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 2, consumers=3, z_producer=True)
+    # the degree-3 GELU fit: the warp-specialised layouts, not the pipelined consumers, not the gluon layout
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly3", 2, 152, False, True, 1) is None
+    assert "runs in the warp-specialised layouts only" in gluon_module.unsupported(
+        x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly3")
+    assert "pipelined consumers (ws_pipeline) run the default GELU (poly), got gelu='poly3'" in \
+        gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 32, 4, 4, "poly3", 2, 232, True)
+    with pytest.raises(ValueError, match="gelu is poly or poly3 .* got gelu='erf'"):
+        gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 3, gelu="erf")
+    # the z ring beside the weight ring: 4 slots where they fit in the H200's shared memory, else fewer
+    assert [gluon_module.z_stages(stages, 64, 128, 512) for stages in (2, 3, 4, 5, 6)] == [4, 4, 4, 3, 2]
+    assert gluon_module.z_stages(8, 32, 128, 512) == 4
     # the ping-pong schedule (ws_pingpong)
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 152, False, True, 2) is None
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly", 2, 232, False, False, 1) is None
@@ -1337,7 +1370,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_PRODUCER_REGS=168, PINGPONG=pingpong, Z_REGS=False,
+                      Z_PRODUCER_REGS=168, PINGPONG=pingpong, Z_REGS=False, SHORT_GELU=False,
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
