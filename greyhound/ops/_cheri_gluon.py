@@ -184,12 +184,12 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     if pipeline and stages < 3:
         return f"its pipelined consumers hold three ring slots at a time: num_stages (the ring) >= 3, got {stages}"
     if pingpong not in (0, 1, 2):
-        return f"ws_pingpong is 0 (off), 1 (each chunk's GEMMs issued together) or 2 (and the consumers take turns), " \
-               f"got {pingpong}"
+        return f"pingpong is 0 (ws_schedule chunk), 1 (pingpong: each chunk's GEMMs issued together) or 2 (turns: and " \
+               f"the consumers take turns), got {pingpong}"
     if pingpong and pipeline:
-        return "the consumers run one schedule: ws_pipeline or ws_pingpong, not both"
+        return "the consumers run one schedule: ws_pipeline or ws_schedule pingpong / turns, not both"
     if pingpong == 2 and (consumers != 2 or stages < 3):
-        return f"its consumers' turns (ws_pingpong=2) are for two consumers and a ring of at least 3 (a consumer " \
+        return f"its consumers' turns (ws_schedule=turns) are for two consumers and a ring of at least 3 (a consumer " \
                f"waiting for its turn may hold the slot the other needs), got {consumers} consumers, num_stages " \
                f"{stages}"
     return None

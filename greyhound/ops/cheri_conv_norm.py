@@ -74,9 +74,10 @@ _tuning.register(
                        "first GEMM and its previous chunk's second GEMM in flight under this chunk's GELU (needs "
                        "stages >= 3) instead of one chunk at a time; H200, N=512 bf16: 0.5016 ms at gluon_ws (64, 32, "
                        "ring 8) against one chunk at a time's 0.4922 (64, 64, ring 2) and the default's 0.4431"),
-    ws_pingpong=(int, "warp-specialised kernel (layouts gluon_ws, gluon_ws3, gluon_wsz): 1 = each consumer issues "
-                      "chunk k's second GEMM and chunk k+1's first together and waits once a chunk; 2 = and the two "
-                      "consumers take turns at issuing them (needs stages >= 3); 0 = one chunk at a time"),
+    ws_schedule=(str, "warp-specialised kernels' consumers (layouts gluon_ws, gluon_ws3, gluon_wsz): chunk (one chunk "
+                      "at a time; gluon_ws/gluon_ws3's default), pingpong (chunk k's second GEMM and chunk k+1's first "
+                      "issued together, one wait a chunk; gluon_wsz's default) or turns (pingpong, the two consumers "
+                      "taking turns at issuing; stages >= 3). Session 31's logs call pingpong / turns ws_pingpong=1 / 2"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -983,8 +984,13 @@ def _default_config(channels, hidden_width, dot_mode, training, small=False):
 # instead of two, with z read from registers by the first GEMMs (z_regs, the default for these dots); sweep CLI, one
 # process, H200 (log 110): N=512 bf16 0.4505 against (64, 64, 4, 2)'s 0.4638 ms, fp16 0.4362 against 0.4570; N=64
 # 0.0640 / 0.0646 against 0.0677 / 0.0678.
+# Half-precision inference above the tiny class runs the warp-specialised kernel with the z producer (gluon_wsz), its
+# consumers on the ping-pong schedule (ws_schedule=pingpong) and the degree-3 GELU fit (poly3), 64 hidden columns, ring 4:
+# H200, sweep CLI, one process (session 31, log 141): bf16 N=512 0.4055 ms against the gluon tile's 0.4428, N=64
+# 0.0614 against 0.0632; fp16 (ring 5) 0.3986 / 0.0620 against 0.4308 / 0.0641.
+_GLUON_TILE = (64, 32, 4, 2, "gluon", 168)  # three programs an SM: bf16 0.4428 ms at N=512 (same run)
 _GLUON_CONFIGS = {
-    ("half", False): (64, 32, 4, 2, "gluon", 168),
+    ("half", False): (64, 64, 4, 4, "gluon_wsz", None),
     ("bf16x3", False): (64, 32, 4, 2, "gluon", None),
     ("bf16x3", True): (128, 64, 8, 2, "gluon", None),
 }
@@ -1007,13 +1013,25 @@ _SMALL_GLUON_CONFIGS = {  # by (dot-mode family, training, size class)
     ("bf16x3", False, 1): (128, 64, 8, 2, "gluon", None),
     ("half", False, 2): (64, 64, 4, 2, "gluon", None),
 }
+# What the gluon_wsz layout runs unless a tuning override names it: the ping-pong schedule and, for the default GELU,
+# its degree-3 fit (1.2e-5 absolute of fp64 GELU, under the half-precision rounding of the hidden layer it feeds).
+_WSZ_DEFAULT_SCHEDULE, _WSZ_DEFAULT_GELU = "pingpong", "poly3"
+_WS_SCHEDULES = {"chunk": 0, "pingpong": 1, "turns": 2}  # ws_schedule -> _cheri_gluon.launch_ws's pingpong
+
+
+def _ws_pingpong(layout, schedule):
+    """launch_ws's pingpong for a warp-specialised `layout` and a ws_schedule tunable (None: the layout's default)."""
+    if schedule is None:
+        schedule = _WSZ_DEFAULT_SCHEDULE if layout == "gluon_wsz" else "chunk"
+    return _WS_SCHEDULES[schedule]
 
 
 @functools.lru_cache(maxsize=None)
 def _candidate_configs(channels, hidden_width, dot_mode, training, small=0):
     """The configs a shape tries in order, computed once per shape: the Gluon tile where _GLUON_CONFIGS has one
     (_SMALL_GLUON_CONFIGS's for the call's size class `small` (0 large, 1 small, 2 tiny), or for the next class down
-    that has one; its block_e halved until it divides the hidden width), then the Triton default (_default_config,
+    that has one; its block_e halved until it divides the hidden width; behind a warp-specialised one the Gluon
+    kernel's tile _GLUON_TILE), then the Triton default (_default_config,
     always present and the base tuning overrides start from), then the smaller Triton fallbacks that divide the hidden
     width."""
     configs = []
@@ -1022,10 +1040,12 @@ def _candidate_configs(channels, hidden_width, dot_mode, training, small=0):
                          if (family, training, size) in _SMALL_GLUON_CONFIGS), None) \
         or _GLUON_CONFIGS.get((family, training))
     if gluon_config is not None and _cheri_gluon.available():
-        block_l, block_e, num_warps, num_stages, layout, max_registers = gluon_config
-        while block_e > 16 and hidden_width % block_e:
-            block_e //= 2
-        configs.append((block_l, block_e, num_warps, num_stages, layout, max_registers))
+        # the warp-specialised kernel keeps the Gluon kernel's tile behind it, for shapes it does not take
+        for block_l, block_e, num_warps, num_stages, layout, max_registers in (
+                (gluon_config, _GLUON_TILE) if gluon_config[4] in _WS_CONSUMERS else (gluon_config, )):
+            while block_e > 16 and hidden_width % block_e:
+                block_e //= 2
+            configs.append((block_l, block_e, num_warps, num_stages, layout, max_registers))
     configs.append(_default_config(channels, hidden_width, dot_mode, training, small))
     return tuple(configs + [c for c in _FALLBACK_CONFIGS if hidden_width % c[1] == 0])
 
@@ -1067,8 +1087,11 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to the gluon layouts only (gluon, gluon_ws, gluon_ws3, "
                          f"gluon_wsz); this call runs layout {layout}")
     ws_pipeline = _tuning.get(TUNING_OP, "ws_pipeline")
-    ws_pingpong = _tuning.get(TUNING_OP, "ws_pingpong")
-    for name, value in (("ws_pipeline", ws_pipeline), ("ws_pingpong", ws_pingpong)):
+    ws_schedule = _tuning.get(TUNING_OP, "ws_schedule")
+    if ws_schedule is not None and ws_schedule not in _WS_SCHEDULES:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_schedule must be one of {', '.join(_WS_SCHEDULES)}, got "
+                         f"{ws_schedule!r}")
+    for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule)):
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                              f"only; this call runs layout {layout}")
@@ -1084,8 +1107,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
-                          z_producer=layout == "gluon_wsz", pingpong=int(ws_pingpong or 0), z_regs=bool(z_regs),
-                          gelu=gelu)
+                          z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu,
+                          pingpong=_ws_pingpong(layout, ws_schedule))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1186,13 +1209,13 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         config = (tuple(config) + ("lc", None)[len(config) - 4:])[:6]
     forced = None
     if tuning:
-        default = shape_candidates[1] if shape_candidates[0][4] == "gluon" else shape_candidates[0]
+        default = next(c for c in shape_candidates if c[4] != "gluon" and c[4] not in _WS_CONSUMERS)
         forced = _forced_config(default if config is None else config, hidden_width, tuning)
     if forced is not None:  # a tuning variant: exactly this config, never remembered as the shape's choice
         candidates, config = [forced], forced
     elif config is not None:
         candidates = [config]
-    elif key in _chosen_configs and _chosen_configs[key][4] != "gluon":
+    elif key in _chosen_configs and _chosen_configs[key][4] != "gluon" and _chosen_configs[key][4] not in _WS_CONSUMERS:
         candidates = [_chosen_configs[key]]
     else:  # a Gluon choice keeps the Triton kernels behind it (e.g. for a forced gelu, which it does not run)
         candidates = shape_candidates
@@ -1201,10 +1224,16 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         if tuned_gelu not in ("poly", "erf", "tanh", "poly3"):  # "none" is wrong on purpose: no gate would pass it
             raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf, tanh or poly3, got {tuned_gelu!r}")
         gelu = tuned_gelu
+    if tuning.get("ws_schedule", "chunk") not in _WS_SCHEDULES:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_schedule must be one of {', '.join(_WS_SCHEDULES)}, got "
+                         f"{tuning['ws_schedule']!r}")
     for i, candidate in enumerate(candidates):
         block_l, block_e, num_warps, num_stages, layout, max_registers = candidate
         last = i + 1 == len(candidates)
-        if gelu == "poly3" and layout not in _WS_CONSUMERS:
+        gelu_of = gelu  # the default GELU of gluon_wsz is its degree-3 fit (a forced gelu stays as forced)
+        if layout == "gluon_wsz" and gelu == "poly" and tuned_gelu is None:
+            gelu_of = _WSZ_DEFAULT_GELU
+        if gelu_of == "poly3" and layout not in _WS_CONSUMERS:
             if config is not None or last:
                 raise ValueError(f"tuning: {TUNING_OP}.gelu=poly3 (the degree-3 GELU fit) runs in the warp-specialised "
                                  f"Gluon layouts only (gluon_ws, gluon_ws3, gluon_wsz); this call would run layout "
@@ -1213,19 +1242,20 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         if layout == "gluon" or layout in _WS_CONSUMERS:
             if layout == "gluon":
                 unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, mode, training, block_l, block_e,
-                                                       num_warps, num_stages, gelu)
+                                                       num_warps, num_stages, gelu_of)
             else:
                 consumers, z_producer = _WS_CONSUMERS[layout], layout == "gluon_wsz"
                 unsupported = _cheri_gluon.unsupported_ws(
-                    x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu,
+                    x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu_of,
                     consumers, max_registers or (_cheri_gluon._WSZ_CONSUMER_REGS if z_producer
                                                  else _cheri_gluon.ws_consumer_regs(consumers)),
-                    bool(tuning.get("ws_pipeline")), z_producer, int(tuning.get("ws_pingpong") or 0))
+                    bool(tuning.get("ws_pipeline")), z_producer,
+                    _ws_pingpong(layout, tuning.get("ws_schedule")))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")
                 continue
-        plan = _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation, gelu)
+        plan = _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation, gelu_of)
         try:
             result = _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias,
                                mlp_weights, dilation, eps, training)
