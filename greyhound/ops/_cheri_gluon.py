@@ -685,6 +685,13 @@ if available():
     # one chunk at a time's 0.4922 and the default's 0.4431 (H200, N=512 bf16, session 28). ncu (session 28): the
     # consumers hardly wait for weights (about 1% of the stall samples); they wait on x's loads and their own wgmmas,
     # and the producer spends a fifth of all samples waiting for free slots.
+    # With Z_PRODUCER (layout gluon_wsz, session 31) a fourth warp group computes every tile's conv + LayerNorm into
+    # a ring of z tiles (_ws_z_producer), so the consumers run only the MLP and the residual: one chunk at a time
+    # 0.4350 ms against 0.4953 without it and the default's 0.4445 (H200, N=512 bf16, ring 3). With PINGPONG 1 a
+    # consumer issues chunk k's second GEMM with chunk k+1's first and waits once a chunk (0.4262 at ring 4); with 2 the
+    # two consumers also take turns at issuing (0.4481: slower). ncu (session 31) then shows the consumers issuing or
+    # eligible about 30% of their samples, waiting on their wgmmas 9-12% and on the weight ring 11%, the producer and the
+    # z producer mostly idle; the degree-3 GELU (SHORT_GELU, gelu="poly3") took N=512 bf16 to 0.4055.
 
     @gluon.jit
     def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
