@@ -801,7 +801,8 @@ if available():
                 _cta_barrier()  # all of z is in shared memory
             if Z_REGS:  # the first GEMMs' A operand from registers: z read from shared memory once a tile
                 z_a = z_smem.load(gl.DotOperandLayout(operand_index=0, parent=PRE, k_width=2))
-                if Z_PRODUCER:  # its slot is free at once
+                if Z_PRODUCER:  # its slot is free once every warp of this partition has read it
+                    _cta_barrier()
                     mbarrier.arrive(z_empty.index(z_slot))
             else:
                 z_a = z_smem

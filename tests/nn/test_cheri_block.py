@@ -1373,9 +1373,11 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (32, 4, True, 2, True, False, 0), (32, 6, False, 2, True, False, 0), (16, 8, True, 2, True, False, 0),
     (64, 3, True, 2, True, False, 0), (32, 3, True, 3, True, False, 0), (64, 4, True, 2, False, True, 0),
     (32, 6, True, 2, False, True, 0), (64, 2, False, 2, False, True, 0), (64, 3, True, 2, False, True, 2),
-    (64, 3, True, 2, False, True, 1), (32, 6, False, 2, False, True, 2), (64, 3, True, 2, False, False, 2)])
+    (64, 3, True, 2, False, True, 1), (32, 6, False, 2, False, True, 2), (64, 3, True, 2, False, False, 2),
+    (64, 4, True, 2, False, True, 3)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
+    # (pingpong 3 in this table: the bf16/fp16 default, the ping-pong schedule with the degree-3 GELU)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1392,7 +1394,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_PRODUCER_REGS=168, PINGPONG=pingpong, Z_REGS=False, SHORT_GELU=False,
+                      Z_PRODUCER_REGS=168, PINGPONG={3: 1}.get(pingpong, pingpong), Z_REGS=False,
+                      SHORT_GELU=pingpong == 3,
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
