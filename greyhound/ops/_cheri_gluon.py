@@ -143,13 +143,13 @@ def ws_consumer_regs(consumers, z_producer=False):
 
 def z_stages(stages, block_e, channels, hidden_width, block_l=64):
     """The z ring's depth beside a weight ring of `stages` slots: _Z_STAGES (two tiles a consumer) where the H200's
-    shared memory holds it, else as many as fit, at least one a consumer (so a ring of 5 at 64 hidden columns and
-    C=128 runs with 3 z slots)."""
+    shared memory holds it, else as many as fit (a ring of 5 at 64 hidden columns and C=128 runs with 3 z slots); 0
+    when not even one a consumer fits."""
     # bf16/fp16 weight rings, b1 (fp32), the layout conversions' scratch (a tile) and the barriers: 215180 bytes in
     # all at (64, 64, ring 4, 4 z slots), 247980 at ring 5 (Triton 3.6, H200)
     others = stages * 2 * block_e * channels * 2 + hidden_width * 4 + block_l * channels * 2 + 1024
     fits = (232448 - others) // (block_l * channels * 2)
-    return max(2, min(_Z_STAGES, fits))
+    return min(_Z_STAGES, fits) if fits >= 2 else 0
 
 
 def z_producer_regs(consumer_regs):
@@ -176,6 +176,10 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     if consumer_regs % 8 or not 24 <= consumer_regs <= most:
         return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {most}] with {consumers} " \
                f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs}"
+    if z_producer and not z_stages(stages, block_e, channels, hidden_width, block_l):
+        return f"its weight ring of {stages} slots of {block_e} hidden columns leaves no room in the H200's shared " \
+               f"memory for the z producer's ring (a tile a consumer, {block_l} x {channels}): fewer num_stages or " \
+               f"hidden columns"
     if pipeline and gelu == "poly3":
         return "its pipelined consumers (ws_pipeline) run the default GELU (poly), got gelu='poly3'"
     if pipeline and z_producer:
@@ -218,6 +222,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
                          f"pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
     consumer_regs = consumer_regs or (_WSZ_CONSUMER_REGS if z_producer else ws_consumer_regs(consumers))
     batch, channels, length = x.shape
+    if z_producer and not z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l):
+        raise ValueError(f"z_producer: a weight ring of {stages} slots of {block_e} hidden columns leaves no room for "
+                         f"the z ring in shared memory")
     num_tiles = cdiv(length, block_l) * batch
     grid = min(cdiv(num_tiles, consumers), multiprocessor_count(x.device.index))
     _WS_LAUNCHER[(grid,)](

@@ -1202,7 +1202,13 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     with pytest.raises(ValueError, match="gelu is poly or poly3 .* got gelu='erf'"):
         gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 3, gelu="erf")
     # the z ring beside the weight ring: 4 slots where they fit in the H200's shared memory, else fewer
-    assert [gluon_module.z_stages(stages, 64, 128, 512) for stages in (2, 3, 4, 5, 6)] == [4, 4, 4, 3, 2]
+    assert [gluon_module.z_stages(stages, 64, 128, 512) for stages in (2, 3, 4, 5, 6)] == [4, 4, 4, 3, 0]
+    assert why(stages=5, z_producer=True) is None  # (247980 bytes with 4 z slots: Triton 3.6 said so on the H200)
+    assert "weight ring of 6 slots of 64 hidden columns leaves no room in the H200's shared memory for the z " \
+           "producer's ring" in why(stages=6, z_producer=True)
+    with pytest.raises(ValueError, match="a weight ring of 6 slots of 64 hidden columns leaves no room for the z ring"):
+        gluon_module.launch_ws(x, x, *(None,) * 4, torch.empty(512, 128), None, None, None, 4, 1e-5, 64, 64, 4, 6,
+                               z_producer=True)
     assert gluon_module.z_stages(8, 32, 128, 512) == 4
     # the ping-pong schedules (ws_schedule pingpong / turns: launch_ws's pingpong 1 / 2)
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 152, False, True, 2) is None
