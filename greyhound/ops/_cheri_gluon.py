@@ -141,6 +141,11 @@ def ws_consumer_regs(consumers, z_producer=False):
     return (65536 - others) // (consumers * 128) // 8 * 8
 
 
+def default_consumer_regs(consumers, z_producer=False):
+    """The consumers' registers when the config names none: _WSZ_CONSUMER_REGS beside the z producer, else the most."""
+    return _WSZ_CONSUMER_REGS if z_producer else ws_consumer_regs(consumers)
+
+
 def z_stages(stages, block_e, channels, hidden_width, block_l=64):
     """The z ring's depth beside a weight ring of `stages` slots: _Z_STAGES (two tiles a consumer) where the H200's
     shared memory holds it, else as many as fit (a ring of 5 at 64 hidden columns and C=128 runs with 3 z slots); 0
@@ -220,7 +225,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     if pingpong and (pipeline or pingpong not in (1, 2) or pingpong == 2 and (consumers != 2 or stages < 3)):
         raise ValueError(f"pingpong is 1 or 2 (2: two consumers, stages >= 3), not with pipeline; got "
                          f"pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
-    consumer_regs = consumer_regs or (_WSZ_CONSUMER_REGS if z_producer else ws_consumer_regs(consumers))
+    consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
     batch, channels, length = x.shape
     if z_producer and not z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l):
         raise ValueError(f"z_producer: a weight ring of {stages} slots of {block_e} hidden columns leaves no room for "
@@ -754,6 +759,26 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
+    def _hidden_operand(pre, b1_row, DOT_T: gl.constexpr, H_OPERAND: gl.constexpr, SHORT: gl.constexpr):
+        """GELU(pre + b1[chunk]) (b1_row: the chunk's row of b1's fp32 copy in shared memory) rounded to the dots'
+        type, as the second GEMM's A operand (registers)."""
+        bias = b1_row.load(gl.SliceLayout(0, pre.type.layout))
+        return gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0), SHORT).to(DOT_T), H_OPERAND)
+
+    @gluon.jit
+    def _take_turn(turn, turns, CONSUMER: gl.constexpr, PINGPONG: gl.constexpr):
+        """With PINGPONG == 2: wait until the other consumer passes this one its turn number `turns` (consumer 0's
+        first passes at once: parity 1 of a fresh barrier)."""
+        if PINGPONG == 2:
+            mbarrier.wait(turn.index(CONSUMER), (turns & 1) ^ (1 - CONSUMER))
+
+    @gluon.jit
+    def _pass_turn(turn, CONSUMER: gl.constexpr, PINGPONG: gl.constexpr):
+        """With PINGPONG == 2: hand the other consumer its next turn."""
+        if PINGPONG == 2:
+            mbarrier.arrive(turn.index(1 - CONSUMER))
+
+    @gluon.jit
     def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_ring,
                      b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, CONSUMER: gl.constexpr,
                      CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
@@ -849,37 +874,29 @@ if available():
                 # flight across the loop's back edge (its wait ends the body): a wgmma in flight there made ptxas
                 # inject a wait and serialise them (C7517, C7515; Triton 3.6, offline).
                 mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
-                if PINGPONG == 2:
-                    mbarrier.wait(turn.index(CONSUMER), (turns & 1) ^ (1 - CONSUMER))
+                _take_turn(turn, turns, CONSUMER, PINGPONG)
                 pre = warpgroup_mma(z_a, w1_smem.index(count % STAGES).permute((1, 0)),
                                     gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
-                if PINGPONG == 2:
-                    mbarrier.arrive(turn.index(1 - CONSUMER))
+                _pass_turn(turn, CONSUMER, PINGPONG)
                 turns += 1
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                 for k in range(n_chunks - 1):
-                    bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
-                    h = gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0), SHORT_GELU).to(w2_smem.dtype), H_OPERAND)
+                    h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, SHORT_GELU)
                     chunk = count + k
                     mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
-                    if PINGPONG == 2:
-                        mbarrier.wait(turn.index(CONSUMER), (turns & 1) ^ (1 - CONSUMER))
+                    _take_turn(turn, turns, CONSUMER, PINGPONG)
                     acc = warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
                     pre = warpgroup_mma(z_a, w1_smem.index((chunk + 1) % STAGES).permute((1, 0)), pre,
                                         use_acc=False, is_async=True)
-                    if PINGPONG == 2:
-                        mbarrier.arrive(turn.index(1 - CONSUMER))
+                    _pass_turn(turn, CONSUMER, PINGPONG)
                     turns += 1
                     pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
                     mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
-                bias = b1_smem.index(n_chunks - 1).load(gl.SliceLayout(0, PRE))
-                h = gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0), SHORT_GELU).to(w2_smem.dtype), H_OPERAND)
-                if PINGPONG == 2:
-                    mbarrier.wait(turn.index(CONSUMER), (turns & 1) ^ (1 - CONSUMER))
+                h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, SHORT_GELU)
+                _take_turn(turn, turns, CONSUMER, PINGPONG)
                 acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
                                     is_async=True)
-                if PINGPONG == 2:
-                    mbarrier.arrive(turn.index(1 - CONSUMER))
+                _pass_turn(turn, CONSUMER, PINGPONG)
                 turns += 1
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
@@ -891,9 +908,7 @@ if available():
                     pre = warpgroup_mma(z_a, w1_smem.index(slot).permute((1, 0)),
                                         gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
                     pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
-                    bias = b1_smem.index(k).load(gl.SliceLayout(0, PRE))
-                    hidden = _gelu_poly(pre, gl.expand_dims(bias, 0), SHORT_GELU)
-                    h = gl.convert_layout(hidden.to(w2_smem.dtype), H_OPERAND)
+                    h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, SHORT_GELU)
                     acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
                     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                     mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free

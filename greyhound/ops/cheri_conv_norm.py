@@ -948,6 +948,7 @@ _KERNELS = {"lc": _cheri_block_kernel, "cl": _cheri_block_kernel_t, "split": _ch
 # consumer (the consumers run only the MLP).
 _LAYOUTS = ("lc", "cl", "split", "gluon", "gluon_ws", "gluon_ws3", "gluon_wsz")
 _WS_CONSUMERS = {"gluon_ws": 2, "gluon_ws3": 3, "gluon_wsz": 2}
+_GLUON_LAYOUTS = ("gluon", *_WS_CONSUMERS)  # launched through _cheri_gluon's module functions
 _Z_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # other dot modes keep z in fp32
 
 
@@ -1083,14 +1084,11 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if layout != "gluon" and value is not None:  # a variant would otherwise time a kernel it does not apply to
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon layout only; this call runs layout "
                              f"{layout}")
-    if z_regs is not None and layout != "gluon" and layout not in _WS_CONSUMERS:
+    if z_regs is not None and layout not in _GLUON_LAYOUTS:
         raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to the gluon layouts only (gluon, gluon_ws, gluon_ws3, "
                          f"gluon_wsz); this call runs layout {layout}")
     ws_pipeline = _tuning.get(TUNING_OP, "ws_pipeline")
-    ws_schedule = _tuning.get(TUNING_OP, "ws_schedule")
-    if ws_schedule is not None and ws_schedule not in _WS_SCHEDULES:
-        raise ValueError(f"tuning: {TUNING_OP}.ws_schedule must be one of {', '.join(_WS_SCHEDULES)}, got "
-                         f"{ws_schedule!r}")
+    ws_schedule = _tuning.get(TUNING_OP, "ws_schedule")  # (its value checked by run_fused, before any candidate)
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule)):
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
@@ -1103,7 +1101,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     if z_regs is None:  # on where it applies and paid (docs/perf/cheri_block.md, session 25): level or slower at 64
         # hidden columns a chunk, 2.6-4.6% faster at 32 (the Gluon kernel; off in the warp-specialised ones)
         z_regs = layout == "gluon" and mode in ("bf16", "fp16") and block_e <= 32
-    if layout == "gluon" or layout in _WS_CONSUMERS:
+    if layout in _GLUON_LAYOUTS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
@@ -1209,13 +1207,13 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         config = (tuple(config) + ("lc", None)[len(config) - 4:])[:6]
     forced = None
     if tuning:
-        default = next(c for c in shape_candidates if c[4] != "gluon" and c[4] not in _WS_CONSUMERS)
+        default = next(c for c in shape_candidates if c[4] not in _GLUON_LAYOUTS)
         forced = _forced_config(default if config is None else config, hidden_width, tuning)
     if forced is not None:  # a tuning variant: exactly this config, never remembered as the shape's choice
         candidates, config = [forced], forced
     elif config is not None:
         candidates = [config]
-    elif key in _chosen_configs and _chosen_configs[key][4] != "gluon" and _chosen_configs[key][4] not in _WS_CONSUMERS:
+    elif key in _chosen_configs and _chosen_configs[key][4] not in _GLUON_LAYOUTS:
         candidates = [_chosen_configs[key]]
     else:  # a Gluon choice keeps the Triton kernels behind it (e.g. for a forced gelu, which it does not run)
         candidates = shape_candidates
@@ -1239,7 +1237,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                                  f"Gluon layouts only (gluon_ws, gluon_ws3, gluon_wsz); this call would run layout "
                                  f"{layout}")
             continue
-        if layout == "gluon" or layout in _WS_CONSUMERS:
+        if layout in _GLUON_LAYOUTS:
             if layout == "gluon":
                 unsupported = _cheri_gluon.unsupported(x, channels, hidden_width, mode, training, block_l, block_e,
                                                        num_warps, num_stages, gelu_of)
@@ -1247,8 +1245,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                 consumers, z_producer = _WS_CONSUMERS[layout], layout == "gluon_wsz"
                 unsupported = _cheri_gluon.unsupported_ws(
                     x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu_of,
-                    consumers, max_registers or (_cheri_gluon._WSZ_CONSUMER_REGS if z_producer
-                                                 else _cheri_gluon.ws_consumer_regs(consumers)),
+                    consumers, max_registers or _cheri_gluon.default_consumer_regs(consumers, z_producer),
                     bool(tuning.get("ws_pipeline")), z_producer,
                     _ws_pingpong(layout, tuning.get("ws_schedule")))
             if unsupported is not None:

@@ -1173,8 +1173,7 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
 
     def why(block_l=64, block_e=64, warps=4, stages=2, consumers=2, regs=None, pipeline=False, z_producer=False):
         return gluon_module.unsupported_ws(x, 128, 512, "bf16", False, block_l, block_e, warps, stages, "poly",
-                                           consumers, regs or (152 if z_producer else
-                                                               gluon_module.ws_consumer_regs(consumers)),
+                                           consumers, regs or gluon_module.default_consumer_regs(consumers, z_producer),
                                            pipeline, z_producer)
     assert why() is None and why(consumers=3, block_e=32, stages=4) is None
     assert why(stages=3, pipeline=True) is None
@@ -1425,5 +1424,7 @@ def test_warp_specialised_register_budget():
     # 88 when the consumers take more
     assert gluon_module.ws_consumer_regs(2, z_producer=True) == 192 and gluon_module.z_producer_regs(192) == 88
     assert gluon_module._WSZ_CONSUMER_REGS == 152 and gluon_module.z_producer_regs(152) == 168
+    assert gluon_module.default_consumer_regs(2, z_producer=True) == 152
+    assert [gluon_module.default_consumer_regs(n) for n in (2, 3)] == [232, 152]
     for regs in (152, 176, 192):
         assert 2 * 128 * regs + 128 * (gluon_module._PRODUCER_REGS + gluon_module.z_producer_regs(regs)) <= 65536
