@@ -3,6 +3,7 @@
 On CPU the Triton kernels run in the interpreter; there the megakernel's bf16 dots run as fp32 dots on
 bf16-rounded operands (same products, exact in fp32). The real bf16 tl.dot is checked by the `gpu` tests.
 """
+import numpy as np
 import pytest
 import torch
 
@@ -988,7 +989,8 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
     (16, 8, "gluon_wsz", 2), (64, 5, "gluon_wsz", 1),
     pytest.param(64, 3, "gluon_wsz", dict(ws_schedule="pingpong", z_regs=True), id="64-3-gluon_wsz-pingpong1-z_regs"),
     pytest.param(32, 6, "gluon_wsz", dict(z_regs=True, ws_schedule="chunk"), id="32-6-gluon_wsz-z_regs"),
-    pytest.param(32, 4, "gluon_ws", dict(ws_schedule="pingpong", z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs")])
+    pytest.param(32, 4, "gluon_ws", dict(ws_schedule="pingpong", z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs"),
+    pytest.param(64, 4, "gluon_wsz", dict(ws_schedule="pingpong", maxnreg=176), id="64-4-gluon_wsz-pingpong1-176-regs")])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
                                                               batch, block_e, stages, layout, pipeline):
     """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers; one chunk at a time or
@@ -1006,14 +1008,15 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     x = torch.randn(batch, channels, length, device="cuda", dtype=torch.bfloat16)
     params = block._params()
     schedule = (dict(ws_pipeline=pipeline) if isinstance(pipeline, bool) else
-                pipeline if isinstance(pipeline, dict) else dict(ws_schedule=("pingpong", "turns")[pipeline - 1]))
+                dict(pipeline) if isinstance(pipeline, dict) else dict(ws_schedule=("pingpong", "turns")[pipeline - 1]))
+    regs = schedule.pop("maxnreg", None)  # the consumers' registers (176: the z producer's two passes a tile)
     schedule.setdefault("gelu", "poly")  # gluon_wsz's own default is the degree-3 fit: not the Gluon kernel's GELU
     if layout == "gluon_wsz" and pipeline is False:  # one chunk at a time, not its default ping-pong schedule
         schedule["ws_schedule"] = "chunk"
         del schedule["ws_pipeline"]
     with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, **schedule):
         ws_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation,
-                                                  config=(64, block_e, 4, stages, layout))
+                                                  config=(64, block_e, 4, stages, layout) + ((regs,) if regs else ()))
     with torch.no_grad():
         gluon_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=(64, block_e, 4, 2, "gluon"))
     assert torch.equal(ws_out, gluon_out)
@@ -1045,6 +1048,62 @@ def test_gpu_short_gelu_stays_within_half_bounds(dtype):
     ulp = torch.finfo(dtype).eps * base.float().abs().clamp_min(1.0)
     differ = short != base
     assert ((short.float() - base.float()).abs() <= ulp).all() and differ.float().mean() < 0.05
+
+
+def test_short_gelu_clamp_holds_far_out():
+    """The degree-3 GELU (gelu=poly3) as _gelu_poly evaluates it, in fp32: its polynomial turns upwards past |u| = 13
+    (GELU(20) came out -4.5e25 without the clamp), so its argument is min(|u|, POLY3_CLAMP); the clamped form stays
+    within 1.2e-5 of GELU near 0 and 1e-5 relative out to |u| = 1e6, both signs."""
+    gluon_module = cheri_ops._cheri_gluon
+    coefficients = [np.float32(c) for c in gluon_module.ERFC_HALF_LOG2_POLY3.value]
+    clamp = np.float32(gluon_module.POLY3_CLAMP.value)
+    u = np.concatenate([np.linspace(-8, 8, 40001), np.geomspace(8, 1e6, 2001), -np.geomspace(8, 1e6, 2001)])
+    u = u.astype(np.float32)
+    a = np.minimum(np.abs(u), clamp)
+    f = coefficients[0] * a + coefficients[1]
+    for c in coefficients[2:]:
+        f = f * a + c
+    with np.errstate(over="raise"):
+        gelu = np.maximum(u, 0) - np.abs(u) * np.exp2(f * a - np.float32(1.0))
+    exact = torch.nn.functional.gelu(torch.from_numpy(u).double()).numpy()
+    assert np.isfinite(gelu).all()
+    near = np.abs(u) <= 8
+    assert np.abs(gelu[near] - exact[near]).max() < 1.2e-5
+    assert (np.abs(gelu[~near] - exact[~near]) <= 1e-5 * np.maximum(np.abs(exact[~near]), 1.0)).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_gpu_large_hidden_activations_stay_right_on_every_inference_path(dtype):
+    """fc1's weights scaled by 30 put the hidden pre-activations out to |u| ~ 100 (the degree-3 GELU's polynomial
+    blows up past |u| ~ 17 unclamped): every inference path (the default dispatch, tiny and large, and each layout with
+    its GELU) stays within the dtype's relative bounds of fp64."""
+    from greyhound import _tuning
+    block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
+    with torch.no_grad():
+        block.fc1.weight.mul_(30)
+    params = block._params()
+    bound = 1e-5 if dtype == torch.float32 else 2e-2
+    for batch in (2, 24):
+        x = torch.randn(batch, 128, 1024, device="cuda", dtype=dtype)
+        ref = fp64_twin(block).reference_forward(x.double())
+        scale = ref.abs().max().item()
+        with torch.no_grad():
+            outs = {"default": block(x)}
+        if dtype != torch.float32:
+            for gelu in ("poly", "poly3"):
+                with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu), torch.no_grad():
+                    outs[f"gluon_wsz-{gelu}"] = cheri_ops.cheri_block_megakernel(
+                        x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
+                    outs[f"gluon_ws-{gelu}"] = cheri_ops.cheri_block_megakernel(
+                        x, *params, dilation=4, config=(64, 64, 4, 3, "gluon_ws"))
+        with torch.no_grad():
+            outs["gluon"] = cheri_ops.cheri_block_megakernel(x, *params, dilation=4, config=(64, 64, 4, 2, "gluon"))
+            outs["lc"] = cheri_ops.cheri_block_megakernel(x, *params, dilation=4, config=(64, 32, 4, 2, "lc"))
+        assert scale > 5
+        for name, out in outs.items():
+            assert torch.isfinite(out).all(), name
+            assert max_abs(out, ref) < bound * scale, (name, batch, max_abs(out, ref), scale)
 
 
 @pytest.mark.gpu
@@ -1399,7 +1458,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_PRODUCER_REGS=168, PINGPONG={3: 1}.get(pingpong, pingpong), Z_REGS=False,
+                      Z_PRODUCER_REGS=168, Z_PASSES=1, PINGPONG={3: 1}.get(pingpong, pingpong), Z_REGS=False,
                       SHORT_GELU=pingpong == 3,
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
@@ -1419,7 +1478,6 @@ def test_warp_specialised_register_budget():
     for consumers, most in ((2, 232), (3, 152)):
         assert gluon_module.ws_consumer_regs(consumers) == most
         assert consumers * 128 * most + 128 * gluon_module._PRODUCER_REGS <= 65536
-    # with the z producer's warp group beside them
     # with the z producer's warp group beside them: by default it has 168 (what it needs without spilling), at least
     # 88 when the consumers take more
     assert gluon_module.ws_consumer_regs(2, z_producer=True) == 192 and gluon_module.z_producer_regs(192) == 88
@@ -1428,3 +1486,5 @@ def test_warp_specialised_register_budget():
     assert [gluon_module.default_consumer_regs(n) for n in (2, 3)] == [232, 152]
     for regs in (152, 176, 192):
         assert 2 * 128 * regs + 128 * (gluon_module._PRODUCER_REGS + gluon_module.z_producer_regs(regs)) <= 65536
+    # a whole tile a pass where the z producer has 168, two halves where the consumers take more
+    assert [gluon_module.z_passes(regs) for regs in (136, 152, 160, 176, 192)] == [1, 1, 2, 2, 2]
