@@ -135,7 +135,6 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
 # spilling (ptxas, Triton 3.6, offline); the consumers' maxnreg can trade its registers for theirs.
 _PRODUCER_WARPS, _PRODUCER_REGS = 4, 40
 _Z_STAGES, _Z_PRODUCER_MIN_REGS, _WSZ_CONSUMER_REGS = 4, 88, 152
-_Z_PRODUCER_FULL_REGS = 168
 
 
 def ws_consumer_regs(consumers, z_producer=False):
@@ -165,12 +164,6 @@ def z_stages(stages, block_e, channels, hidden_width, block_l=64):
 def z_producer_regs(consumer_regs):
     """The z producer's registers beside two consumers of `consumer_regs`: all that is left."""
     return (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS - 2 * 128 * consumer_regs) // 128 // 8 * 8
-
-
-def z_passes(consumer_regs):
-    """The z producer's passes over a tile: 1 where it has the registers for a whole (64, 128) tile
-    (_Z_PRODUCER_FULL_REGS, ptxas: it spills below), else 2 halves (consumers above the default's 152)."""
-    return 1 if z_producer_regs(consumer_regs) >= _Z_PRODUCER_FULL_REGS else 2
 
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
@@ -250,7 +243,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         CONSUMERS=consumers, CONSUMER_REGS=consumer_regs, PRODUCER_WARPS=_PRODUCER_WARPS,
         PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
         Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l) if z_producer else 1,
-        Z_PRODUCER_REGS=z_producer_regs(consumer_regs), Z_PASSES=z_passes(consumer_regs),
+        Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), SHORT_GELU=gelu == "poly3", num_warps=num_warps)
 
 
@@ -265,18 +258,15 @@ if available():
     def _tile_layout(block_l, block_c, num_warps):
         """(BLOCK_L = 16 * num_warps, C) tiles of x / z / out: each warp owns 16 positions, as in the wgmma
         accumulator; a thread holds 4 consecutive positions (x's contiguous axis: 8-byte tap loads) of C / 8
-        consecutive channels (vector loads of the per-channel parameters), 8 lanes across C. (A half tile, 8 *
-        num_warps rows, as the z producer's two passes: 2 lanes across positions, 16 across C, C / 16 channels each.) So LayerNorm's sums over C
+        consecutive channels (vector loads of the per-channel parameters), 8 lanes across C. So LayerNorm's sums over C
         stay within a warp (shuffles, no CTA barrier) and z goes to shared memory by stmatrix. Session 16, offline
         (Triton 3.6, sm_90a, (64, 64, 4 warps, ring 2)): 1896 -> 1709 instructions before the first wgmma, 15 -> 2 CTA
         barriers there, 64 STS.U16 -> 8 STSM; the earlier layout put the 4 warps across C. Measured on one H200, the
         kernel's time did not change (0.4679 -> 0.4673 ms at N=512): the prologue runs under the other CTA's MLP."""
         # (warp_specialize hands its partitions constexprs wrapped twice, and constexpr functions unwrap once)
-        block_l = getattr(getattr(block_l, "value", block_l), "value", getattr(block_l, "value", block_l))
         block_c = getattr(getattr(block_c, "value", block_c), "value", getattr(block_c, "value", block_c))
         num_warps = getattr(getattr(num_warps, "value", num_warps), "value", getattr(num_warps, "value", num_warps))
-        lanes_l = max(1, block_l // (4 * num_warps))
-        return gl.BlockedLayout([4, max(1, block_c * lanes_l // 32)], [lanes_l, 32 // lanes_l], [num_warps, 1], [0, 1])
+        return gl.BlockedLayout([4, max(1, block_c // 8)], [4, 8], [num_warps, 1], [0, 1])
 
     @gluon.constexpr_function
     def _next_power_of_2(n):
@@ -941,15 +931,13 @@ if available():
     def _ws_z_producer(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                        num_tiles, CONSUMERS: gl.constexpr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                        DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
-                       Z_PASSES: gl.constexpr, WARPS: gl.constexpr):
+                       WARPS: gl.constexpr):
         """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
         group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
         that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
         tile, as the consumers do. x's loads and the arithmetic come before the wait, so they run while the slot's
-        previous tile is still in use. With Z_PASSES 2 it computes and stores a tile in two halves of BLOCK_L / 2
-        positions (half the registers: the consumers get more), the second half after the wait."""
-        ROWS: gl.constexpr = BLOCK_L // Z_PASSES
-        TILE: gl.constexpr = _tile_layout(ROWS, C, WARPS)
+        previous tile is still in use."""
+        TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
         count = 0
@@ -957,19 +945,15 @@ if available():
             for consumer in gl.static_range(CONSUMERS):
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
                 n = tile // num_l_blocks
+                offs_l = (tile % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
+                in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
+                z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr,
+                                          conv_b_ptr, gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L,
+                                          BLOCK_L, TILE)
                 slot = count % Z_STAGES
-                for half in gl.static_range(Z_PASSES):
-                    offs_l = (tile % num_l_blocks) * BLOCK_L + half * ROWS + gl.arange(
-                        0, ROWS, layout=gl.SliceLayout(1, TILE))
-                    in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-                    z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr,
-                                              conv_b_ptr, gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION,
-                                              EVEN_L, ROWS, TILE)
-                    if half == 0:
-                        # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier,
-                        # pass at once)
-                        mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
-                    z_ring.index(slot).slice(half * ROWS, ROWS).store(z.to(z_ring.dtype))
+                # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier, pass at once)
+                mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
+                z_ring.index(slot).store(z.to(z_ring.dtype))
                 fence_async_shared()
                 _cta_barrier()  # (this partition's warps) all of the tile is in shared memory
                 mbarrier.arrive(z_ready.index(slot))
@@ -983,7 +967,7 @@ if available():
         EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
-        Z_PRODUCER_REGS: gl.constexpr, Z_PASSES: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
+        Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
         SHORT_GELU: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
@@ -1042,7 +1026,7 @@ if available():
                                 Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
-                                  Z_PASSES, num_warps)),
+                                  num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])

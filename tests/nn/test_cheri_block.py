@@ -989,8 +989,7 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
     (16, 8, "gluon_wsz", 2), (64, 5, "gluon_wsz", 1),
     pytest.param(64, 3, "gluon_wsz", dict(ws_schedule="pingpong", z_regs=True), id="64-3-gluon_wsz-pingpong1-z_regs"),
     pytest.param(32, 6, "gluon_wsz", dict(z_regs=True, ws_schedule="chunk"), id="32-6-gluon_wsz-z_regs"),
-    pytest.param(32, 4, "gluon_ws", dict(ws_schedule="pingpong", z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs"),
-    pytest.param(64, 4, "gluon_wsz", dict(ws_schedule="pingpong", maxnreg=176), id="64-4-gluon_wsz-pingpong1-176-regs")])
+    pytest.param(32, 4, "gluon_ws", dict(ws_schedule="pingpong", z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs")])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
                                                               batch, block_e, stages, layout, pipeline):
     """The warp-specialised persistent kernel (layouts gluon_ws / gluon_ws3: 2 / 3 consumers; one chunk at a time or
@@ -1009,14 +1008,13 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     params = block._params()
     schedule = (dict(ws_pipeline=pipeline) if isinstance(pipeline, bool) else
                 dict(pipeline) if isinstance(pipeline, dict) else dict(ws_schedule=("pingpong", "turns")[pipeline - 1]))
-    regs = schedule.pop("maxnreg", None)  # the consumers' registers (176: the z producer's two passes a tile)
     schedule.setdefault("gelu", "poly")  # gluon_wsz's own default is the degree-3 fit: not the Gluon kernel's GELU
     if layout == "gluon_wsz" and pipeline is False:  # one chunk at a time, not its default ping-pong schedule
         schedule["ws_schedule"] = "chunk"
         del schedule["ws_pipeline"]
     with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, **schedule):
         ws_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation,
-                                                  config=(64, block_e, 4, stages, layout) + ((regs,) if regs else ()))
+                                                  config=(64, block_e, 4, stages, layout))
     with torch.no_grad():
         gluon_out = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=(64, block_e, 4, 2, "gluon"))
     assert torch.equal(ws_out, gluon_out)
@@ -1047,7 +1045,7 @@ def test_gpu_short_gelu_stays_within_half_bounds(dtype):
     assert max_abs(short, ref) < HALF_BOUNDS[dtype]
     ulp = torch.finfo(dtype).eps * base.float().abs().clamp_min(1.0)
     differ = short != base
-    assert ((short.float() - base.float()).abs() <= ulp).all() and differ.float().mean() < 0.05
+    assert ((short.float() - base.float()).abs() <= ulp).all() and differ.float().mean() < 0.25
 
 
 def test_short_gelu_clamp_holds_far_out():
@@ -1458,7 +1456,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_PRODUCER_REGS=168, Z_PASSES=1, PINGPONG={3: 1}.get(pingpong, pingpong), Z_REGS=False,
+                      Z_PRODUCER_REGS=168, PINGPONG={3: 1}.get(pingpong, pingpong), Z_REGS=False,
                       SHORT_GELU=pingpong == 3,
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
@@ -1486,5 +1484,3 @@ def test_warp_specialised_register_budget():
     assert [gluon_module.default_consumer_regs(n) for n in (2, 3)] == [232, 152]
     for regs in (152, 176, 192):
         assert 2 * 128 * regs + 128 * (gluon_module._PRODUCER_REGS + gluon_module.z_producer_regs(regs)) <= 65536
-    # a whole tile a pass where the z producer has 168, two halves where the consumers take more
-    assert [gluon_module.z_passes(regs) for regs in (136, 152, 160, 176, 192)] == [1, 1, 2, 2, 2]
