@@ -150,13 +150,14 @@ def default_consumer_regs(consumers, z_producer=False):
     return _WSZ_CONSUMER_REGS if z_producer else ws_consumer_regs(consumers)
 
 
-def z_stages(stages, block_e, channels, hidden_width, block_l=64):
+def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False):
     """The z ring's depth beside a weight ring of `stages` slots: _Z_STAGES (two tiles a consumer) where the H200's
     shared memory holds it, else as many as fit (a ring of 5 at 64 hidden columns and C=128 runs with 3 z slots); 0
     when not even one a consumer fits."""
     # bf16/fp16 weight rings, b1 (fp32), the layout conversions' scratch (a tile) and the barriers: 215180 bytes in
     # all at (64, 64, ring 4, 4 z slots), 247980 at ring 5 (Triton 3.6, H200)
-    others = stages * 2 * block_e * channels * 2 + hidden_width * 4 + block_l * channels * 2 + 1024
+    # (b1: fp32, or with b1_mma a (block_e, 16) bf16/fp16 block a chunk)
+    others = stages * 2 * block_e * channels * 2 + hidden_width * (32 if b1_mma else 4) + block_l * channels * 2 + 1024
     fits = (232448 - others) // (block_l * channels * 2)
     return min(_Z_STAGES, fits) if fits >= 2 else 0
 
@@ -167,7 +168,7 @@ def z_producer_regs(consumer_regs):
 
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
-                   consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0):
+                   consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0, b1_mma=False):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu, True)
     if why_not is not None:
@@ -185,7 +186,10 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     if consumer_regs % 8 or not 24 <= consumer_regs <= most:
         return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {most}] with {consumers} " \
                f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs}"
-    if z_producer and not z_stages(stages, block_e, channels, hidden_width, block_l):
+    if b1_mma and not (z_producer and pingpong == 1):
+        return f"b1_mma (b1 added by a wgmma) runs in layout gluon_wsz with the pingpong schedule only, got " \
+               f"z_producer={z_producer}, pingpong={pingpong}"
+    if z_producer and not z_stages(stages, block_e, channels, hidden_width, block_l, b1_mma):
         return f"its weight ring of {stages} slots of {block_e} hidden columns leaves no room in the H200's shared " \
                f"memory for the z producer's ring (a tile a consumer, {block_l} x {channels}): fewer num_stages or " \
                f"hidden columns"
@@ -210,13 +214,14 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
-              z_producer=False, pingpong=0, z_regs=False, gelu="poly"):
+              z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
     time) a warp group of its own computes every tile's conv + LayerNorm into a ring the consumers read. With
     `pingpong` 1 each consumer issues chunk k's second GEMM and chunk k+1's first together and waits once a chunk; with
-    2 the two consumers also take turns at issuing them (a ring of at least 3). With `z_regs` the consumers read z
+    2 the two consumers also take turns at issuing them (a ring of at least 3). With `b1_mma` (z_producer, pingpong 1)
+    b1 is added by a k=16 wgmma a chunk (a column of ones against b1) instead of an FADD a hidden element. With `z_regs` the consumers read z
     into registers once a tile, the first GEMMs' A operand (a quarter of their shared-memory operand traffic at 64
     hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU fit (not with `pipeline`)."""
     if pipeline and stages < 3:
@@ -231,7 +236,10 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
                          f"pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
     batch, channels, length = x.shape
-    if z_producer and not z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l):
+    if b1_mma and not (z_producer and pingpong == 1):
+        raise ValueError(f"b1_mma runs with z_producer and pingpong 1 only, got z_producer={z_producer}, "
+                         f"pingpong={pingpong}")
+    if z_producer and not z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma):
         raise ValueError(f"z_producer: a weight ring of {stages} slots of {block_e} hidden columns leaves no room for "
                          f"the z ring in shared memory")
     num_tiles = cdiv(length, block_l) * batch
@@ -242,9 +250,10 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
         CONSUMERS=consumers, CONSUMER_REGS=consumer_regs, PRODUCER_WARPS=_PRODUCER_WARPS,
         PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
-        Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l) if z_producer else 1,
+        Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma) if z_producer else 1,
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
-        PINGPONG=int(pingpong), Z_REGS=bool(z_regs), SHORT_GELU=gelu == "poly3", num_warps=num_warps)
+        PINGPONG=int(pingpong), Z_REGS=bool(z_regs), SHORT_GELU=gelu == "poly3", B1_MMA=bool(b1_mma),
+        num_warps=num_warps)
 
 
 def warn_fallback(error):
@@ -281,14 +290,17 @@ if available():
         return gl.BlockedLayout([1, 8], [32 // lanes_c, lanes_c], [num_warps, 1], [1, 0])
 
     @gluon.jit
-    def _gelu_poly(pre, bias, SHORT: gl.constexpr = False):
+    def _gelu_poly(pre, bias, SHORT: gl.constexpr = False, ADD: gl.constexpr = True):
         """erf-GELU of u = pre + bias without erf, fp32: `_gelu_erf`'s polynomial, evaluated as
         max(u, 0) - |u| * 2^(|u| Q(|u|) - 1) (E/2 in one ex2 of an FMA; the -|u| is a multiply by -1.0, which LLVM turns
         into a negation that ptxas folds into the FMA, where `-x` would be 0 - x, an FADD of its own): an add, 8 FMAs,
         a max and an ex2 a hidden element, where _gelu_erf's form takes 12 operations. In the Triton kernel this form
         measured 17% slower (session 15), so that kernel keeps _gelu_erf's. With SHORT the degree-3 fit
         (ERFC_HALF_LOG2_POLY3: 5 FMAs and a clamp, 1.2e-5 absolute)."""
-        u = pre + bias
+        if ADD:
+            u = pre + bias
+        else:  # (the bias is in pre already)
+            u = pre
         if SHORT:  # clamped: see POLY3_CLAMP (one FMNMX a hidden element)
             a = gl.minimum(gl.abs(u), POLY3_CLAMP)
             f = gl.fma(a, ERFC_HALF_LOG2_POLY3[0], ERFC_HALF_LOG2_POLY3[1])
@@ -765,11 +777,16 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
-    def _hidden_operand(pre, b1_row, DOT_T: gl.constexpr, H_OPERAND: gl.constexpr, SHORT: gl.constexpr):
+    def _hidden_operand(pre, b1_row, DOT_T: gl.constexpr, H_OPERAND: gl.constexpr, SHORT: gl.constexpr,
+                        B1_MMA: gl.constexpr = False):
         """GELU(pre + b1[chunk]) (b1_row: the chunk's row of b1's fp32 copy in shared memory) rounded to the dots'
-        type, as the second GEMM's A operand (registers)."""
-        bias = b1_row.load(gl.SliceLayout(0, pre.type.layout))
-        return gl.convert_layout(_gelu_poly(pre, gl.expand_dims(bias, 0), SHORT).to(DOT_T), H_OPERAND)
+        type, as the second GEMM's A operand (registers). With B1_MMA pre has b1 in it already (b1_row not read)."""
+        if B1_MMA:
+            gelu = _gelu_poly(pre, 0.0, SHORT, False)
+        else:
+            bias = b1_row.load(gl.SliceLayout(0, pre.type.layout))
+            gelu = _gelu_poly(pre, gl.expand_dims(bias, 0), SHORT)
+        return gl.convert_layout(gelu.to(DOT_T), H_OPERAND)
 
     @gluon.jit
     def _take_turn(turn, turns, CONSUMER: gl.constexpr, PINGPONG: gl.constexpr):
@@ -790,7 +807,8 @@ if available():
                      CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
-                     PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, SHORT_GELU: gl.constexpr, WARPS: gl.constexpr):
+                     PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, SHORT_GELU: gl.constexpr, B1_MMA: gl.constexpr,
+                     WARPS: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -808,6 +826,11 @@ if available():
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
         offs_c_acc = gl.arange(0, C, layout=gl.SliceLayout(0, ACC))
+        if B1_MMA:  # the A operand of b1's wgmma: a (BLOCK_L, 16) block whose column 0 is 1, the rest 0
+            ONES: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=PRE, k_width=2)
+            ones_cols = gl.arange(0, 16, layout=gl.SliceLayout(0, ONES))
+            ones = gl.where(gl.expand_dims(ones_cols, 0) == 0, 1.0, 0.0) + gl.zeros([BLOCK_L, 16], gl.float32, ONES)
+            ones = ones.to(w1_smem.dtype)
         count = 0  # chunks consumed so far, as the producer counts them
         turns = 0  # with PINGPONG == 2: turns taken so far
         z_count = CONSUMER  # with Z_PRODUCER: this tile's place in the z producer's order (CONSUMERS a group)
@@ -881,24 +904,30 @@ if available():
                 # inject a wait and serialise them (C7517, C7515; Triton 3.6, offline).
                 mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
                 _take_turn(turn, turns, CONSUMER, PINGPONG)
-                pre = warpgroup_mma(z_a, w1_smem.index(count % STAGES).permute((1, 0)),
-                                    gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
+                pre = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
+                if B1_MMA:
+                    pre = warpgroup_mma(ones, b1_smem.index(0).permute((1, 0)), pre, use_acc=False, is_async=True)
+                pre = warpgroup_mma(z_a, w1_smem.index(count % STAGES).permute((1, 0)), pre, use_acc=B1_MMA,
+                                    is_async=True)
                 _pass_turn(turn, CONSUMER, PINGPONG)
                 turns += 1
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                 for k in range(n_chunks - 1):
-                    h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, SHORT_GELU)
+                    h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, SHORT_GELU, B1_MMA)
                     chunk = count + k
                     mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
                     _take_turn(turn, turns, CONSUMER, PINGPONG)
                     acc = warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
+                    if B1_MMA:
+                        pre = warpgroup_mma(ones, b1_smem.index(k + 1).permute((1, 0)), pre, use_acc=False,
+                                            is_async=True)
                     pre = warpgroup_mma(z_a, w1_smem.index((chunk + 1) % STAGES).permute((1, 0)), pre,
-                                        use_acc=False, is_async=True)
+                                        use_acc=B1_MMA, is_async=True)
                     _pass_turn(turn, CONSUMER, PINGPONG)
                     turns += 1
                     pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
                     mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
-                h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, SHORT_GELU)
+                h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, SHORT_GELU, B1_MMA)
                 _take_turn(turn, turns, CONSUMER, PINGPONG)
                 acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
                                     is_async=True)
@@ -968,7 +997,7 @@ if available():
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
-        SHORT_GELU: gl.constexpr, num_warps: gl.constexpr,
+        SHORT_GELU: gl.constexpr, B1_MMA: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -981,6 +1010,7 @@ if available():
         gl.static_assert(not Z_PRODUCER or Z_STAGES >= CONSUMERS, "a z slot for each consumer's tile")
         gl.static_assert(not PINGPONG or not PIPELINE, "one consumer schedule")
         gl.static_assert(not SHORT_GELU or not PIPELINE, "the pipelined consumers run the default GELU")
+        gl.static_assert(not B1_MMA or (Z_PRODUCER and PINGPONG == 1), "b1's wgmma: gluon_wsz, pingpong only")
         gl.static_assert(PINGPONG != 2 or (CONSUMERS == 2 and STAGES >= 3), "turns between two consumers, ring >= 3")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
@@ -992,11 +1022,22 @@ if available():
             z_ring = gl.allocate_shared_memory(DOT_T, [Z_STAGES, BLOCK_L, C], Z_SHARED)
         else:  # one tile per consumer
             z_ring = gl.allocate_shared_memory(DOT_T, [CONSUMERS, BLOCK_L, C], Z_SHARED)
-        B1_ROW: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
-        b1_smem = gl.allocate_shared_memory(  # b1 in fp32, one row per hidden chunk (the chunk loop indexes it)
-            gl.float32, [HIDDEN // BLOCK_E, BLOCK_E], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
-        for k in gl.static_range(HIDDEN // BLOCK_E):
-            b1_smem.index(k).store(gl.load(b1_ptr + k * BLOCK_E + gl.arange(0, BLOCK_E, layout=B1_ROW)).to(gl.float32))
+        if B1_MMA:  # b1 as the B operand of a k=16 wgmma a chunk (column 0 of each (BLOCK_E, 16) block; the rest 0)
+            B1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, 16], DOT_T)
+            b1_smem = gl.allocate_shared_memory(DOT_T, [HIDDEN // BLOCK_E, BLOCK_E, 16], B1_SHARED)
+            B1_FILL: gl.constexpr = gl.BlockedLayout([1, 16], [32, 1], [num_warps, 1], [1, 0])
+            b1_cols = gl.expand_dims(gl.arange(0, 16, layout=gl.SliceLayout(0, B1_FILL)), 0)
+            for k in gl.static_range(HIDDEN // BLOCK_E):
+                b1_col = gl.load(b1_ptr + k * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, B1_FILL)))
+                b1_smem.index(k).store(gl.where(b1_cols == 0, gl.expand_dims(b1_col, 1), 0.0).to(DOT_T))
+            fence_async_shared()
+        else:
+            B1_ROW: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
+            b1_smem = gl.allocate_shared_memory(  # b1 in fp32, one row per hidden chunk (the chunk loop indexes it)
+                gl.float32, [HIDDEN // BLOCK_E, BLOCK_E], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+            for k in gl.static_range(HIDDEN // BLOCK_E):
+                b1_smem.index(k).store(
+                    gl.load(b1_ptr + k * BLOCK_E + gl.arange(0, BLOCK_E, layout=B1_ROW)).to(gl.float32))
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for s in gl.static_range(STAGES):
@@ -1019,11 +1060,11 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
+                                Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
+                                Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps)),
@@ -1035,11 +1076,11 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
@@ -1048,15 +1089,15 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, num_warps)),
+                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

@@ -78,6 +78,8 @@ _tuning.register(
                       "at a time; gluon_ws/gluon_ws3's default), pingpong (chunk k's second GEMM and chunk k+1's first "
                       "issued together, one wait a chunk; gluon_wsz's default) or turns (pingpong, the two consumers "
                       "taking turns at issuing; stages >= 3). Session 31's logs call pingpong / turns ws_pingpong=1 / 2"),
+    b1_mma=(bool, "layout gluon_wsz with the pingpong schedule: b1 added by a k=16 wgmma a chunk (a column of ones "
+                  "against b1, accumulated with the first GEMM) instead of an FADD a hidden element"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -1089,6 +1091,10 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                          f"gluon_wsz); this call runs layout {layout}")
     ws_pipeline = _tuning.get(TUNING_OP, "ws_pipeline")
     ws_schedule = _tuning.get(TUNING_OP, "ws_schedule")  # (its value checked by run_fused, before any candidate)
+    b1_mma = _tuning.get(TUNING_OP, "b1_mma")
+    if b1_mma is not None and layout != "gluon_wsz":
+        raise ValueError(f"tuning: {TUNING_OP}.b1_mma applies to the gluon_wsz layout only; this call runs layout "
+                         f"{layout}")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule)):
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
@@ -1106,7 +1112,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu,
-                          pingpong=_ws_pingpong(layout, ws_schedule))
+                          pingpong=_ws_pingpong(layout, ws_schedule), b1_mma=bool(b1_mma))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1247,7 +1253,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu_of,
                     consumers, max_registers or _cheri_gluon.default_consumer_regs(consumers, z_producer),
                     bool(tuning.get("ws_pipeline")), z_producer,
-                    _ws_pingpong(layout, tuning.get("ws_schedule")))
+                    _ws_pingpong(layout, tuning.get("ws_schedule")), bool(tuning.get("b1_mma")))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

@@ -1048,6 +1048,31 @@ def test_gpu_short_gelu_stays_within_half_bounds(dtype):
     assert ((short.float() - base.float()).abs() <= ulp).all() and differ.float().mean() < 0.25
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
+def test_gpu_b1_by_wgmma_matches_the_bias_add(dtype, channels, expansion, kernel_size, dilation, length, batch):
+    """b1_mma (gluon_wsz, pingpong): b1 enters the first GEMM's fp32 accumulator through a k=16 wgmma instead of an
+    FADD on it, so pre-activations differ only in fp32 rounding order; the output stays within the half bounds of fp64
+    and within two output ulps of the FADD kernel (a b1 block in the wrong chunk, a stale ones column or a missing
+    fence would move whole rows by |b1| ~ 0.2), on C 16..128, ragged L and 640 tiles."""
+    from greyhound import _tuning
+    hidden = channels * expansion
+    block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=dtype, device="cuda")
+    x = torch.randn(batch, channels, length, device="cuda", dtype=dtype)
+    params = block._params()
+    block_e = 64 if hidden % 64 == 0 else 32 if hidden % 32 == 0 else 16
+    config = (64, block_e, 4, 4, "gluon_wsz")
+    with torch.no_grad():
+        base = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
+            folded = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
+    ulp = torch.finfo(dtype).eps * base.float().abs().clamp_min(1.0)
+    assert ((folded.float() - base.float()).abs() <= 2 * ulp).all()
+    ref = fp64_twin(block).reference_forward(x[:3].double())
+    assert max_abs(folded[:3], ref) < HALF_BOUNDS[dtype]
+
+
 def test_short_gelu_clamp_holds_far_out():
     """The degree-3 GELU (gelu=poly3) as _gelu_poly evaluates it, in fp32: its polynomial turns upwards past |u| = 13
     (GELU(20) came out -4.5e25 without the clamp), so its argument is min(|u|, POLY3_CLAMP); the clamped form stays
@@ -1092,6 +1117,9 @@ def test_gpu_large_hidden_activations_stay_right_on_every_inference_path(dtype):
             for gelu in ("poly", "poly3"):
                 with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu), torch.no_grad():
                     outs[f"gluon_wsz-{gelu}"] = cheri_ops.cheri_block_megakernel(
+                        x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
+                with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu, b1_mma=True), torch.no_grad():
+                    outs[f"gluon_wsz-{gelu}-b1_mma"] = cheri_ops.cheri_block_megakernel(
                         x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
                     outs[f"gluon_ws-{gelu}"] = cheri_ops.cheri_block_megakernel(
                         x, *params, dilation=4, config=(64, 64, 4, 3, "gluon_ws"))
@@ -1251,6 +1279,14 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
         gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 2, consumers=3, z_producer=True)
     # the degree-3 GELU fit: the warp-specialised layouts, not the pipelined consumers, not the gluon layout
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly3", 2, 152, False, True, 1) is None
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4, "poly3", 2, 152, False, True, 1,
+                                       b1_mma=True) is None
+    assert "b1_mma (b1 added by a wgmma) runs in layout gluon_wsz with the pingpong schedule only, got " \
+           "z_producer=True, pingpong=2" in gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4,
+                                                                       "poly3", 2, 152, False, True, 2, b1_mma=True)
+    # b1 as (64, 16) blocks a chunk: 16 KiB at 512 hidden columns, where fp32 b1 took 2 KiB; ring 4 keeps 4 z slots
+    assert gluon_module.z_stages(4, 64, 128, 512, b1_mma=True) == 4 and gluon_module.z_stages(5, 64, 128, 512, 64,
+                                                                                                True) == 2
     assert "runs in the warp-specialised layouts only" in gluon_module.unsupported(
         x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly3")
     assert "pipelined consumers (ws_pipeline) run the default GELU (poly), got gelu='poly3'" in \
@@ -1457,7 +1493,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168, PINGPONG={3: 1}.get(pingpong, pingpong), Z_REGS=False,
-                      SHORT_GELU=pingpong == 3,
+                      SHORT_GELU=pingpong == 3, B1_MMA=False,
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
