@@ -666,9 +666,17 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     plan = cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
     assert plan.kwargs["z_producer"] is True and plan.kwargs["consumers"] == 2 and plan.kwargs["pipeline"] is False
     assert plan.kwargs["pingpong"] == 1  # its default schedule; one chunk at a time by name
-    with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="chunk"):
+    assert plan.kwargs["b1_mma"] is True  # b1 by wgmma: on with the pingpong schedule, off by name or elsewhere
+    with _tuning.override(cheri_ops.TUNING_OP, b1_mma=False):
         assert cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                    "poly").kwargs["pingpong"] == 0
+                                    "poly").kwargs["b1_mma"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
+        with pytest.raises(ValueError, match="b1_mma applies to the gluon_wsz layout only; this call runs layout "
+                                             "gluon_ws"):
+            cheri_ops._make_plan((64, 64, 4, 3, "gluon_ws", None), x, 512, 3, "bf16", False, 4, "poly")
+    with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="chunk"):
+        plan = cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
+        assert plan.kwargs["pingpong"] == 0 and plan.kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="turns"):
         assert cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
                                     "poly").kwargs["pingpong"] == 2
@@ -1009,6 +1017,8 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     schedule = (dict(ws_pipeline=pipeline) if isinstance(pipeline, bool) else
                 dict(pipeline) if isinstance(pipeline, dict) else dict(ws_schedule=("pingpong", "turns")[pipeline - 1]))
     schedule.setdefault("gelu", "poly")  # gluon_wsz's own default is the degree-3 fit: not the Gluon kernel's GELU
+    if layout == "gluon_wsz":  # nor its b1 by wgmma (the same sum in another order)
+        schedule.setdefault("b1_mma", False)
     if layout == "gluon_wsz" and pipeline is False:  # one chunk at a time, not its default ping-pong schedule
         schedule["ws_schedule"] = "chunk"
         del schedule["ws_pipeline"]
@@ -1115,12 +1125,11 @@ def test_gpu_large_hidden_activations_stay_right_on_every_inference_path(dtype):
             outs = {"default": block(x)}
         if dtype != torch.float32:
             for gelu in ("poly", "poly3"):
+                for b1_mma in (False, True):
+                    with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu, b1_mma=b1_mma), torch.no_grad():
+                        outs[f"gluon_wsz-{gelu}-b1_mma={b1_mma}"] = cheri_ops.cheri_block_megakernel(
+                            x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
                 with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu), torch.no_grad():
-                    outs[f"gluon_wsz-{gelu}"] = cheri_ops.cheri_block_megakernel(
-                        x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
-                with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu, b1_mma=True), torch.no_grad():
-                    outs[f"gluon_wsz-{gelu}-b1_mma"] = cheri_ops.cheri_block_megakernel(
-                        x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
                     outs[f"gluon_ws-{gelu}"] = cheri_ops.cheri_block_megakernel(
                         x, *params, dilation=4, config=(64, 64, 4, 3, "gluon_ws"))
         with torch.no_grad():
@@ -1475,7 +1484,7 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, True, 2, False, True, 3)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
-    # (pingpong 3 in this table: the bf16/fp16 default, the ping-pong schedule with the degree-3 GELU)
+    # (pingpong 3 in this table: the bf16/fp16 default, the ping-pong schedule with the degree-3 GELU and b1 by wgmma)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1493,7 +1502,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168, PINGPONG={3: 1}.get(pingpong, pingpong), Z_REGS=False,
-                      SHORT_GELU=pingpong == 3, B1_MMA=False,
+                      SHORT_GELU=pingpong == 3, B1_MMA=pingpong == 3,
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
