@@ -221,9 +221,10 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     time) a warp group of its own computes every tile's conv + LayerNorm into a ring the consumers read. With
     `pingpong` 1 each consumer issues chunk k's second GEMM and chunk k+1's first together and waits once a chunk; with
     2 the two consumers also take turns at issuing them (a ring of at least 3). With `b1_mma` (z_producer, pingpong 1)
-    b1 is added by a k=16 wgmma a chunk (a column of ones against b1) instead of an FADD a hidden element. With `z_regs` the consumers read z
-    into registers once a tile, the first GEMMs' A operand (a quarter of their shared-memory operand traffic at 64
-    hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU fit (not with `pipeline`)."""
+    b1 is added by a k=16 wgmma a chunk (a column of ones against b1) instead of an FADD a hidden element. With
+    `z_regs` the consumers read z into registers once a tile, the first GEMMs' A operand (a quarter of their
+    shared-memory operand traffic at 64 hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU
+    fit (not with `pipeline`)."""
     if pipeline and stages < 3:
         raise ValueError(f"pipeline (the pipelined consumers) needs stages >= 3, got stages={stages}")
     if z_producer and (consumers != 2 or pipeline):
