@@ -1251,7 +1251,9 @@ def test_gpu_warp_specialised_kernel_rejects_what_it_cannot_run():
              (dict(tile, layout="gluon_ws", maxnreg=240), r"multiple of 8 in \[24, 232\] with 2 consumers"),
              (dict(tile, layout="gluon_ws3", maxnreg=160), r"\[24, 152\] with 3 consumers, got 160"),
              (dict(tile, layout="gluon_ws3", stages=1), "num_stages"),
-             (dict(tile, layout="gluon_wsz", maxnreg=196), r"\[24, 192\] with 2 consumers and the z producer, got 196"))
+             (dict(tile, layout="gluon_wsz", maxnreg=196), r"\[24, 192\] with 2 consumers and the z producer, got 196"),
+             (dict(tile, layout="gluon_wsz", stages=3, ws_schedule="turns", b1_mma=True),
+              "b1_mma .* with the pingpong schedule only, got z_producer=True, pingpong=2"))
     for options, words in cases:
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad():
             with pytest.raises(ValueError, match=f"layout {options['layout']} does not apply here: .*{words}"):
