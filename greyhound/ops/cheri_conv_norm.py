@@ -80,7 +80,7 @@ _tuning.register(
                       "taking turns at issuing; stages >= 3). Session 31's logs call pingpong / turns ws_pingpong=1 / 2"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong schedule: b1 added by a k=16 wgmma a chunk (a column of ones "
                   "against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
-                  "there; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
+                  "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
     norm_dx_block_l=(int, "conv + LayerNorm backward (dx) kernel: positions per program (power of 2)"),
@@ -1030,11 +1030,12 @@ def _ws_pingpong(layout, schedule):
     return _WS_SCHEDULES[schedule]
 
 
-def _ws_b1_mma(layout, schedule, b1_mma):
-    """launch_ws's b1_mma for a b1_mma tunable (None: on where it runs, gluon_wsz on the pingpong schedule; session 32,
-    H200 sweep CLI, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884, N=64 level)."""
+def _ws_b1_mma(layout, schedule, b1_mma, block_e):
+    """launch_ws's b1_mma for a b1_mma tunable (None: on where it was measured and GPU-tested, gluon_wsz on the pingpong
+    schedule at 64 hidden columns a chunk; session 32, H200 sweep CLI, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 ->
+    0.3884, N=64 level. Narrower chunks run it when asked for by name)."""
     if b1_mma is None:
-        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1
+        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and block_e == 64
     return bool(b1_mma)
 
 
@@ -1121,7 +1122,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if layout in _WS_CONSUMERS:
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu,
-                          pingpong=_ws_pingpong(layout, ws_schedule), b1_mma=_ws_b1_mma(layout, ws_schedule, b1_mma))
+                          pingpong=_ws_pingpong(layout, ws_schedule), b1_mma=_ws_b1_mma(layout, ws_schedule, b1_mma,
+                                                                                        block_e))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1263,7 +1265,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     consumers, max_registers or _cheri_gluon.default_consumer_regs(consumers, z_producer),
                     bool(tuning.get("ws_pipeline")), z_producer,
                     _ws_pingpong(layout, tuning.get("ws_schedule")),
-                    _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma")))
+                    _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

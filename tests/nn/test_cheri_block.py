@@ -677,6 +677,12 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="chunk"):
         plan = cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
         assert plan.kwargs["pingpong"] == 0 and plan.kwargs["b1_mma"] is False
+    # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
+    assert cheri_ops._make_plan((64, 32, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
+                                "poly").kwargs["b1_mma"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
+        assert cheri_ops._make_plan((64, 32, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
+                                    "poly").kwargs["b1_mma"] is True
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="turns"):
         assert cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
                                     "poly").kwargs["pingpong"] == 2
@@ -1059,24 +1065,31 @@ def test_gpu_short_gelu_stays_within_half_bounds(dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("block_e", [64, 32, 16])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
-def test_gpu_b1_by_wgmma_matches_the_bias_add(dtype, channels, expansion, kernel_size, dilation, length, batch):
+def test_gpu_b1_by_wgmma_matches_the_bias_add(dtype, channels, expansion, kernel_size, dilation, length, batch,
+                                              block_e):
     """b1_mma (gluon_wsz, pingpong): b1 enters the first GEMM's fp32 accumulator through a k=16 wgmma instead of an
     FADD on it, so pre-activations differ only in fp32 rounding order; the output stays within the half bounds of fp64
     and within two output ulps of the FADD kernel (a b1 block in the wrong chunk, a stale ones column or a missing
-    fence would move whole rows by |b1| ~ 0.2), on C 16..128, ragged L and 640 tiles."""
+    fence would move whole rows by |b1| ~ 0.2), on C 16..128, ragged L and 640 tiles, and 16 to 64 hidden columns a
+    chunk (the default takes it at 64; 16 and 32 by name)."""
     from greyhound import _tuning
     hidden = channels * expansion
     block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=dtype, device="cuda")
     x = torch.randn(batch, channels, length, device="cuda", dtype=dtype)
     params = block._params()
-    block_e = 64 if hidden % 64 == 0 else 32 if hidden % 32 == 0 else 16
+    if hidden % block_e:
+        pytest.skip("BLOCK_E must divide the hidden width")
     config = (64, block_e, 4, 4, "gluon_wsz")
     with torch.no_grad():
-        base = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
+        default = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, b1_mma=False):
+            base = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
         with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
             folded = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
+    assert torch.equal(default, folded if block_e == 64 else base)
     ulp = torch.finfo(dtype).eps * base.float().abs().clamp_min(1.0)
     assert ((folded.float() - base.float()).abs() <= 2 * ulp).all()
     ref = fp64_twin(block).reference_forward(x[:3].double())
