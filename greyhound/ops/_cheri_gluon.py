@@ -291,17 +291,13 @@ if available():
         return gl.BlockedLayout([1, 8], [32 // lanes_c, lanes_c], [num_warps, 1], [1, 0])
 
     @gluon.jit
-    def _gelu_poly(pre, bias, SHORT: gl.constexpr = False, ADD: gl.constexpr = True):
-        """erf-GELU of u = pre + bias without erf, fp32: `_gelu_erf`'s polynomial, evaluated as
+    def _gelu_poly(u, SHORT: gl.constexpr = False):
+        """erf-GELU of u (the pre-activation, b1 added) without erf, fp32: `_gelu_erf`'s polynomial, evaluated as
         max(u, 0) - |u| * 2^(|u| Q(|u|) - 1) (E/2 in one ex2 of an FMA; the -|u| is a multiply by -1.0, which LLVM turns
         into a negation that ptxas folds into the FMA, where `-x` would be 0 - x, an FADD of its own): an add, 8 FMAs,
         a max and an ex2 a hidden element, where _gelu_erf's form takes 12 operations. In the Triton kernel this form
         measured 17% slower (session 15), so that kernel keeps _gelu_erf's. With SHORT the degree-3 fit
         (ERFC_HALF_LOG2_POLY3: 5 FMAs and a clamp, 1.2e-5 absolute)."""
-        if ADD:
-            u = pre + bias
-        else:  # (the bias is in pre already)
-            u = pre
         if SHORT:  # clamped: see POLY3_CLAMP (one FMNMX a hidden element)
             a = gl.minimum(gl.abs(u), POLY3_CLAMP)
             f = gl.fma(a, ERFC_HALF_LOG2_POLY3[0], ERFC_HALF_LOG2_POLY3[1])
@@ -372,7 +368,7 @@ if available():
         mask) as the backward's dW2 reads it: fp32 with SPLIT, else rounded to the dots' type. With W2_WAIT >= 0 it
         first waits, after the GELU, until at most W2_WAIT cp.async groups are pending (W2[chunk]'s has landed) and
         for every warp's copies (a CTA barrier)."""
-        hidden = _gelu_poly(pre, gl.expand_dims(bias, 0))
+        hidden = _gelu_poly(pre + gl.expand_dims(bias, 0))
         h_hi = hidden.to(w2_smem.dtype)
         if TRAINING:
             cols = gl.expand_dims(chunk * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, PRE)), 0)
@@ -782,12 +778,9 @@ if available():
                         B1_MMA: gl.constexpr = False):
         """GELU(pre + b1[chunk]) (b1_row: the chunk's row of b1's fp32 copy in shared memory) rounded to the dots'
         type, as the second GEMM's A operand (registers). With B1_MMA pre has b1 in it already (b1_row not read)."""
-        if B1_MMA:
-            gelu = _gelu_poly(pre, 0.0, SHORT, False)
-        else:
-            bias = b1_row.load(gl.SliceLayout(0, pre.type.layout))
-            gelu = _gelu_poly(pre, gl.expand_dims(bias, 0), SHORT)
-        return gl.convert_layout(gelu.to(DOT_T), H_OPERAND)
+        if not B1_MMA:
+            pre = pre + gl.expand_dims(b1_row.load(gl.SliceLayout(0, pre.type.layout)), 0)
+        return gl.convert_layout(_gelu_poly(pre, SHORT).to(DOT_T), H_OPERAND)
 
     @gluon.jit
     def _take_turn(turn, turns, CONSUMER: gl.constexpr, PINGPONG: gl.constexpr):
