@@ -156,8 +156,10 @@ def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False):
     when not even one a consumer fits."""
     # bf16/fp16 weight rings, b1 (fp32), the layout conversions' scratch (a tile) and the barriers: 215180 bytes in
     # all at (64, 64, ring 4, 4 z slots), 247980 at ring 5 (Triton 3.6, H200)
-    # (b1: fp32, or with b1_mma a (block_e, 16) bf16/fp16 block a chunk)
-    others = stages * 2 * block_e * channels * 2 + hidden_width * (32 if b1_mma else 4) + block_l * channels * 2 + 1024
+    # (b1: fp32, or with b1_mma a (block_e, 16) bf16/fp16 block a chunk; the chunks padded to a power of 2)
+    b1_chunks = 1 << (hidden_width // block_e - 1).bit_length()
+    others = (stages * 2 * block_e * channels * 2 + b1_chunks * block_e * (32 if b1_mma else 4)
+              + block_l * channels * 2 + 1024)
     fits = (232448 - others) // (block_l * channels * 2)
     return min(_Z_STAGES, fits) if fits >= 2 else 0
 
@@ -1016,22 +1018,29 @@ if available():
             z_ring = gl.allocate_shared_memory(DOT_T, [Z_STAGES, BLOCK_L, C], Z_SHARED)
         else:  # one tile per consumer
             z_ring = gl.allocate_shared_memory(DOT_T, [CONSUMERS, BLOCK_L, C], Z_SHARED)
+        # b1 goes to shared memory in one load and one store: a store a chunk made the compiler put a CTA barrier
+        # between them, so the chunks' loads ran one after another before the partitions started (Triton 3.6, PTX)
+        B1_CHUNKS: gl.constexpr = _next_power_of_2(HIDDEN // BLOCK_E)  # (gl.arange's length; the rows past HIDDEN: 0)
         if B1_MMA:  # b1 as the B operand of a k=16 wgmma a chunk (column 0 of each (BLOCK_E, 16) block; the rest 0)
             B1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, 16], DOT_T)
-            b1_smem = gl.allocate_shared_memory(DOT_T, [HIDDEN // BLOCK_E, BLOCK_E, 16], B1_SHARED)
             B1_FILL: gl.constexpr = gl.BlockedLayout([1, 16], [32, 1], [num_warps, 1], [1, 0])
+            b1_rows = gl.arange(0, B1_CHUNKS * BLOCK_E, layout=gl.SliceLayout(1, B1_FILL))
+            b1 = gl.load(b1_ptr + b1_rows, mask=b1_rows < HIDDEN, other=0.0)
             b1_cols = gl.expand_dims(gl.arange(0, 16, layout=gl.SliceLayout(0, B1_FILL)), 0)
-            for k in gl.static_range(HIDDEN // BLOCK_E):
-                b1_col = gl.load(b1_ptr + k * BLOCK_E + gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, B1_FILL)))
-                b1_smem.index(k).store(gl.where(b1_cols == 0, gl.expand_dims(b1_col, 1), 0.0).to(DOT_T))
+            b1_smem = gl.allocate_shared_memory(DOT_T, [B1_CHUNKS, BLOCK_E, 16], B1_SHARED)
+            # (the same bytes as one (B1_CHUNKS * BLOCK_E, 16) block: the swizzle repeats within BLOCK_E rows)
+            _reinterpret(b1_smem, DOT_T, [B1_CHUNKS * BLOCK_E, 16], B1_SHARED).store(
+                gl.where(b1_cols == 0, gl.expand_dims(b1, 1), 0.0).to(DOT_T))
             fence_async_shared()
-        else:
+        else:  # b1 in fp32, one row per hidden chunk (the chunk loop indexes it)
             B1_ROW: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
-            b1_smem = gl.allocate_shared_memory(  # b1 in fp32, one row per hidden chunk (the chunk loop indexes it)
-                gl.float32, [HIDDEN // BLOCK_E, BLOCK_E], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
-            for k in gl.static_range(HIDDEN // BLOCK_E):
-                b1_smem.index(k).store(
-                    gl.load(b1_ptr + k * BLOCK_E + gl.arange(0, BLOCK_E, layout=B1_ROW)).to(gl.float32))
+            b1_rows = gl.arange(0, B1_CHUNKS * BLOCK_E, layout=B1_ROW)
+            b1_smem = gl.allocate_shared_memory(gl.float32, [B1_CHUNKS * BLOCK_E],
+                                                gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
+                                                gl.load(b1_ptr + b1_rows, mask=b1_rows < HIDDEN, other=0.0)
+                                                .to(gl.float32))
+            b1_smem = _reinterpret(b1_smem, gl.float32, [B1_CHUNKS, BLOCK_E],
+                                   gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for s in gl.static_range(STAGES):
