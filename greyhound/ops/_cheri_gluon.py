@@ -483,13 +483,16 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
-    def _load_x_tile(ptrs, in_range, EVEN_L: gl.constexpr):
-        """A tile of x in fp32: masked to the sequence's end unless L is a whole number of tiles."""
+    def _load_x_tile(ptrs, in_range, EVEN_L: gl.constexpr, FP32: gl.constexpr = True):
+        """A tile of x, in fp32 unless not FP32 (then in x's type): masked to the sequence's end unless L is a whole
+        number of tiles."""
         if EVEN_L:
             tile = gl.load(ptrs)
         else:
             tile = gl.load(ptrs, mask=in_range, other=0.0)
-        return tile.to(gl.float32)
+        if FP32:
+            tile = tile.to(gl.float32)
+        return tile
 
     @gluon.jit
     def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
@@ -924,6 +927,9 @@ if available():
                     pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
                     mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
                 h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, SHORT_GELU, B1_MMA)
+                # the residual's load issued before the tile's last GEMM, so that it lands under it (in x's type: half
+                # the registers of fp32; issued after the GEMM, ptxas moved it past the wait, Triton 3.6)
+                residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
                 _take_turn(turn, turns, CONSUMER, PINGPONG)
                 acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
                                     is_async=True)
@@ -948,8 +954,10 @@ if available():
                 if not Z_REGS:
                     mbarrier.arrive(z_empty.index(z_slot))
                 z_count += CONSUMERS
+            if not PINGPONG or PIPELINE:
+                residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
             out = gl.convert_layout(acc, TILE)
-            out += _load_x_tile(x_row + tile_offsets, in_range, EVEN_L)
+            out += residual.to(gl.float32)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
 
     @gluon.jit
