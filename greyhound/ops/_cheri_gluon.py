@@ -128,21 +128,18 @@ def launch(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, f
 
 
 # The warp-specialised kernel's partitions: two or three consumer warp groups of CONSUMER_REGS registers and a producer
-# warp group of _PRODUCER_REGS, one CTA per SM (two consumers: 2 * 128 * 240 + 128 * 24 = 64512 of 65536 registers).
-# The producer only computes cp.async addresses: 24 registers (setmaxnreg's least) hold its loop without spilling
-# (ptxas, Triton 3.6, offline; two values of its group loop reload from the stack once a group).
+# warp group of _PRODUCER_REGS, one CTA per SM (two consumers: 2 * 128 * 232 + 128 * 40 = 64512 of 65536 registers).
 # With the z producer (layout gluon_wsz) a fourth warp group computes z into a ring of _Z_STAGES tiles (two a
 # consumer) with the registers the consumers leave it (at least _Z_PRODUCER_MIN_REGS). By default the consumers take
 # _WSZ_CONSUMER_REGS, which leaves the z producer the 168 its conv + LayerNorm of a (64, 128) tile needs without
-# spilling (ptxas, Triton 3.6, offline): 2 * 160 + 168 + 24 = 512 a thread slot. The consumers' maxnreg can trade the z
-# producer's registers for theirs.
-_PRODUCER_WARPS, _PRODUCER_REGS = 4, 24
-_Z_STAGES, _Z_PRODUCER_MIN_REGS, _WSZ_CONSUMER_REGS = 4, 88, 160
+# spilling (ptxas, Triton 3.6, offline); the consumers' maxnreg can trade its registers for theirs.
+_PRODUCER_WARPS, _PRODUCER_REGS = 4, 40
+_Z_STAGES, _Z_PRODUCER_MIN_REGS, _WSZ_CONSUMER_REGS = 4, 88, 152
 
 
 def ws_consumer_regs(consumers, z_producer=False):
     """The most registers each of `consumers` consumer warp groups can have beside the producer (and the z producer's
-    least): 240 for 2, 160 for 3, 200 for 2 with the z producer (setmaxnreg counts in multiples of 8; an SM has
+    least): 232 for 2, 152 for 3, 192 for 2 with the z producer (setmaxnreg counts in multiples of 8; an SM has
     65536)."""
     others = 32 * _PRODUCER_WARPS * _PRODUCER_REGS + (128 * _Z_PRODUCER_MIN_REGS if z_producer else 0)
     return (65536 - others) // (consumers * 128) // 8 * 8
