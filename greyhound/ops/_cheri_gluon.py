@@ -954,9 +954,9 @@ if available():
                 if not Z_REGS:
                     mbarrier.arrive(z_empty.index(z_slot))
                 z_count += CONSUMERS
-            if not PINGPONG or PIPELINE:
-                residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
             out = gl.convert_layout(acc, TILE)
+            if not PINGPONG or PIPELINE:  # (loaded after the conversion: before it, it spilled, Triton 3.6, offline)
+                residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
             out += residual.to(gl.float32)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
 
