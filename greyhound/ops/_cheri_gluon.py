@@ -62,6 +62,14 @@ ERFC_HALF_LOG2_POLY3 = triton.language.constexpr((0.004086745, -0.045348004, -0.
 # overflows 2^x from |u| ~ 17 on (GELU(20) came out -4.5e25). The polynomial's argument is therefore min(|u|, 13): the
 # factor stays 2^-77.3 beyond, so GELU(u) = max(u, 0) - |u| * 5e-24 there (exact to 1e-5 for |u| < 2e18).
 POLY3_CLAMP = triton.language.constexpr(13.0)
+# gelu="poly2" (a tuning variant for bf16 dots only): Q of degree 2, minimax in the GELU error over all u (Nelder-Mead on
+# a grid of |u| in [0, 12]): within 8.6e-5 absolute of fp64 GELU (largest at |u| = 2.91). Its leading coefficient is
+# negative, so the exponent only falls with |u| and needs no clamp (GELU(u) -> max(u, 0); finite out to |u| = 1e30 in
+# fp32): two instructions a hidden element fewer than poly3 (an FMA and the clamp). Below bf16's rounding of the hidden
+# layer it feeds (a bf16 ulp is 4.9e-4 at |h| = 0.1, 1.6e-2 at |h| = 2.9), not below fp16's (6.1e-5 at 0.1): bf16 only.
+ERFC_HALF_LOG2_POLY2 = triton.language.constexpr((-0.0276456531137228, -0.48822158575057983, -1.1409367322921753))
+# launch_ws's gelu -> the kernel's GELU_FIT (the degree of Q)
+GELU_FITS = {"poly": 6, "poly3": 3, "poly2": 2}
 
 
 def available():
@@ -77,8 +85,9 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
     why_not = why_not_hopper(x.device)
     if why_not is not None or _HOPPER_ERROR is not None:
         return why_not or f"this Triton has no Gluon Hopper API ({_HOPPER_ERROR})"
-    if mode not in ("bf16", "fp16", "bf16x3") or gelu not in ("poly", "poly3"):
-        return f"it runs bf16, fp16 or bf16x3 dots and the poly GELU, got mode {mode!r}, gelu={gelu!r}"
+    if mode not in ("bf16", "fp16", "bf16x3") or gelu not in GELU_FITS:
+        return f"it runs bf16, fp16 or bf16x3 dots and the poly GELU (or its fits poly3, poly2), got mode {mode!r}, " \
+               f"gelu={gelu!r}"
     if channels & (channels - 1) or not 16 <= channels <= 128:  # the (BLOCK_L, C) fp32 accumulator lives in registers
         return f"the channel count must be a power of 2 in [16, 128], got {channels}"
     if num_warps not in (4, 8) or block_l != 16 * num_warps:
@@ -88,9 +97,12 @@ def unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num
                f"BLOCK_E={block_e}, hidden width {hidden_width}"
     if stages < 2:
         return f"it needs num_stages (its weight ring) >= 2, got {stages}"
-    if gelu == "poly3" and not warp_specialised:
-        return "gelu=poly3 (the degree-3 GELU fit) runs in the warp-specialised layouts only (gluon_ws, gluon_ws3, " \
-               "gluon_wsz)"
+    if gelu != "poly" and not warp_specialised:
+        return f"gelu={gelu} (a shorter GELU fit) runs in the warp-specialised layouts only (gluon_ws, gluon_ws3, " \
+               f"gluon_wsz)"
+    if gelu == "poly2" and mode != "bf16":
+        return f"gelu=poly2 (the degree-2 GELU fit, 8.6e-5 absolute) is for bf16 dots, whose rounding of the hidden " \
+               f"layer is coarser than its error; got {mode} dots"
     return None
 
 
@@ -195,8 +207,8 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
         return f"its weight ring of {stages} slots of {block_e} hidden columns leaves no room in the H200's shared " \
                f"memory for the z producer's ring (a tile a consumer, {block_l} x {channels}): fewer num_stages or " \
                f"hidden columns"
-    if pipeline and gelu == "poly3":
-        return "its pipelined consumers (ws_pipeline) run the default GELU (poly), got gelu='poly3'"
+    if pipeline and gelu != "poly":
+        return f"its pipelined consumers (ws_pipeline) run the default GELU (poly), got gelu={gelu!r}"
     if pipeline and z_producer:
         return "its pipelined consumers (ws_pipeline) need more registers than the z producer leaves them (layout " \
                "gluon_wsz runs one chunk at a time)"
@@ -226,14 +238,15 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     b1 is added by a k=16 wgmma a chunk (a column of ones against b1) instead of an FADD a hidden element. With
     `z_regs` the consumers read z into registers once a tile, the first GEMMs' A operand (a quarter of their
     shared-memory operand traffic at 64 hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU
-    fit (not with `pipeline`)."""
+    fit, "poly2" the degree-2 one (bf16 dots; neither with `pipeline`)."""
     if pipeline and stages < 3:
         raise ValueError(f"pipeline (the pipelined consumers) needs stages >= 3, got stages={stages}")
     if z_producer and (consumers != 2 or pipeline):
         raise ValueError(f"z_producer runs two consumers one chunk at a time, got consumers={consumers}, "
                          f"pipeline={pipeline}")
-    if gelu not in ("poly", "poly3") or gelu == "poly3" and pipeline:
-        raise ValueError(f"gelu is poly or poly3 (poly3 not with pipeline), got gelu={gelu!r}, pipeline={pipeline}")
+    if gelu not in GELU_FITS or gelu != "poly" and pipeline:
+        raise ValueError(f"gelu is poly, poly3 or poly2 (only poly with pipeline), got gelu={gelu!r}, "
+                         f"pipeline={pipeline}")
     if pingpong and (pipeline or pingpong not in (1, 2) or pingpong == 2 and (consumers != 2 or stages < 3)):
         raise ValueError(f"pingpong is 1 or 2 (2: two consumers, stages >= 3), not with pipeline; got "
                          f"pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
@@ -255,7 +268,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
         Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma) if z_producer else 1,
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
-        PINGPONG=int(pingpong), Z_REGS=bool(z_regs), SHORT_GELU=gelu == "poly3", B1_MMA=bool(b1_mma),
+        PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         num_warps=num_warps)
 
 
@@ -293,14 +306,19 @@ if available():
         return gl.BlockedLayout([1, 8], [32 // lanes_c, lanes_c], [num_warps, 1], [1, 0])
 
     @gluon.jit
-    def _gelu_poly(u, SHORT: gl.constexpr = False):
+    def _gelu_poly(u, FIT: gl.constexpr = 6):
         """erf-GELU of u (the pre-activation, b1 added) without erf, fp32: `_gelu_erf`'s polynomial, evaluated as
         max(u, 0) - |u| * 2^(|u| Q(|u|) - 1) (E/2 in one ex2 of an FMA; the -|u| is a multiply by -1.0, which LLVM turns
         into a negation that ptxas folds into the FMA, where `-x` would be 0 - x, an FADD of its own): an add, 8 FMAs,
         a max and an ex2 a hidden element, where _gelu_erf's form takes 12 operations. In the Triton kernel this form
-        measured 17% slower (session 15), so that kernel keeps _gelu_erf's. With SHORT the degree-3 fit
-        (ERFC_HALF_LOG2_POLY3: 5 FMAs and a clamp, 1.2e-5 absolute)."""
-        if SHORT:  # clamped: see POLY3_CLAMP (one FMNMX a hidden element)
+        measured 17% slower (session 15), so that kernel keeps _gelu_erf's. FIT 3: the degree-3 fit
+        (ERFC_HALF_LOG2_POLY3: 5 FMAs and a clamp, 1.2e-5 absolute); FIT 2: the degree-2 one (ERFC_HALF_LOG2_POLY2: 4
+        FMAs, 8.6e-5 absolute, bf16 dots only)."""
+        if FIT == 2:  # the leading coefficient is negative: no clamp
+            a = gl.abs(u)
+            f = gl.fma(a, ERFC_HALF_LOG2_POLY2[0], ERFC_HALF_LOG2_POLY2[1])
+            f = gl.fma(f, a, ERFC_HALF_LOG2_POLY2[2])
+        elif FIT == 3:  # clamped: see POLY3_CLAMP (one FMNMX a hidden element)
             a = gl.minimum(gl.abs(u), POLY3_CLAMP)
             f = gl.fma(a, ERFC_HALF_LOG2_POLY3[0], ERFC_HALF_LOG2_POLY3[1])
             for k in gl.static_range(2, 4):
@@ -723,7 +741,7 @@ if available():
     # consumer issues chunk k's second GEMM with chunk k+1's first and waits once a chunk (0.4262 at ring 4); with 2 the
     # two consumers also take turns at issuing (0.4481: slower). ncu (session 31) then shows the consumers issuing or
     # eligible about 30% of their samples, waiting on their wgmmas 9-12% and on the weight ring 11%, the producer and the
-    # z producer mostly idle; the degree-3 GELU (SHORT_GELU, gelu="poly3") took N=512 bf16 to 0.4055.
+    # z producer mostly idle; the degree-3 GELU (GELU_FIT 3, gelu="poly3") took N=512 bf16 to 0.4055.
 
     @gluon.jit
     def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
@@ -779,13 +797,13 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
-    def _hidden_operand(pre, b1_row, DOT_T: gl.constexpr, H_OPERAND: gl.constexpr, SHORT: gl.constexpr,
+    def _hidden_operand(pre, b1_row, DOT_T: gl.constexpr, H_OPERAND: gl.constexpr, FIT: gl.constexpr,
                         B1_MMA: gl.constexpr = False):
         """GELU(pre + b1[chunk]) (b1_row: the chunk's row of b1's fp32 copy in shared memory) rounded to the dots'
         type, as the second GEMM's A operand (registers). With B1_MMA pre has b1 in it already (b1_row not read)."""
         if not B1_MMA:
             pre = pre + gl.expand_dims(b1_row.load(gl.SliceLayout(0, pre.type.layout)), 0)
-        return gl.convert_layout(_gelu_poly(pre, SHORT).to(DOT_T), H_OPERAND)
+        return gl.convert_layout(_gelu_poly(pre, FIT).to(DOT_T), H_OPERAND)
 
     @gluon.jit
     def _take_turn(turn, turns, CONSUMER: gl.constexpr, PINGPONG: gl.constexpr):
@@ -806,7 +824,7 @@ if available():
                      CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
-                     PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, SHORT_GELU: gl.constexpr, B1_MMA: gl.constexpr,
+                     PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr,
                      WARPS: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
@@ -912,7 +930,7 @@ if available():
                 turns += 1
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                 for k in range(n_chunks - 1):
-                    h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, SHORT_GELU, B1_MMA)
+                    h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, GELU_FIT, B1_MMA)
                     chunk = count + k
                     mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
                     _take_turn(turn, turns, CONSUMER, PINGPONG)
@@ -926,7 +944,7 @@ if available():
                     turns += 1
                     pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
                     mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
-                h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, SHORT_GELU, B1_MMA)
+                h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, GELU_FIT, B1_MMA)
                 # the residual's load issued before the tile's last GEMM, so that it lands under it (in x's type: half
                 # the registers of fp32; issued after the GEMM, ptxas moved it past the wait, Triton 3.6)
                 residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
@@ -945,7 +963,7 @@ if available():
                     pre = warpgroup_mma(z_a, w1_smem.index(slot).permute((1, 0)),
                                         gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), use_acc=False, is_async=True)
                     pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
-                    h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, SHORT_GELU)
+                    h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, GELU_FIT)
                     acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
                     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                     mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
@@ -1001,7 +1019,7 @@ if available():
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
-        SHORT_GELU: gl.constexpr, B1_MMA: gl.constexpr, num_warps: gl.constexpr,
+        GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1013,7 +1031,7 @@ if available():
         gl.static_assert(not Z_PRODUCER or CONSUMERS == 2, "the z producer serves two consumers")
         gl.static_assert(not Z_PRODUCER or Z_STAGES >= CONSUMERS, "a z slot for each consumer's tile")
         gl.static_assert(not PINGPONG or not PIPELINE, "one consumer schedule")
-        gl.static_assert(not SHORT_GELU or not PIPELINE, "the pipelined consumers run the default GELU")
+        gl.static_assert(GELU_FIT == 6 or not PIPELINE, "the pipelined consumers run the default GELU")
         gl.static_assert(not B1_MMA or (Z_PRODUCER and PINGPONG == 1), "b1's wgmma: gluon_wsz, pingpong only")
         gl.static_assert(PINGPONG != 2 or (CONSUMERS == 2 and STAGES >= 3), "turns between two consumers, ring >= 3")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
@@ -1071,11 +1089,11 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
+                                Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
+                                Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps)),
@@ -1087,11 +1105,11 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
+                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
+                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
@@ -1100,15 +1118,15 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
+                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
+                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2, CONSUMERS, C,
                                 HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, SHORT_GELU, B1_MMA, num_warps)),
+                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

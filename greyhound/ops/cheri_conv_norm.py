@@ -61,8 +61,9 @@ _tuning.register(
                  "groups; maxnreg = theirs) and gluon_wsz (2 consumers and a warp group computing z ahead of them)"),
     maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
                   "than the default's starts uncapped)"),
-    gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff), tanh (tanh.approx form) or poly3 "
-               "(a degree-3 fit of poly's form, 1.2e-5 absolute; the warp-specialised Gluon layouts only)"),
+    gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff), tanh (tanh.approx form), poly3 "
+               "(a degree-3 fit of poly's form, 1.2e-5 absolute; the warp-specialised Gluon layouts only) or poly2 (a "
+               "degree-2 fit, 8.6e-5 absolute, no clamp; those layouts with bf16 dots only)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
     z_regs=(bool, "Gluon kernels, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
                   "(default: on for the gluon layout's bf16/fp16 dots at block_e <= 32, off in the warp-specialised "
@@ -1236,8 +1237,9 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         candidates = shape_candidates
     tuned_gelu = tuning.get("gelu")
     if tuned_gelu is not None:
-        if tuned_gelu not in ("poly", "erf", "tanh", "poly3"):  # "none" is wrong on purpose: no gate would pass it
-            raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf, tanh or poly3, got {tuned_gelu!r}")
+        if tuned_gelu not in ("poly", "erf", "tanh", "poly3", "poly2"):  # "none" is wrong on purpose: no gate
+            # would pass it
+            raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf, tanh, poly3 or poly2, got {tuned_gelu!r}")
         gelu = tuned_gelu
     if tuning.get("ws_schedule", "chunk") not in _WS_SCHEDULES:
         raise ValueError(f"tuning: {TUNING_OP}.ws_schedule must be one of {', '.join(_WS_SCHEDULES)}, got "
@@ -1248,9 +1250,9 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         gelu_of = gelu  # the default GELU of gluon_wsz is its degree-3 fit (a forced gelu stays as forced)
         if layout == "gluon_wsz" and gelu == "poly" and tuned_gelu is None:
             gelu_of = _WSZ_DEFAULT_GELU
-        if gelu_of == "poly3" and layout not in _WS_CONSUMERS:
+        if gelu_of in ("poly3", "poly2") and layout not in _WS_CONSUMERS:
             if config is not None or last:
-                raise ValueError(f"tuning: {TUNING_OP}.gelu=poly3 (the degree-3 GELU fit) runs in the warp-specialised "
+                raise ValueError(f"tuning: {TUNING_OP}.gelu={gelu_of} (a shorter GELU fit) runs in the warp-specialised "
                                  f"Gluon layouts only (gluon_ws, gluon_ws3, gluon_wsz); this call would run layout "
                                  f"{layout}")
             continue

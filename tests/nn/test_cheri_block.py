@@ -708,10 +708,11 @@ def test_tuning_override_errors_name_the_tunable(device):
             with _tuning.override(cheri_ops.TUNING_OP, layout=layout), torch.no_grad():
                 with pytest.raises(ValueError, match=f"layout {layout} does not apply here: .*compute capability 9"):
                     block.eval()(x)
-    if device == "cpu":  # the degree-3 GELU fit is the warp-specialised kernels' only: no Triton kernel runs it
-        with _tuning.override(cheri_ops.TUNING_OP, gelu="poly3"), torch.no_grad():
-            with pytest.raises(ValueError, match="gelu=poly3 .* warp-specialised Gluon layouts only .* layout lc"):
-                block.eval()(x)
+    if device == "cpu":  # the shorter GELU fits are the warp-specialised kernels' only: no Triton kernel runs them
+        for gelu in ("poly3", "poly2"):
+            with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu), torch.no_grad():
+                with pytest.raises(ValueError, match=f"gelu={gelu} .* warp-specialised Gluon layouts only .* layout lc"):
+                    block.eval()(x)
     with _tuning.override(cheri_ops.TUNING_OP, norm_block_l=24), pytest.raises(ValueError, match="norm_block_l"):
         cheri_ops.conv_norm(x, *block._params()[:4], dilation=2)
     with pytest.raises(ValueError, match="no tunable 'tile'"):
@@ -1065,6 +1066,27 @@ def test_gpu_short_gelu_stays_within_half_bounds(dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("b1_mma", [True, False])
+def test_gpu_degree_two_gelu_stays_within_bf16_bounds(b1_mma):
+    """gelu=poly2 (the degree-2 GELU fit, 8.6e-5 absolute, bf16 dots) in gluon_wsz: within bf16's bounds of fp64, and
+    against the degree-6 poly GELU at most one output ulp apart on a minority of elements (a wrong coefficient, or the
+    fit's 1e-4 landing in the output, would move most of them)."""
+    from greyhound import _tuning
+    block = make_block(128, 3, 4, expansion=4, dtype=torch.bfloat16, device="cuda").eval()
+    x = torch.randn(24, 128, 1024, device="cuda", dtype=torch.bfloat16)
+    params = block._params()
+    with torch.no_grad():
+        with _tuning.override(cheri_ops.TUNING_OP, gelu="poly2", b1_mma=b1_mma):
+            short = cheri_ops.cheri_block_megakernel(x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
+        with _tuning.override(cheri_ops.TUNING_OP, gelu="poly", b1_mma=b1_mma):
+            base = cheri_ops.cheri_block_megakernel(x, *params, dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
+    ref = fp64_twin(block).reference_forward(x.double())
+    assert max_abs(short, ref) < HALF_BOUNDS[torch.bfloat16]
+    ulp = torch.finfo(torch.bfloat16).eps * base.float().abs().clamp_min(1.0)
+    assert ((short.float() - base.float()).abs() <= ulp).all() and (short != base).float().mean() < 0.25
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("block_e", [64, 32, 16])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
@@ -1095,6 +1117,28 @@ def test_gpu_b1_by_wgmma_matches_the_bias_add(dtype, channels, expansion, kernel
     assert max_abs(folded[:3], ref) < HALF_BOUNDS[dtype]
 
 
+def test_degree_two_gelu_fit_holds_everywhere():
+    """The degree-2 GELU (gelu=poly2, bf16 dots) as _gelu_poly evaluates it, in fp32 with no clamp: its leading
+    coefficient is negative, so the exponent only falls with |u|; within 8.6e-5 of fp64 GELU over [-10, 10], finite and
+    1e-5 relative out to |u| = 1e30 (the exponent overflows to -inf there, 2^x to 0), both signs. A fit 10x worse would
+    show at the largest error (|u| ~ 2.9)."""
+    gluon_module = cheri_ops._cheri_gluon
+    assert gluon_module.GELU_FITS == {"poly": 6, "poly3": 3, "poly2": 2}
+    q2, q1, q0 = (np.float32(c) for c in gluon_module.ERFC_HALF_LOG2_POLY2.value)
+    assert q2 < 0
+    u = np.concatenate([np.linspace(-10, 10, 200001), np.geomspace(10, 1e30, 2001), -np.geomspace(10, 1e30, 2001)])
+    u = u.astype(np.float32)
+    a = np.abs(u)
+    with np.errstate(over="ignore"):  # (|u|^3 past fp32's range: -inf, as on the GPU)
+        exponent = ((q2 * a + q1) * a + q0) * a - np.float32(1.0)
+    gelu = np.maximum(u, 0) - a * np.exp2(exponent)
+    exact = torch.nn.functional.gelu(torch.from_numpy(u).double()).numpy()
+    assert np.isfinite(gelu).all()
+    near = np.abs(u) <= 10
+    assert 5e-5 < np.abs(gelu[near] - exact[near]).max() < 8.6e-5
+    assert (np.abs(gelu[~near] - exact[~near]) <= 1e-5 * np.maximum(np.abs(exact[~near]), 1.0)).all()
+
+
 def test_short_gelu_clamp_holds_far_out():
     """The degree-3 GELU (gelu=poly3) as _gelu_poly evaluates it, in fp32: its polynomial turns upwards past |u| = 13
     (GELU(20) came out -4.5e25 without the clamp), so its argument is min(|u|, POLY3_CLAMP); the clamped form stays
@@ -1121,8 +1165,8 @@ def test_short_gelu_clamp_holds_far_out():
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_gpu_large_hidden_activations_stay_right_on_every_inference_path(dtype):
     """fc1's weights scaled by 30 put the hidden pre-activations out to |u| ~ 100 (the degree-3 GELU's polynomial
-    blows up past |u| ~ 17 unclamped): every inference path (the default dispatch, tiny and large, and each layout with
-    its GELU) stays within the dtype's relative bounds of fp64."""
+    blows up past |u| ~ 17 unclamped; the degree-2 one has no clamp): every inference path (the default dispatch, tiny
+    and large, and each layout with its GELU) stays within the dtype's relative bounds of fp64."""
     from greyhound import _tuning
     block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
     with torch.no_grad():
@@ -1136,7 +1180,7 @@ def test_gpu_large_hidden_activations_stay_right_on_every_inference_path(dtype):
         with torch.no_grad():
             outs = {"default": block(x)}
         if dtype != torch.float32:
-            for gelu in ("poly", "poly3"):
+            for gelu in ("poly", "poly3") + (("poly2", ) if dtype == torch.bfloat16 else ()):
                 for b1_mma in (False, True):
                     with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu, b1_mma=b1_mma), torch.no_grad():
                         outs[f"gluon_wsz-{gelu}-b1_mma={b1_mma}"] = cheri_ops.cheri_block_megakernel(
@@ -1314,8 +1358,20 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
         x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly3")
     assert "pipelined consumers (ws_pipeline) run the default GELU (poly), got gelu='poly3'" in \
         gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 32, 4, 4, "poly3", 2, 232, True)
-    with pytest.raises(ValueError, match="gelu is poly or poly3 .* got gelu='erf'"):
+    with pytest.raises(ValueError, match="gelu is poly, poly3 or poly2 .* got gelu='erf'"):
         gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 3, gelu="erf")
+    # the degree-2 fit: bf16 dots only (fp16's rounding of the hidden layer is finer than its 8.6e-5), not pipelined
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4, "poly2", 2, 152, False, True, 1,
+                                       b1_mma=True) is None
+    assert "gelu=poly2 (the degree-2 GELU fit, 8.6e-5 absolute) is for bf16 dots, whose rounding of the hidden layer " \
+           "is coarser than its error; got fp16 dots" in gluon_module.unsupported_ws(
+               x, 128, 512, "fp16", False, 64, 64, 4, 4, "poly2", 2, 152, False, True, 1)
+    assert "got gelu='poly2'" in gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 32, 4, 4, "poly2", 2, 232,
+                                                             True)
+    assert "gelu=poly2 (a shorter GELU fit) runs in the warp-specialised layouts only" in gluon_module.unsupported(
+        x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly2")
+    with pytest.raises(ValueError, match="only poly with pipeline"):
+        gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 3, pipeline=True, gelu="poly2")
     # the z ring beside the weight ring: 4 slots where they fit in the H200's shared memory, else fewer
     assert [gluon_module.z_stages(stages, 64, 128, 512) for stages in (2, 3, 4, 5, 6)] == [4, 4, 4, 3, 0]
     assert why(stages=5, z_producer=True) is None  # (247980 bytes with 4 z slots: Triton 3.6 said so on the H200)
@@ -1345,7 +1401,8 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
         why_not = gluon_module.unsupported_ws(x, 128, 512, mode, training, 64, 64, 4, 2, "poly", 2, 232)
         assert f"bf16 or fp16 dots (the Gluon kernel, layout gluon, also runs bf16x3 and training forwards), got " \
                f"mode {mode!r}, training={training}" in why_not
-    assert "bf16, fp16 or bf16x3 dots and the poly GELU, got mode 'tf32x3'" in gluon_module.unsupported_ws(
+    assert "bf16, fp16 or bf16x3 dots and the poly GELU (or its fits poly3, poly2), got mode 'tf32x3'" in \
+        gluon_module.unsupported_ws(
         x, 128, 512, "tf32x3", False, 64, 64, 4, 2, "poly", 2, 232)
     assert "gelu='erf'" in gluon_module.unsupported(x, 128, 512, "bf16", True, 64, 64, 4, 2, "erf")
 
@@ -1495,10 +1552,11 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 3, True, 2, True, False, 0), (32, 3, True, 3, True, False, 0), (64, 4, True, 2, False, True, 0),
     (32, 6, True, 2, False, True, 0), (64, 2, False, 2, False, True, 0), (64, 3, True, 2, False, True, 2),
     (64, 3, True, 2, False, True, 1), (32, 6, False, 2, False, True, 2), (64, 3, True, 2, False, False, 2),
-    (64, 4, True, 2, False, True, 3)])
+    (64, 4, True, 2, False, True, 3), (64, 4, True, 2, False, True, 4)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
-    # (pingpong 3 in this table: the bf16/fp16 default, the ping-pong schedule with the degree-3 GELU and b1 by wgmma)
+    # (pingpong 3 in this table: the bf16/fp16 default, the ping-pong schedule with the degree-3 GELU and b1 by wgmma;
+    # 4: the same with the degree-2 GELU, gelu=poly2)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1515,8 +1573,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_PRODUCER_REGS=168, PINGPONG={3: 1}.get(pingpong, pingpong), Z_REGS=False,
-                      SHORT_GELU=pingpong == 3, B1_MMA=pingpong == 3,
+                      Z_PRODUCER_REGS=168, PINGPONG={3: 1, 4: 1}.get(pingpong, pingpong), Z_REGS=False,
+                      GELU_FIT={3: 3, 4: 2}.get(pingpong, 6), B1_MMA=pingpong in (3, 4),
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
