@@ -502,8 +502,8 @@ if available():
 
     @gluon.jit
     def _load_x_tile(ptrs, in_range, EVEN_L: gl.constexpr, FP32: gl.constexpr = True):
-        """A tile of x, in fp32 unless not FP32 (then in x's type): masked to the sequence's end unless L is a whole
-        number of tiles."""
+        """A tile of x in fp32 (in x's own type with FP32 off): masked to the sequence's end unless L is a whole number
+        of tiles."""
         if EVEN_L:
             tile = gl.load(ptrs)
         else:
