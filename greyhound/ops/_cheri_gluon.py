@@ -162,16 +162,17 @@ def default_consumer_regs(consumers, z_producer=False):
     return _WSZ_CONSUMER_REGS if z_producer else ws_consumer_regs(consumers)
 
 
-def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False):
+def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False, tail=False):
     """The z ring's depth beside a weight ring of `stages` slots: _Z_STAGES (two tiles a consumer) where the H200's
     shared memory holds it, else as many as fit (a ring of 5 at 64 hidden columns and C=128 runs with 3 z slots); 0
-    when not even one a consumer fits."""
+    when not even one a consumer fits. With `tail` (ws_schedule tail) beside two double buffers of the hidden operand
+    (BLOCK_L, BLOCK_E) a consumer."""
     # bf16/fp16 weight rings, b1 (fp32), the layout conversions' scratch (a tile) and the barriers: 215180 bytes in
     # all at (64, 64, ring 4, 4 z slots), 247980 at ring 5 (Triton 3.6, H200)
     # (b1: fp32, or with b1_mma a (block_e, 16) bf16/fp16 block a chunk; the chunks padded to a power of 2)
     b1_chunks = 1 << (hidden_width // block_e - 1).bit_length()
     others = (stages * 2 * block_e * channels * 2 + b1_chunks * block_e * (32 if b1_mma else 4)
-              + block_l * channels * 2 + 1024)
+              + block_l * channels * 2 + 1024 + (4 * block_l * block_e * 2 if tail else 0))
     fits = (232448 - others) // (block_l * channels * 2)
     return min(_Z_STAGES, fits) if fits >= 2 else 0
 
@@ -200,10 +201,12 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     if consumer_regs % 8 or not 24 <= consumer_regs <= most:
         return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {most}] with {consumers} " \
                f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs}"
-    if b1_mma and not (z_producer and pingpong == 1):
-        return f"b1_mma (b1 added by a wgmma) runs in layout gluon_wsz with the pingpong schedule only, got " \
+    if b1_mma and not (z_producer and pingpong in (1, 3)):
+        return f"b1_mma (b1 added by a wgmma) runs in layout gluon_wsz with the pingpong or tail schedule only, got " \
                f"z_producer={z_producer}, pingpong={pingpong}"
-    if z_producer and not z_stages(stages, block_e, channels, hidden_width, block_l, b1_mma):
+    if pingpong == 3 and not z_producer:
+        return "its tail schedule (ws_schedule=tail) runs in layout gluon_wsz only"
+    if z_producer and not z_stages(stages, block_e, channels, hidden_width, block_l, b1_mma, pingpong == 3):
         return f"its weight ring of {stages} slots of {block_e} hidden columns leaves no room in the H200's shared " \
                f"memory for the z producer's ring (a tile a consumer, {block_l} x {channels}): fewer num_stages or " \
                f"hidden columns"
@@ -214,11 +217,11 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
                "gluon_wsz runs one chunk at a time)"
     if pipeline and stages < 3:
         return f"its pipelined consumers hold three ring slots at a time: num_stages (the ring) >= 3, got {stages}"
-    if pingpong not in (0, 1, 2):
-        return f"pingpong is 0 (ws_schedule chunk), 1 (pingpong: each chunk's GEMMs issued together) or 2 (turns: and " \
-               f"the consumers take turns), got {pingpong}"
+    if pingpong not in (0, 1, 2, 3):
+        return f"pingpong is 0 (ws_schedule chunk), 1 (pingpong: each chunk's GEMMs issued together), 2 (turns: and " \
+               f"the consumers take turns) or 3 (tail: chunk k's second GEMM under chunk k+1's GELU), got {pingpong}"
     if pingpong and pipeline:
-        return "the consumers run one schedule: ws_pipeline or ws_schedule pingpong / turns, not both"
+        return "the consumers run one schedule: ws_pipeline or ws_schedule pingpong / turns / tail, not both"
     if pingpong == 2 and (consumers != 2 or stages < 3):
         return f"its consumers' turns (ws_schedule=turns) are for two consumers and a ring of at least 3 (a consumer " \
                f"waiting for its turn may hold the slot the other needs), got {consumers} consumers, num_stages " \
@@ -234,7 +237,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
     time) a warp group of its own computes every tile's conv + LayerNorm into a ring the consumers read. With
     `pingpong` 1 each consumer issues chunk k's second GEMM and chunk k+1's first together and waits once a chunk; with
-    2 the two consumers also take turns at issuing them (a ring of at least 3). With `b1_mma` (z_producer, pingpong 1)
+    2 the two consumers also take turns at issuing them (a ring of at least 3); with 3 (z_producer) each consumer
+    issues chunk k+1's first GEMM, then chunk k's second with the hidden operand from shared memory, waits for the first
+    only and runs chunk k+1's GELU under the second. With `b1_mma` (z_producer, pingpong 1 or 3)
     b1 is added by a k=16 wgmma a chunk (a column of ones against b1) instead of an FADD a hidden element. With
     `z_regs` the consumers read z into registers once a tile, the first GEMMs' A operand (a quarter of their
     shared-memory operand traffic at 64 hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU
@@ -247,15 +252,16 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     if gelu not in GELU_FITS or gelu != "poly" and pipeline:
         raise ValueError(f"gelu is poly, poly3 or poly2 (only poly with pipeline), got gelu={gelu!r}, "
                          f"pipeline={pipeline}")
-    if pingpong and (pipeline or pingpong not in (1, 2) or pingpong == 2 and (consumers != 2 or stages < 3)):
-        raise ValueError(f"pingpong is 1 or 2 (2: two consumers, stages >= 3), not with pipeline; got "
-                         f"pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
+    if pingpong and (pipeline or pingpong not in (1, 2, 3) or pingpong == 2 and (consumers != 2 or stages < 3)
+                     or pingpong == 3 and not z_producer):
+        raise ValueError(f"pingpong is 1, 2 or 3 (2: two consumers, stages >= 3; 3: z_producer), not with pipeline; "
+                         f"got pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
     batch, channels, length = x.shape
-    if b1_mma and not (z_producer and pingpong == 1):
-        raise ValueError(f"b1_mma runs with z_producer and pingpong 1 only, got z_producer={z_producer}, "
+    if b1_mma and not (z_producer and pingpong in (1, 3)):
+        raise ValueError(f"b1_mma runs with z_producer and pingpong 1 or 3 only, got z_producer={z_producer}, "
                          f"pingpong={pingpong}")
-    if z_producer and not z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma):
+    if z_producer and not z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma, pingpong == 3):
         raise ValueError(f"z_producer: a weight ring of {stages} slots of {block_e} hidden columns leaves no room for "
                          f"the z ring in shared memory")
     num_tiles = cdiv(length, block_l) * batch
@@ -266,7 +272,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
         CONSUMERS=consumers, CONSUMER_REGS=consumer_regs, PRODUCER_WARPS=_PRODUCER_WARPS,
         PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
-        Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma) if z_producer else 1,
+        Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma, pingpong == 3)
+        if z_producer else 1,
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         num_warps=num_warps)
@@ -797,13 +804,19 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
+    def _hidden_value(pre, b1_row, FIT: gl.constexpr, B1_MMA: gl.constexpr):
+        """GELU(pre + b1[chunk]) in fp32 (b1_row: the chunk's row of b1's fp32 copy in shared memory; with B1_MMA pre
+        has b1 in it already and b1_row is not read)."""
+        if not B1_MMA:
+            pre = pre + gl.expand_dims(b1_row.load(gl.SliceLayout(0, pre.type.layout)), 0)
+        return _gelu_poly(pre, FIT)
+
+    @gluon.jit
     def _hidden_operand(pre, b1_row, DOT_T: gl.constexpr, H_OPERAND: gl.constexpr, FIT: gl.constexpr,
                         B1_MMA: gl.constexpr = False):
         """GELU(pre + b1[chunk]) (b1_row: the chunk's row of b1's fp32 copy in shared memory) rounded to the dots'
         type, as the second GEMM's A operand (registers). With B1_MMA pre has b1 in it already (b1_row not read)."""
-        if not B1_MMA:
-            pre = pre + gl.expand_dims(b1_row.load(gl.SliceLayout(0, pre.type.layout)), 0)
-        return gl.convert_layout(_gelu_poly(pre, FIT).to(DOT_T), H_OPERAND)
+        return gl.convert_layout(_hidden_value(pre, b1_row, FIT, B1_MMA).to(DOT_T), H_OPERAND)
 
     @gluon.jit
     def _take_turn(turn, turns, CONSUMER: gl.constexpr, PINGPONG: gl.constexpr):
@@ -820,7 +833,7 @@ if available():
 
     @gluon.jit
     def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_ring,
-                     b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, CONSUMER: gl.constexpr,
+                     h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, CONSUMER: gl.constexpr,
                      CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
@@ -910,6 +923,50 @@ if available():
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 if n_chunks > 1:  # the last two chunks' slots (the last step releases none)
                     mbarrier.arrive(empty.index((count + n_chunks - 2) % STAGES))
+                mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
+                count += n_chunks
+            elif PINGPONG == 3:
+                # the tail schedule: chunk k+1's first GEMM, then chunk k's second GEMM, a wait for the first only,
+                # chunk k+1's GELU under the second, then the wait for it. The second GEMMs' A operand (the hidden
+                # chunk) comes from shared memory, two slots a consumer (h_ring 2 * CONSUMER + k % 2), so that the GELU
+                # writes no register an in-flight wgmma reads: from registers, ptxas waited for the second GEMM before
+                # the GELU (it packed the next operand into the in-flight one's registers; Triton 3.6, offline).
+                DOT_T: gl.constexpr = w2_smem.dtype
+                h_slot = 2 * CONSUMER
+                mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
+                pre = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
+                if B1_MMA:
+                    pre = warpgroup_mma(ones, b1_smem.index(0).permute((1, 0)), pre, use_acc=False, is_async=True)
+                pre = warpgroup_mma(z_a, w1_smem.index(count % STAGES).permute((1, 0)), pre, use_acc=B1_MMA,
+                                    is_async=True)
+                pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+                h_ring.index(h_slot).store(_hidden_value(pre, b1_smem.index(0), GELU_FIT, B1_MMA).to(DOT_T))
+                fence_async_shared()
+                _cta_barrier()  # (this partition's warps) all of the hidden chunk is in shared memory
+                for k in range(n_chunks - 1):
+                    chunk = count + k
+                    mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
+                    if B1_MMA:
+                        pre = warpgroup_mma(ones, b1_smem.index(k + 1).permute((1, 0)), pre, use_acc=False,
+                                            is_async=True)
+                    pre = warpgroup_mma(z_a, w1_smem.index((chunk + 1) % STAGES).permute((1, 0)), pre,
+                                        use_acc=B1_MMA, is_async=True)
+                    acc = warpgroup_mma(h_ring.index(h_slot + k % 2), w2_smem.index(chunk % STAGES).permute((1, 0)),
+                                        acc, is_async=True)
+                    pre = warpgroup_mma_wait(num_outstanding=1, deps=(pre, ))  # chunk k+1's first GEMM is done
+                    # chunk k+1's hidden chunk to the other slot (chunk k-1's second GEMM, its last reader, is done)
+                    h_ring.index(h_slot + (k + 1) % 2).store(
+                        _hidden_value(pre, b1_smem.index(k + 1), GELU_FIT, B1_MMA).to(DOT_T))
+                    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+                    mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
+                    # (the fence after the wait: between the stores and the wait, ptxas 12.8 of Triton 3.6 crashed on
+                    # ragged L and on C=64)
+                    fence_async_shared()
+                    _cta_barrier()  # all of chunk k+1's hidden chunk is in shared memory
+                residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
+                acc = warpgroup_mma(h_ring.index(h_slot + (n_chunks - 1) % 2),
+                                    w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
                 count += n_chunks
             elif PINGPONG:
@@ -1032,7 +1089,8 @@ if available():
         gl.static_assert(not Z_PRODUCER or Z_STAGES >= CONSUMERS, "a z slot for each consumer's tile")
         gl.static_assert(not PINGPONG or not PIPELINE, "one consumer schedule")
         gl.static_assert(GELU_FIT == 6 or not PIPELINE, "the pipelined consumers run the default GELU")
-        gl.static_assert(not B1_MMA or (Z_PRODUCER and PINGPONG == 1), "b1's wgmma: gluon_wsz, pingpong only")
+        gl.static_assert(not B1_MMA or (Z_PRODUCER and PINGPONG % 2 == 1), "b1's wgmma: gluon_wsz, pingpong or tail")
+        gl.static_assert(PINGPONG != 3 or Z_PRODUCER, "the tail schedule: gluon_wsz")
         gl.static_assert(PINGPONG != 2 or (CONSUMERS == 2 and STAGES >= 3), "turns between two consumers, ring >= 3")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
@@ -1044,6 +1102,11 @@ if available():
             z_ring = gl.allocate_shared_memory(DOT_T, [Z_STAGES, BLOCK_L, C], Z_SHARED)
         else:  # one tile per consumer
             z_ring = gl.allocate_shared_memory(DOT_T, [CONSUMERS, BLOCK_L, C], Z_SHARED)
+        if PINGPONG == 3:  # the tail schedule's hidden operand (the second GEMMs' A), two buffers a consumer
+            h_ring = gl.allocate_shared_memory(DOT_T, [2 * CONSUMERS, BLOCK_L, BLOCK_E],
+                                               gl.NVMMASharedLayout.get_default_for([BLOCK_L, BLOCK_E], DOT_T))
+        else:  # (not read)
+            h_ring = z_ring
         # b1 goes to shared memory in one load and one store: a store a chunk made the compiler put a CTA barrier
         # between them, so the chunks' loads ran one after another before the partitions started (Triton 3.6, PTX)
         B1_CHUNKS: gl.constexpr = _next_power_of_2(HIDDEN // BLOCK_E)  # (gl.arange's length; the rows past HIDDEN: 0)
@@ -1087,13 +1150,13 @@ if available():
         if Z_PRODUCER:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
-                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
+                                CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
+                                True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
-                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, True,
-                                Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
+                                CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
+                                True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps)),
@@ -1103,30 +1166,30 @@ if available():
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
-                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
+                                CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
-                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
+                                CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
         else:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0, CONSUMERS, C,
-                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
+                                CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1, CONSUMERS, C,
-                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
+                                CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2, CONSUMERS, C,
-                                HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE, False, 1,
-                                PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2,
+                                CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

@@ -77,10 +77,13 @@ _tuning.register(
                        "ring 8) against one chunk at a time's 0.4922 (64, 64, ring 2) and the default's 0.4431"),
     ws_schedule=(str, "warp-specialised kernels' consumers (layouts gluon_ws, gluon_ws3, gluon_wsz): chunk (one chunk "
                       "at a time; gluon_ws/gluon_ws3's default), pingpong (chunk k's second GEMM and chunk k+1's first "
-                      "issued together, one wait a chunk; gluon_wsz's default) or turns (pingpong, the two consumers "
-                      "taking turns at issuing; stages >= 3). Session 31's logs call pingpong / turns ws_pingpong=1 / 2"),
-    b1_mma=(bool, "layout gluon_wsz with the pingpong schedule: b1 added by a k=16 wgmma a chunk (a column of ones "
-                  "against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
+                      "issued together, one wait a chunk; gluon_wsz's default), turns (pingpong, the two consumers "
+                      "taking turns at issuing; stages >= 3) or tail (gluon_wsz: chunk k+1's first GEMM, then chunk "
+                      "k's second with the hidden chunk from shared memory, chunk k+1's GELU under it; its two hidden "
+                      "buffers a consumer fit beside a ring of 3). Session 31's logs call pingpong / turns "
+                      "ws_pingpong=1 / 2"),
+    b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
+                  "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
     norm_block_l=(int, "conv + LayerNorm forward kernel: positions per program (power of 2)"),
     norm_bwd_block_l=(int, "conv + LayerNorm backward (dy) kernel: positions per program (power of 2)"),
@@ -1021,7 +1024,7 @@ _SMALL_GLUON_CONFIGS = {  # by (dot-mode family, training, size class)
 # What the gluon_wsz layout runs unless a tuning override names it: the ping-pong schedule and, for the default GELU,
 # its degree-3 fit (1.2e-5 absolute of fp64 GELU, under the half-precision rounding of the hidden layer it feeds).
 _WSZ_DEFAULT_SCHEDULE, _WSZ_DEFAULT_GELU = "pingpong", "poly3"
-_WS_SCHEDULES = {"chunk": 0, "pingpong": 1, "turns": 2}  # ws_schedule -> _cheri_gluon.launch_ws's pingpong
+_WS_SCHEDULES = {"chunk": 0, "pingpong": 1, "turns": 2, "tail": 3}  # ws_schedule -> _cheri_gluon.launch_ws's pingpong
 
 
 def _ws_pingpong(layout, schedule):
@@ -1034,9 +1037,9 @@ def _ws_pingpong(layout, schedule):
 def _ws_b1_mma(layout, schedule, b1_mma, block_e):
     """launch_ws's b1_mma for a b1_mma tunable (None: on where it was measured and GPU-tested, gluon_wsz on the pingpong
     schedule at 64 hidden columns a chunk; session 32, H200 sweep CLI, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 ->
-    0.3884, N=64 level. Narrower chunks run it when asked for by name)."""
+    0.3884, N=64 level; the tail schedule takes it the same way. Narrower chunks run it when asked for by name)."""
     if b1_mma is None:
-        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and block_e == 64
+        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) in (1, 3) and block_e == 64
     return bool(b1_mma)
 
 

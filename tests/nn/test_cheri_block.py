@@ -1003,6 +1003,9 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
     (64, 3, "gluon_wsz", 1), (64, 3, "gluon_wsz", 2), (32, 6, "gluon_wsz", 2), (64, 3, "gluon_ws", 2),
     (16, 8, "gluon_wsz", 2), (64, 5, "gluon_wsz", 1),
     pytest.param(64, 3, "gluon_wsz", dict(ws_schedule="pingpong", z_regs=True), id="64-3-gluon_wsz-pingpong1-z_regs"),
+    pytest.param(64, 3, "gluon_wsz", dict(ws_schedule="tail"), id="64-3-gluon_wsz-tail"),
+    pytest.param(32, 6, "gluon_wsz", dict(ws_schedule="tail"), id="32-6-gluon_wsz-tail"),
+    pytest.param(16, 4, "gluon_wsz", dict(ws_schedule="tail"), id="16-4-gluon_wsz-tail"),
     pytest.param(32, 6, "gluon_wsz", dict(z_regs=True, ws_schedule="chunk"), id="32-6-gluon_wsz-z_regs"),
     pytest.param(32, 4, "gluon_ws", dict(ws_schedule="pingpong", z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs")])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
@@ -1087,28 +1090,29 @@ def test_gpu_degree_two_gelu_stays_within_bf16_bounds(b1_mma):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("schedule", ["pingpong", "tail"])
 @pytest.mark.parametrize("block_e", [64, 32, 16])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("channels,expansion,kernel_size,dilation,length,batch", BIT_EQUAL_SHAPES)
 def test_gpu_b1_by_wgmma_matches_the_bias_add(dtype, channels, expansion, kernel_size, dilation, length, batch,
-                                              block_e):
+                                              block_e, schedule):
     """b1_mma (gluon_wsz, pingpong): b1 enters the first GEMM's fp32 accumulator through a k=16 wgmma instead of an
     FADD on it, so pre-activations differ only in fp32 rounding order; the output stays within the half bounds of fp64
     and within two output ulps of the FADD kernel (a b1 block in the wrong chunk, a stale ones column or a missing
     fence would move whole rows by |b1| ~ 0.2), on C 16..128, ragged L and 640 tiles, and 16 to 64 hidden columns a
-    chunk (the default takes it at 64; 16 and 32 by name)."""
+    chunk (the default takes it at 64; 16 and 32 by name), on the ping-pong and the tail schedules."""
     from greyhound import _tuning
     if channels * expansion % block_e:
         pytest.skip("BLOCK_E must divide the hidden width")
     block = make_block(channels, kernel_size, dilation, expansion=expansion, dtype=dtype, device="cuda")
     x = torch.randn(batch, channels, length, device="cuda", dtype=dtype)
     params = block._params()
-    config = (64, block_e, 4, 4, "gluon_wsz")
-    with torch.no_grad():
+    config = (64, block_e, 4, 3 if schedule == "tail" else 4, "gluon_wsz")
+    with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, ws_schedule=schedule):
         default = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
-        with _tuning.override(cheri_ops.TUNING_OP, b1_mma=False):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_schedule=schedule, b1_mma=False):
             base = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
-        with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_schedule=schedule, b1_mma=True):
             folded = cheri_ops.cheri_block_megakernel(x, *params, dilation=dilation, config=config)
     assert torch.equal(default, folded if block_e == 64 else base)
     ulp = torch.finfo(dtype).eps * base.float().abs().clamp_min(1.0)
@@ -1188,6 +1192,9 @@ def test_gpu_large_hidden_activations_stay_right_on_every_inference_path(dtype):
                 with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu), torch.no_grad():
                     outs[f"gluon_ws-{gelu}"] = cheri_ops.cheri_block_megakernel(
                         x, *params, dilation=4, config=(64, 64, 4, 3, "gluon_ws"))
+                with _tuning.override(cheri_ops.TUNING_OP, gelu=gelu, ws_schedule="tail"), torch.no_grad():
+                    outs[f"gluon_wsz-tail-{gelu}"] = cheri_ops.cheri_block_megakernel(
+                        x, *params, dilation=4, config=(64, 64, 4, 3, "gluon_wsz"))
         with torch.no_grad():
             outs["gluon"] = cheri_ops.cheri_block_megakernel(x, *params, dilation=4, config=(64, 64, 4, 2, "gluon"))
             outs["lc"] = cheri_ops.cheri_block_megakernel(x, *params, dilation=4, config=(64, 32, 4, 2, "lc"))
@@ -1309,7 +1316,7 @@ def test_gpu_warp_specialised_kernel_rejects_what_it_cannot_run():
              (dict(tile, layout="gluon_ws3", stages=1), "num_stages"),
              (dict(tile, layout="gluon_wsz", maxnreg=196), r"\[24, 192\] with 2 consumers and the z producer, got 196"),
              (dict(tile, layout="gluon_wsz", stages=3, ws_schedule="turns", b1_mma=True),
-              "b1_mma .* with the pingpong schedule only, got z_producer=True, pingpong=2"))
+              "b1_mma .* with the pingpong or tail schedule only, got z_producer=True, pingpong=2"))
     for options, words in cases:
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad():
             with pytest.raises(ValueError, match=f"layout {options['layout']} does not apply here: .*{words}"):
@@ -1348,7 +1355,7 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly3", 2, 152, False, True, 1) is None
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4, "poly3", 2, 152, False, True, 1,
                                        b1_mma=True) is None
-    assert "b1_mma (b1 added by a wgmma) runs in layout gluon_wsz with the pingpong schedule only, got " \
+    assert "b1_mma (b1 added by a wgmma) runs in layout gluon_wsz with the pingpong or tail schedule only, got " \
            "z_producer=True, pingpong=2" in gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4,
                                                                        "poly3", 2, 152, False, True, 2, b1_mma=True)
     # b1 as (64, 16) blocks a chunk: 16 KiB at 512 hidden columns, where fp32 b1 took 2 KiB; ring 4 keeps 4 z slots
@@ -1384,17 +1391,27 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     # the ping-pong schedules (ws_schedule pingpong / turns: launch_ws's pingpong 1 / 2)
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 152, False, True, 2) is None
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly", 2, 232, False, False, 1) is None
-    assert "pingpong is 0 (ws_schedule chunk), 1 (pingpong: each chunk's GEMMs issued together) or 2 (turns: and the " \
-           "consumers take turns), got 3" \
-        in gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 232, False, False, 3)
-    assert "ws_pipeline or ws_schedule pingpong / turns, not both" in gluon_module.unsupported_ws(
+    assert "pingpong is 0 (ws_schedule chunk), 1 (pingpong: each chunk's GEMMs issued together), 2 (turns: and the " \
+           "consumers take turns) or 3 (tail: chunk k's second GEMM under chunk k+1's GELU), got 4" \
+        in gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 232, False, False, 4)
+    # the tail schedule: gluon_wsz only; its two hidden buffers a consumer fit beside a ring of 3 with 4 z slots, with b1
+    # by wgmma too
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly3", 2, 152, False, True, 3,
+                                       b1_mma=True) is None
+    assert gluon_module.z_stages(3, 64, 128, 512, 64, True, True) == 4
+    assert gluon_module.z_stages(4, 64, 128, 512, 64, True, True) == 2
+    assert "tail schedule (ws_schedule=tail) runs in layout gluon_wsz only" in gluon_module.unsupported_ws(
+        x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 232, False, False, 3)
+    with pytest.raises(ValueError, match="pingpong is 1, 2 or 3 .* got pingpong=3"):
+        gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 3, pingpong=3)
+    assert "ws_pipeline or ws_schedule pingpong / turns / tail, not both" in gluon_module.unsupported_ws(
         x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 232, True, False, 1)
     assert "two consumers and a ring of at least 3 (a consumer waiting for its turn may hold the slot the other " \
            "needs), got 2 consumers, num_stages 2" in gluon_module.unsupported_ws(
                x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly", 2, 232, False, False, 2)
     assert "got 3 consumers, num_stages 4" in gluon_module.unsupported_ws(
         x, 128, 512, "bf16", False, 64, 32, 4, 4, "poly", 3, 152, False, False, 2)
-    with pytest.raises(ValueError, match="pingpong is 1 or 2 .* got pingpong=2, consumers=2, stages=2"):
+    with pytest.raises(ValueError, match="pingpong is 1, 2 or 3 .* got pingpong=2, consumers=2, stages=2"):
         gluon_module.launch_ws(x, x, *(None,) * 8, 4, 1e-5, 64, 64, 4, 2, pingpong=2)
     assert "num_stages (its weight ring) >= 2, got 1" in why(stages=1)
     for mode, training in (("bf16x3", False), ("bf16", True)):  # what only the Gluon kernel (layout gluon) runs
@@ -1552,11 +1569,13 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 3, True, 2, True, False, 0), (32, 3, True, 3, True, False, 0), (64, 4, True, 2, False, True, 0),
     (32, 6, True, 2, False, True, 0), (64, 2, False, 2, False, True, 0), (64, 3, True, 2, False, True, 2),
     (64, 3, True, 2, False, True, 1), (32, 6, False, 2, False, True, 2), (64, 3, True, 2, False, False, 2),
-    (64, 4, True, 2, False, True, 3), (64, 4, True, 2, False, True, 4)])
+    (64, 4, True, 2, False, True, 3), (64, 4, True, 2, False, True, 4), (64, 3, True, 2, False, True, 5),
+    (64, 3, False, 2, False, True, 5), (32, 6, True, 2, False, True, 6)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the bf16/fp16 default, the ping-pong schedule with the degree-3 GELU and b1 by wgmma;
-    # 4: the same with the degree-2 GELU, gelu=poly2)
+    # 4: the same with the degree-2 GELU, gelu=poly2; 5: the tail schedule with them; 6: the tail schedule with the
+    # degree-6 GELU and b1 by an FADD)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1573,15 +1592,15 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_PRODUCER_REGS=168, PINGPONG={3: 1, 4: 1}.get(pingpong, pingpong), Z_REGS=False,
-                      GELU_FIT={3: 3, 4: 2}.get(pingpong, 6), B1_MMA=pingpong in (3, 4),
+                      Z_PRODUCER_REGS=168, PINGPONG={3: 1, 4: 1, 5: 3, 6: 3}.get(pingpong, pingpong), Z_REGS=False,
+                      GELU_FIT={3: 3, 4: 2, 5: 3}.get(pingpong, 6), B1_MMA=pingpong in (3, 4, 5),
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
     ring = stages * 2 * block_e * 128 * 2  # W1 and W2 slices of bf16 per slot
     assert ring + (4 if z_producer else consumers) * 64 * 128 * 2 <= facts["shared"] <= 232448
-    assert facts["wait_groups"] == ([0, 1] if pipeline else [0]), facts
+    assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6) else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
