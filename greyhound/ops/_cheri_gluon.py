@@ -804,6 +804,15 @@ if available():
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
+    def _ws_first_gemm(pre, ones, z_a, b1_smem, w1_smem, k, slot, B1_MMA: gl.constexpr):
+        """(gluon_wsz, pingpong / tail) chunk k's first GEMM into pre from the ring's `slot`, issued asynchronously;
+        with B1_MMA after b1's k=16 wgmma (ones, a (BLOCK_L, 16) block whose column 0 is 1, against chunk k's b1
+        block), which the GEMM accumulates onto."""
+        if B1_MMA:
+            pre = warpgroup_mma(ones, b1_smem.index(k).permute((1, 0)), pre, use_acc=False, is_async=True)
+        return warpgroup_mma(z_a, w1_smem.index(slot).permute((1, 0)), pre, use_acc=B1_MMA, is_async=True)
+
+    @gluon.jit
     def _hidden_value(pre, b1_row, FIT: gl.constexpr, B1_MMA: gl.constexpr):
         """GELU(pre + b1[chunk]) in fp32 (b1_row: the chunk's row of b1's fp32 copy in shared memory; with B1_MMA pre
         has b1 in it already and b1_row is not read)."""
@@ -861,6 +870,8 @@ if available():
             ones_cols = gl.arange(0, 16, layout=gl.SliceLayout(0, ONES))
             ones = gl.where(gl.expand_dims(ones_cols, 0) == 0, 1.0, 0.0) + gl.zeros([BLOCK_L, 16], gl.float32, ONES)
             ones = ones.to(w1_smem.dtype)
+        else:
+            ones = 0  # (not read)
         count = 0  # chunks consumed so far, as the producer counts them
         turns = 0  # with PINGPONG == 2: turns taken so far
         z_count = CONSUMER  # with Z_PRODUCER: this tile's place in the z producer's order (CONSUMERS a group)
@@ -934,11 +945,8 @@ if available():
                 DOT_T: gl.constexpr = w2_smem.dtype
                 h_slot = 2 * CONSUMER
                 mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
-                pre = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
-                if B1_MMA:
-                    pre = warpgroup_mma(ones, b1_smem.index(0).permute((1, 0)), pre, use_acc=False, is_async=True)
-                pre = warpgroup_mma(z_a, w1_smem.index(count % STAGES).permute((1, 0)), pre, use_acc=B1_MMA,
-                                    is_async=True)
+                pre = _ws_first_gemm(gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), ones, z_a, b1_smem, w1_smem, 0,
+                                     count % STAGES, B1_MMA)
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                 h_ring.index(h_slot).store(_hidden_value(pre, b1_smem.index(0), GELU_FIT, B1_MMA).to(DOT_T))
                 fence_async_shared()
@@ -946,11 +954,7 @@ if available():
                 for k in range(n_chunks - 1):
                     chunk = count + k
                     mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
-                    if B1_MMA:
-                        pre = warpgroup_mma(ones, b1_smem.index(k + 1).permute((1, 0)), pre, use_acc=False,
-                                            is_async=True)
-                    pre = warpgroup_mma(z_a, w1_smem.index((chunk + 1) % STAGES).permute((1, 0)), pre,
-                                        use_acc=B1_MMA, is_async=True)
+                    pre = _ws_first_gemm(pre, ones, z_a, b1_smem, w1_smem, k + 1, (chunk + 1) % STAGES, B1_MMA)
                     acc = warpgroup_mma(h_ring.index(h_slot + k % 2), w2_smem.index(chunk % STAGES).permute((1, 0)),
                                         acc, is_async=True)
                     pre = warpgroup_mma_wait(num_outstanding=1, deps=(pre, ))  # chunk k+1's first GEMM is done
@@ -978,11 +982,8 @@ if available():
                 # inject a wait and serialise them (C7517, C7515; Triton 3.6, offline).
                 mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
                 _take_turn(turn, turns, CONSUMER, PINGPONG)
-                pre = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
-                if B1_MMA:
-                    pre = warpgroup_mma(ones, b1_smem.index(0).permute((1, 0)), pre, use_acc=False, is_async=True)
-                pre = warpgroup_mma(z_a, w1_smem.index(count % STAGES).permute((1, 0)), pre, use_acc=B1_MMA,
-                                    is_async=True)
+                pre = _ws_first_gemm(gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), ones, z_a, b1_smem, w1_smem, 0,
+                                     count % STAGES, B1_MMA)
                 _pass_turn(turn, CONSUMER, PINGPONG)
                 turns += 1
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
@@ -992,11 +993,7 @@ if available():
                     mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
                     _take_turn(turn, turns, CONSUMER, PINGPONG)
                     acc = warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
-                    if B1_MMA:
-                        pre = warpgroup_mma(ones, b1_smem.index(k + 1).permute((1, 0)), pre, use_acc=False,
-                                            is_async=True)
-                    pre = warpgroup_mma(z_a, w1_smem.index((chunk + 1) % STAGES).permute((1, 0)), pre,
-                                        use_acc=B1_MMA, is_async=True)
+                    pre = _ws_first_gemm(pre, ones, z_a, b1_smem, w1_smem, k + 1, (chunk + 1) % STAGES, B1_MMA)
                     _pass_turn(turn, CONSUMER, PINGPONG)
                     turns += 1
                     pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
@@ -1030,7 +1027,7 @@ if available():
                     mbarrier.arrive(z_empty.index(z_slot))
                 z_count += CONSUMERS
             out = gl.convert_layout(acc, TILE)
-            if not PINGPONG or PIPELINE:  # (loaded after the conversion: before it, it spilled, Triton 3.6, offline)
+            if not PINGPONG:  # (loaded after the conversion: before it, it spilled, Triton 3.6, offline)
                 residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
             out += residual.to(gl.float32)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
