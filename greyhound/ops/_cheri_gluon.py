@@ -182,25 +182,19 @@ def z_producer_regs(consumer_regs):
     return (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS - 2 * 128 * consumer_regs) // 128 // 8 * 8
 
 
-def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
-                   consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0, b1_mma=False):
-    """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
-    why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu, True)
-    if why_not is not None:
-        return why_not
-    if mode == "bf16x3" or training:
-        return f"it is the inference kernel with bf16 or fp16 dots (the Gluon kernel, layout gluon, also runs bf16x3 " \
-               f"and training forwards), got mode {mode!r}, training={training}"
-    if num_warps != 4:
-        return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
+def schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, consumers, pipeline=False,
+                     z_producer=False, pingpong=0, b1_mma=False):
+    """Why the warp-specialised kernel cannot run this set of partitions and consumer schedule (a string), or None:
+    the refusals unsupported_ws (the layouts' check) and launch_ws (a direct call) share."""
     if consumers not in (2, 3):
         return f"it has 2 or 3 consumer warp groups, got {consumers}"
     if z_producer and consumers != 2:
         return f"beside the z producer (layout gluon_wsz) it has 2 consumer warp groups, got {consumers}"
-    most = ws_consumer_regs(consumers, z_producer)
-    if consumer_regs % 8 or not 24 <= consumer_regs <= most:
-        return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {most}] with {consumers} " \
-               f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs}"
+    if gelu not in GELU_FITS:
+        return f"gelu is poly or its fits poly3, poly2, got gelu={gelu!r}"
+    if pingpong not in (0, 1, 2, 3):
+        return f"pingpong is 0 (ws_schedule chunk), 1 (pingpong: each chunk's GEMMs issued together), 2 (turns: and " \
+               f"the consumers take turns) or 3 (tail: chunk k's second GEMM under chunk k+1's GELU), got {pingpong}"
     if b1_mma and not (z_producer and pingpong in (1, 3)):
         return f"b1_mma (b1 added by a wgmma) runs in layout gluon_wsz with the pingpong or tail schedule only, got " \
                f"z_producer={z_producer}, pingpong={pingpong}"
@@ -217,15 +211,34 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
                "gluon_wsz runs one chunk at a time)"
     if pipeline and stages < 3:
         return f"its pipelined consumers hold three ring slots at a time: num_stages (the ring) >= 3, got {stages}"
-    if pingpong not in (0, 1, 2, 3):
-        return f"pingpong is 0 (ws_schedule chunk), 1 (pingpong: each chunk's GEMMs issued together), 2 (turns: and " \
-               f"the consumers take turns) or 3 (tail: chunk k's second GEMM under chunk k+1's GELU), got {pingpong}"
     if pingpong and pipeline:
         return "the consumers run one schedule: ws_pipeline or ws_schedule pingpong / turns / tail, not both"
     if pingpong == 2 and (consumers != 2 or stages < 3):
         return f"its consumers' turns (ws_schedule=turns) are for two consumers and a ring of at least 3 (a consumer " \
                f"waiting for its turn may hold the slot the other needs), got {consumers} consumers, num_stages " \
                f"{stages}"
+    return None
+
+
+def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
+                   consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0, b1_mma=False):
+    """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
+    why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu, True)
+    if why_not is not None:
+        return why_not
+    if mode == "bf16x3" or training:
+        return f"it is the inference kernel with bf16 or fp16 dots (the Gluon kernel, layout gluon, also runs bf16x3 " \
+               f"and training forwards), got mode {mode!r}, training={training}"
+    if num_warps != 4:
+        return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
+    why_not = schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, consumers, pipeline, z_producer,
+                               pingpong, b1_mma)
+    if why_not is not None:
+        return why_not
+    most = ws_consumer_regs(consumers, z_producer)
+    if consumer_regs % 8 or not 24 <= consumer_regs <= most:
+        return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {most}] with {consumers} " \
+               f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs}"
     return None
 
 
@@ -244,26 +257,12 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     `z_regs` the consumers read z into registers once a tile, the first GEMMs' A operand (a quarter of their
     shared-memory operand traffic at 64 hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU
     fit, "poly2" the degree-2 one (bf16 dots; neither with `pipeline`)."""
-    if pipeline and stages < 3:
-        raise ValueError(f"pipeline (the pipelined consumers) needs stages >= 3, got stages={stages}")
-    if z_producer and (consumers != 2 or pipeline):
-        raise ValueError(f"z_producer runs two consumers one chunk at a time, got consumers={consumers}, "
-                         f"pipeline={pipeline}")
-    if gelu not in GELU_FITS or gelu != "poly" and pipeline:
-        raise ValueError(f"gelu is poly, poly3 or poly2 (only poly with pipeline), got gelu={gelu!r}, "
-                         f"pipeline={pipeline}")
-    if pingpong and (pipeline or pingpong not in (1, 2, 3) or pingpong == 2 and (consumers != 2 or stages < 3)
-                     or pingpong == 3 and not z_producer):
-        raise ValueError(f"pingpong is 1, 2 or 3 (2: two consumers, stages >= 3; 3: z_producer), not with pipeline; "
-                         f"got pingpong={pingpong}, consumers={consumers}, stages={stages}, pipeline={pipeline}")
-    consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
     batch, channels, length = x.shape
-    if b1_mma and not (z_producer and pingpong in (1, 3)):
-        raise ValueError(f"b1_mma runs with z_producer and pingpong 1 or 3 only, got z_producer={z_producer}, "
-                         f"pingpong={pingpong}")
-    if z_producer and not z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma, pingpong == 3):
-        raise ValueError(f"z_producer: a weight ring of {stages} slots of {block_e} hidden columns leaves no room for "
-                         f"the z ring in shared memory")
+    why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
+                               z_producer, pingpong, b1_mma)
+    if why_not is not None:
+        raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
+    consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
     num_tiles = cdiv(length, block_l) * batch
     grid = min(cdiv(num_tiles, consumers), multiprocessor_count(x.device.index))
     _WS_LAUNCHER[(grid,)](
