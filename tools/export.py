@@ -117,6 +117,21 @@ def load_benchmarks(results_dir):
 
 def load_results(path, machine_name):
     """One result file as an asv `Results`; raises (any exception) when it cannot be read."""
+    return _checked(_load_results(path, machine_name))
+
+
+def _checked(result):
+    """The fields every row and every comparison is keyed or ordered by: a commit hash, a numeric date."""
+    if not (isinstance(result.commit_hash, str) and result.commit_hash.strip()):
+        raise ValueError(f"commit_hash is {result.commit_hash!r}, not a commit hash")
+    if result.date is not None and not is_finite_number(result.date):
+        raise ValueError(f"date is {result.date!r}, not a JavaScript timestamp (ms)")
+    if not isinstance(result.params, dict):
+        raise ValueError(f"params is {type(result.params).__name__}, not an object")
+    return result
+
+
+def _load_results(path, machine_name):
     from asv import util as asv_util
     from asv.results import Results
 
@@ -325,6 +340,9 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
     spec = describe_benchmark(name, meta, summary)
     values = result.get_result_value(name, params)
     samples = result.get_result_samples(name, params)
+    if len(values) != len(combos) or len(samples) != len(combos):
+        raise ValueError(f"{len(values)} values and {len(samples)} sample lists for {len(combos)} parameter "
+                         f"combinations")
     rows = []
     for combo, value, combo_samples in zip(combos, values, samples):
         if not is_finite_number(value):
@@ -336,7 +354,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
         work = work_of(meta, mode, named) if spec.metric_name == "speed" else None
         x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
         extra = json.dumps({param: json_value for param, (_, json_value) in named.items()}, sort_keys=True)
-        finite_samples = [s for s in combo_samples or [] if is_finite_number(s)]
+        finite_samples = [s for s in combo_samples if is_finite_number(s)] if isinstance(combo_samples, list) else []
         if not finite_samples:
             summary.no_samples += 1
         rows.append(csv_row(

@@ -32,7 +32,12 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
   kernel alone can move by more than its noise estimate (session 16: the unchanged Cheri megakernel read 5% faster
   on one H200 than on two others, with its torch.compile peer level).
 
-Exit status: 0 no regression; 1 a regression; 2 bad arguments or missing results. docs/benchmarking.md has the
+Other projects' asv results: a benchmark without a `provider` param is judged as the project's own code (there is no
+peer to control it), and when no benchmark declares a `tier` every one is judged; each asv environment (python,
+requirements) is a series of its own. A result file that cannot be read is named on stderr; when it is BASE's or
+HEAD's, or when the two runs share no series, the gate refuses (exit 2) rather than pass on what is left.
+
+Exit status: 0 no regression; 1 a regression; 2 bad arguments, missing or unreadable results, nothing compared. docs/benchmarking.md has the
 measured false-alarm and sensitivity rates (`--evaluate`).
 """
 import argparse
@@ -43,6 +48,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools import is_finite_number
 from tools.export import ExportError, load_benchmarks, load_results
 from tools.noise import history_noise, median_standard_error, read_gpus
 
@@ -68,14 +74,20 @@ class GateError(Exception):
 class Series:
     benchmark: str
     combo: tuple  # asv's parameter reprs
+    env: str = ""  # asv's environment name: each environment (python, requirements) is a series of its own
+    has_provider: bool = True  # the benchmark's first param is `provider` (greyhound's suites)
 
     @property
     def provider(self):
+        if not self.has_provider:
+            return "default"
         return self.combo[0].strip("'\"") if self.combo else "default"
 
     @property
     def is_greyhound(self):
-        return self.provider.startswith("greyhound")
+        """Judged as the project's own code (a regression fails the gate), not a peer used as a control: greyhound's
+        providers, and every series of a benchmark without a `provider` param (another project's benchmarks)."""
+        return not self.has_provider or self.provider.startswith("greyhound")
 
     def label(self):
         return f"{self.benchmark.split('.', 1)[-1]}({', '.join(self.combo)})"
@@ -114,15 +126,21 @@ class Report:
 
 
 # --- reading ------------------------------------------------------------------------------------------------------
-def load_runs(results_dirs, machine=None, tier="tracked"):
-    """{commit: Run} of one machine from asv results directories, tracked-tier series only (tier=None: all)."""
+def load_runs(results_dirs, machine=None, tier="tracked", warnings=None):
+    """{commit: Run} of one machine from asv results directories, tracked-tier series only (tier=None: all; results
+    whose benchmarks declare no tier at all, another project's, are all judged). A file or benchmark entry that
+    cannot be read is left out and named in `warnings` (a list, when given) as "path: problem"."""
     runs, machines, benchmarks = {}, set(), {}
+    warnings = [] if warnings is None else warnings
     for results_dir in map(Path, results_dirs):
         try:
             benchmarks.update(load_benchmarks(results_dir))
+            machine_dirs = sorted(p for p in results_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
         except ExportError as err:
             raise GateError(str(err)) from None
-        for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        except OSError as err:
+            raise GateError(f"cannot list {results_dir}: {err}") from None
+        for machine_dir in machine_dirs:
             if machine and machine_dir.name != machine:
                 continue
             for path in sorted(machine_dir.glob("*.json")):
@@ -130,36 +148,58 @@ def load_runs(results_dirs, machine=None, tier="tracked"):
                     continue
                 try:
                     result = load_results(path, machine_dir.name)
-                except Exception:  # noqa: BLE001 - tools.export names unreadable files; the gate uses the rest
+                except Exception as err:  # noqa: BLE001 - named in the warnings; the gate uses the rest
+                    warnings.append(f"{path}: cannot read results ({type(err).__name__}: {err})")
                     continue
                 machines.add(machine_dir.name)
                 run = runs.setdefault(result.commit_hash, Run(result.commit_hash, result.date or 0,
                                                               dict(result.params or {})))
-                _add_values(run, result, benchmarks, tier)
+                _add_values(run, result, benchmarks, tier, path, warnings)
     if len(machines) > 1:
         raise GateError(f"results of several machines {sorted(machines)}: choose one with --machine")
-    gpus = read_gpus(results_dirs, machines)
+    try:
+        gpus = read_gpus(results_dirs, machines)
+    except ValueError as err:  # which GPU ran which commit only adds a line to the report
+        warnings.append(f"{err}; physical GPUs not compared")
+        gpus = {}
     for commit, run in runs.items():
         if commit in gpus:
             run.params["gpu_uuid"] = gpus[commit]
     return runs
 
 
-def _add_values(run, result, benchmarks, tier):
+def _add_values(run, result, benchmarks, tier, path="", warnings=None):
+    if tier and not any("tier" in meta for meta in benchmarks.values()):
+        tier = None  # another project's benchmarks: no tiers, every benchmark is tracked
     for name in result.get_all_result_keys():
         meta = benchmarks.get(name)
         if meta is None or (tier and meta.get("tier") != tier):
             continue
         if result.benchmark_version.get(name) not in (None, meta.get("version")):
             continue  # an older definition of the benchmark: not the same measurement
-        params = result.get_result_params(name) or []
+        try:
+            params = result.get_result_params(name) or []
+            combos = list(itertools.product(*params))
+            param_names = list(meta.get("param_names") or [])
+            if len(param_names) != len(params):
+                continue  # another parameter grid than benchmarks.json's: as stale as a different version
+            values = result.get_result_value(name, params)
+            samples = result.get_result_samples(name, params)
+            if len(values) != len(combos) or len(samples) != len(combos):
+                raise ValueError(f"{len(values)} values and {len(samples)} sample lists for {len(combos)} "
+                                 f"parameter combinations")
+        except Exception as err:  # noqa: BLE001 - a malformed entry is named; the rest is judged
+            if warnings is not None:
+                warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err})")
+            continue
         is_memory = meta.get("unit") == "bytes"
-        values = result.get_result_value(name, params)
-        samples = result.get_result_samples(name, params)
-        for combo, value, combo_samples in zip(itertools.product(*params), values, samples):
-            if value is not None and math.isfinite(value) and value > 0:
-                clean = [s for s in combo_samples or [] if s is not None and math.isfinite(s) and s > 0]
-                run.values[Series(name, tuple(combo))] = (value, clean or None, is_memory)
+        has_provider = param_names[:1] == ["provider"]
+        for combo, value, combo_samples in zip(combos, values, samples):
+            if is_finite_number(value) and value > 0:
+                clean = [s for s in combo_samples if is_finite_number(s) and s > 0] \
+                    if isinstance(combo_samples, list) else []
+                series = Series(name, tuple(combo), result.env_name or "", has_provider)
+                run.values[series] = (value, clean or None, is_memory)
 
 
 # --- statistics ---------------------------------------------------------------------------------------------------
@@ -197,7 +237,7 @@ def controls_of(series, base, head):
     """The peers of the same benchmark, mode and shape measured in both runs."""
     return [other for other in base.values
             if other.benchmark == series.benchmark and other.combo[1:] == series.combo[1:]
-            and not other.is_greyhound and other in head.values]
+            and other.env == series.env and not other.is_greyhound and other in head.values]
 
 
 # --- the gate -----------------------------------------------------------------------------------------------------
@@ -205,7 +245,7 @@ def judge(base, head, history):
     """Compare two runs of one machine; `history` are the runs (in commit order) that calibrate each series' noise."""
     verdicts, control_moves, drifted = [], {}, {}
     change = {}
-    for series in sorted(set(base.values) & set(head.values), key=Series.label):
+    for series in sorted(set(base.values) & set(head.values), key=lambda s: (s.label(), s.env)):
         r = math.log(head.values[series][0] / base.values[series][0])
         threshold, sigma, n = series_threshold(series, base, head, history)
         change[series] = (r, threshold, sigma, n)
@@ -255,8 +295,9 @@ def history_for(runs, exclude=()):
     return sorted((run for commit, run in runs.items() if commit not in exclude), key=lambda r: (r.date, r.commit))
 
 
-def resolve(runs, ref, repo="."):
-    """A commit hash (any prefix) or git ref -> the full hash of a run in `runs`."""
+def resolve(runs, ref, repo=".", unreadable=()):
+    """A commit hash (any prefix) or git ref -> the full hash of a run in `runs`; the error names the result files
+    that could not be read (`unreadable`: "path: problem" lines), one of which may hold it."""
     matches = [c for c in runs if c.startswith(ref.lower())]
     if len(matches) == 1:
         return matches[0]
@@ -267,12 +308,15 @@ def resolve(runs, ref, repo="."):
         full = None
     if full in runs:
         return full
+    hint = [w for w in unreadable if Path(w.split(": ", 1)[0]).name.startswith(ref.lower()[:8])] or list(unreadable)
     raise GateError(f"no results for {ref!r} on this machine (have {len(runs)} commits: "
-                    f"{', '.join(sorted(c[:8] for c in runs)[:12])}...)")
+                    f"{', '.join(sorted(c[:8] for c in runs)[:12])}...)"
+                    + (f"; {len(hint)} result file(s) could not be read: {'; '.join(hint[:3])}" if hint else ""))
 
 
 def format_report(report, base, head):
     lines = [f"tools.gate: {base[:8]} -> {head[:8]}: {len(report.verdicts)} tracked series"]
+    several_envs = len({v.series.env for v in report.verdicts}) > 1
     for verdict in sorted(report.verdicts, key=lambda v: (v.status, -v.change)):
         if verdict.status == "ok":
             continue
@@ -280,7 +324,8 @@ def format_report(report, base, head):
                    if verdict.control else "")
         lines.append(f"  {verdict.status.upper():11s} {math.expm1(verdict.change):+7.2%}  (threshold "
                      f"{math.expm1(verdict.threshold):.2%}, noise {verdict.sigma:.2%} from {verdict.history} "
-                     f"diffs)  {verdict.series.label()}{control}")
+                     f"diffs)  {verdict.series.label()}{control}"
+                     + (f"  [{verdict.series.env}]" if several_envs else ""))
     for line in (report.drift, report.environment):
         if line:
             lines.append(f"  {line}")
@@ -353,8 +398,12 @@ def main(argv=None):
                         help="A/A false alarms and 5%% sensitivity over consecutive commits with identical greyhound/")
     parser.add_argument("--slowdown", type=float, default=1.05, help="--evaluate's injected factor (default 1.05)")
     args = parser.parse_args(argv)
+    warnings = []
     try:
-        runs = load_runs(args.results or ["results"], args.machine, tier=None if args.all_tiers else "tracked")
+        runs = load_runs(args.results or ["results"], args.machine, tier=None if args.all_tiers else "tracked",
+                         warnings=warnings)
+        for line in warnings:
+            print(f"tools.gate: warning: {line}", file=sys.stderr)
         if args.evaluate:
             pairs = identical_code_pairs(runs)
             result = evaluate(runs, pairs, args.slowdown)
@@ -363,8 +412,16 @@ def main(argv=None):
             return 0
         if not (args.base and args.head):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
-        base, head = resolve(runs, args.base), resolve(runs, args.head)
+        base, head = resolve(runs, args.base, unreadable=warnings), resolve(runs, args.head, unreadable=warnings)
+        for commit, side in ((base, "BASE"), (head, "HEAD")):
+            broken = [w for w in warnings if Path(w.split(": ", 1)[0]).name.startswith(commit[:8])]
+            if broken:  # judging on part of a side's results could pass a regression in the part left out
+                raise GateError(f"{side} {commit[:8]}'s results are not all readable: {broken[0]}")
         report = judge(runs[base], runs[head], history_for(runs, exclude={head}))
+        if not report.verdicts:
+            raise GateError(f"no series measured in both {base[:8]} and {head[:8]}"
+                            + ("" if args.all_tiers else " in the tracked tier (--all-tiers judges every benchmark)")
+                            + ": nothing was compared")
     except GateError as err:
         print(f"tools.gate: error: {err}", file=sys.stderr)
         return 2

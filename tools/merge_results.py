@@ -21,7 +21,6 @@ Every file is written atomically; merging the same source twice changes nothing 
 import argparse
 import json
 import math
-import shutil
 import sys
 import tarfile
 import tempfile
@@ -104,6 +103,17 @@ def merge_result_file(ours, theirs):
     return merged, replaced
 
 
+def _read_json(path):
+    """A JSON object from `path`; MergeError naming the file when it is not one (truncated, binary, a list)."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise MergeError(f"{path}: cannot read ({err})") from None
+    if not isinstance(document, dict):
+        raise MergeError(f"{path}: expected a JSON object, got {type(document).__name__}")
+    return document
+
+
 def _merge_dict_file(ours, theirs, label, log):
     merged = dict(ours)
     for key, value in theirs.items():
@@ -124,15 +134,17 @@ def merge_tree(source, into, log=print):
     summary = {"copied": 0, "merged": 0, "replaced": 0, "unchanged": 0}
     for path in sorted(source.rglob("*.json")):
         target = into / path.relative_to(source)
-        theirs = json.loads(path.read_text())
+        theirs = _read_json(path)
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+            write_atomic(target, path.read_bytes())  # never a half-copied file in results/
             summary["copied"] += 1
             continue
-        ours = json.loads(target.read_text())
+        ours = _read_json(target)
         if "results" in ours and "result_columns" in ours:
-            merged, replaced = merge_result_file(ours, theirs)
+            try:
+                merged, replaced = merge_result_file(ours, theirs)
+            except (MergeError, KeyError, TypeError, ValueError) as err:
+                raise MergeError(f"{path} into {target}: {err}") from None
             summary["replaced"] += replaced
             if replaced:
                 log(f"{target}: {replaced} parameter combination(s) measured on both sides: the later run kept")

@@ -27,7 +27,7 @@ from tools._atomic import write_atomic
 
 COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
            "extra_benchmark_config_str", "gpu_name", "runs", "gpus", "within_process_cv", "between_process_cv",
-           "between_machine_cv", "benchmark")
+           "between_machine_cv", "benchmark", "asv_environment")
 GPUS_FILE = "gpus.csv"
 
 
@@ -60,15 +60,22 @@ def history_noise(series, history):
 
 def read_gpus(results_dirs, machines=None):
     """{commit: gpu_uuid} from every results/<machine>/gpus.csv (only those of `machines` when given); a commit
-    measured more than once has the GPU of its last row."""
+    measured more than once has the GPU of its last row. ValueError (naming the file) when one is unreadable."""
     gpus = {}
     for results_dir in map(Path, results_dirs):
         for path in sorted(results_dir.glob(f"*/{GPUS_FILE}")):
             if machines is not None and path.parent.name not in machines:
                 continue
-            with open(path, newline="") as f:
-                for row in csv.DictReader(f):
-                    gpus[row["commit"]] = row["gpu_uuid"]
+            try:
+                with open(path, newline="", encoding="utf-8") as f:
+                    reader = csv.DictReader(f)
+                    if not {"commit", "gpu_uuid"} <= set(reader.fieldnames or ()):
+                        raise ValueError(f"columns {reader.fieldnames}, expected commit and gpu_uuid")
+                    for row in reader:
+                        if row["commit"] and row["gpu_uuid"]:
+                            gpus[row["commit"]] = row["gpu_uuid"]
+            except (OSError, UnicodeDecodeError, csv.Error, ValueError) as err:
+                raise ValueError(f"{path}: cannot read ({err})") from None
     return gpus
 
 
@@ -77,7 +84,7 @@ def noise_rows(runs, gpus, benchmarks):
     from tools.export import ExportSummary, describe_benchmark, gpu_name_of, parse_param
 
     ordered = sorted(runs.values(), key=lambda r: (r.date, r.commit))
-    series_all = sorted({s for run in ordered for s in run.values}, key=lambda s: s.label())
+    series_all = sorted({s for run in ordered for s in run.values}, key=lambda s: (s.label(), s.env))
     summary, rows = ExportSummary(), []
     for series in series_all:
         meta = benchmarks[series.benchmark]
@@ -111,7 +118,7 @@ def noise_rows(runs, gpus, benchmarks):
             "gpu_name": gpu_name_of(present[-1].params, {}, ""), "runs": len(present), "gpus": len(known),
             "within_process_cv": _fmt(statistics.median(within) if within else float("nan")),
             "between_process_cv": _fmt(between), "between_machine_cv": _fmt(machine),
-            "benchmark": series.benchmark,
+            "benchmark": series.benchmark, "asv_environment": series.env,
         })
     return rows
 
@@ -151,7 +158,7 @@ def main(argv=None):
     from tools.gate import GateError
     try:
         rows = write_noise_table(args.results or ["results"], args.out)
-    except (ExportError, GateError, OSError) as err:
+    except (ExportError, GateError, OSError, ValueError) as err:
         print(f"tools.noise: error: {err}", file=sys.stderr)
         return 2
     print(f"wrote {len(rows)} series to {args.out}")

@@ -539,3 +539,20 @@ def test_roofline_without_ceilings_reports_the_rate_and_no_share(tmp_path):
     assert run_export(root, tmp_path / "data.csv") == 0
     (row,) = read_rows(tmp_path / "data.csv")
     assert (row["achieved_unit"], float(row["achieved"]), row["ceiling_share"]) == ("TB/s", 2.0, "")
+
+
+@pytest.mark.parametrize("field, value", [("date", "2025-11-24"), ("commit_hash", None)])
+def test_a_result_file_with_a_bad_date_or_commit_is_named_not_a_traceback(tmp_path, capsys, field, value):
+    # before: a date that is not a number crashed the export while sorting files by date (TypeError traceback)
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    bad = write_result(root, COMMIT_B, {TIME: entry(values, samples=samples)})
+    document = json.loads(bad.read_text())
+    document[field] = value
+    bad.write_text(json.dumps(document))
+    assert run_export(root, tmp_path / "data.csv") == 1
+    err = capsys.readouterr().err
+    assert str(bad) in err and field in err and "Traceback" not in err
+    rows = read_rows(tmp_path / "data.csv")
+    assert len(rows) == N_COMBOS and {r["git_commit"] for r in rows} == {COMMIT_A}

@@ -1,5 +1,6 @@
 """tools.gate on synthetic sample sets: A/A passes, a 5% shift at the measured noise is caught, a drift that moves
 every series (peers too) is named as drift, and the CLI reads real asv results files and exits accordingly."""
+import itertools
 import json
 import math
 import random
@@ -230,3 +231,99 @@ def test_toggles_after_the_base_do_not_widen_the_threshold():
     series = next(s for s in history[0].values if s.is_greyhound and s.benchmark == BENCH)
     assert gate.toggle_range(series, history, history[4]) < 0.05
     assert gate.toggle_range(series, history, history[-1]) > 0.6
+
+
+# --- another project's asv results: no `provider` param, no tiers, several environments, broken files ---------------
+FOREIGN_PARAMS = [["'float32'", "'float64'"], ["10", "1000"]]
+FOREIGN = {"bench_core.Core.time_array_1": [], "bench_ufunc.UFunc.time_add": FOREIGN_PARAMS}
+
+
+def _write_foreign(tmp_path, n_commits, slow=None, envs=("py3.10",), level_of_env=None, skip=()):
+    """asv results of a numpy-like project (benchmarks without provider/mode params or tiers), 20 samples each."""
+    rng = random.Random(3)
+    root = tmp_path / "results"
+    (root / "box").mkdir(parents=True)
+    benchmarks = {"version": 2}
+    for name, params in FOREIGN.items():
+        benchmarks[name] = {"name": name, "version": "1", "unit": "seconds", "type": "time", "params": params,
+                            "param_names": ["dtype", "size"][:len(params)]}
+    (root / "benchmarks.json").write_text(json.dumps(benchmarks))
+    (root / "box" / "machine.json").write_text(json.dumps({"machine": "box", "version": 1}))
+    commits = [f"{i:x}".rjust(8, "c").ljust(40, "0") for i in range(n_commits)]
+    columns = ["result", "params", "version", "started_at", "duration", "samples"]
+    for index, commit in enumerate(commits):
+        for env in envs:
+            if (commit, env) in skip:
+                continue
+            results = {}
+            for name, params in FOREIGN.items():
+                values, samples = [], []
+                for combo in itertools.product(*params) if params else [()]:
+                    factor = (slow or {}).get((name, combo), 1.0) if index == n_commits - 1 else 1.0
+                    level = 1e-3 * (level_of_env or {}).get(env, 1.0) * factor * math.exp(rng.gauss(0, 0.003))
+                    run_samples = [level * math.exp(rng.gauss(0, 0.01)) for _ in range(20)]
+                    values.append(sorted(run_samples)[10])
+                    samples.append(run_samples)
+                results[name] = [values, params, "1", 1000 + index, 1.0, samples]
+            document = {"commit_hash": commit, "env_name": env, "date": 1000 + index,
+                        "params": {"machine": "box"}, "python": env[2:], "requirements": {}, "env_vars": {},
+                        "result_columns": columns, "results": results, "durations": {}, "version": 2}
+            (root / "box" / f"{commit[:8]}-{env}.json").write_text(json.dumps(document))
+    return root, commits
+
+
+def test_another_projects_slowdown_fails_the_gate_and_its_a_a_passes(tmp_path, capsys):
+    # before: benchmarks without a tier were never compared ("0 tracked series", exit 0), and with --all-tiers a
+    # series without a `provider` param was taken for a peer, its 10% slowdown reported as DRIFT, exit 0
+    slowed = ("bench_ufunc.UFunc.time_add", ("'float64'", "1000"))
+    results, commits = _write_foreign(tmp_path, 10, slow={slowed: 1.10})
+    assert gate.main([commits[7], commits[8], "--results", str(results)]) == 0
+    assert "5 tracked series" in capsys.readouterr().out
+    assert gate.main([commits[8], commits[9], "--results", str(results)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("REGRESSION ") == 1 and "UFunc.time_add('float64', 1000)" in out
+
+
+def test_each_environment_is_its_own_series(tmp_path, capsys):
+    # py3.11 runs 30% slower than py3.10 on unchanged code; HEAD was measured in py3.10 only. Before, the runs of
+    # one commit were merged across environments and BASE's py3.11 figures were compared with HEAD's py3.10 ones
+    results, commits = _write_foreign(tmp_path, 6, envs=("py3.10", "py3.11"), level_of_env={"py3.11": 1.3},
+                                      skip={(f"{5:x}".rjust(8, "c").ljust(40, "0"), "py3.11")})
+    assert gate.main([commits[4], commits[5], "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "5 tracked series" in out and "IMPROVEMENT" not in out and "DRIFT" not in out
+
+
+@pytest.mark.parametrize("damage", ["truncated", "values", "commit"])
+def test_an_unreadable_head_is_named_never_a_traceback(tmp_path, capsys, damage):
+    results, commits = _write_foreign(tmp_path, 4)
+    path = results / "box" / f"{commits[3][:8]}-py3.10.json"
+    document = json.loads(path.read_text())
+    if damage == "truncated":
+        path.write_text(path.read_text()[:200])
+    elif damage == "values":
+        document["results"]["bench_ufunc.UFunc.time_add"][0] = 5
+        path.write_text(json.dumps(document))
+    else:
+        document["commit_hash"] = None
+        path.write_text(json.dumps(document))
+    assert gate.main([commits[2], commits[3], "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "Traceback" not in err
+
+
+def test_nothing_compared_is_an_error_not_a_pass(tmp_path, capsys):
+    results, commits = _write_foreign(tmp_path, 3)
+    benchmarks = json.loads((results / "benchmarks.json").read_text())
+    for name in FOREIGN:
+        benchmarks[name]["tier"] = "sweep"
+    (results / "benchmarks.json").write_text(json.dumps(benchmarks))
+    assert gate.main([commits[1], commits[2], "--results", str(results)]) == 2
+    assert "nothing was compared" in capsys.readouterr().err
+
+
+def test_a_bad_gpus_csv_is_a_warning(tmp_path, capsys):
+    results, commits = _write_foreign(tmp_path, 4)
+    (results / "box" / "gpus.csv").write_text("foo,bar\n1,2\n")
+    assert gate.main([commits[2], commits[3], "--results", str(results)]) == 0
+    assert "gpus.csv: cannot read" in capsys.readouterr().err

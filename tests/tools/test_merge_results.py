@@ -119,3 +119,17 @@ def test_peak_memory_rows_keep_their_short_form():
     theirs = _document({"s.track_m": [[None, 2.0e9], PARAMS, "v1", 200, 6.0]})
     merged, replaced = merge_results.merge_result_file(ours, theirs)
     assert merged["results"]["s.track_m"] == [[1.0e9, 2.0e9], PARAMS, "v1", 200, 11.0] and replaced == 0
+
+
+@pytest.mark.parametrize("damage", [b'{"commit_hash": "ab', b"\xff\xfe\x00", b"[1, 2]"])
+def test_an_unreadable_source_file_is_named_not_a_traceback(tmp_path, capsys, damage):
+    # before: a truncated file gave json's message without the file's name; a binary one a UnicodeDecodeError traceback
+    into = tmp_path / "results"
+    (into / "h200").mkdir(parents=True)
+    (into / "h200" / "abcdef12-env.json").write_text('{"results": {}, "result_columns": []}')
+    source = tmp_path / "theirs"
+    (source / "h200").mkdir(parents=True)
+    (source / "h200" / "abcdef12-env.json").write_bytes(damage)
+    assert merge_results.main([str(source), "--into", str(into)]) == 2
+    err = capsys.readouterr().err
+    assert str(source / "h200" / "abcdef12-env.json") in err and "Traceback" not in err
