@@ -12,10 +12,13 @@ Every path is made of registered torch.library ops, so torch.compile(fullgraph=T
 block has no graph break (inside it, eval mode casts the MLP weights in the graph instead of reading the cache).
 CPU tensors without TRITON_INTERPRET=1 run the same paths as eager PyTorch with the same numerics.
 """
+import math
+import numbers
+
 import torch
 from torch import nn
 
-from greyhound._validate import check_choice, check_tensor
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor
 from greyhound.ops.cheri_conv_norm import (
     FP32_DOT_MODES,
     MlpDotWeights,
@@ -45,6 +48,8 @@ class CheriBlock(nn.Module):
                             ("expansion", expansion)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and eps > 0):
+            raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
         self.fp32_dot = check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
         self.n_filters, self.kernel_size, self.dilation, self.expansion = n_filters, kernel_size, dilation, expansion
         self.hidden = expansion * n_filters
@@ -96,6 +101,10 @@ class CheriBlock(nn.Module):
                 fc1["weight"], fc1["bias"], fc2["weight"], fc2["bias"])
 
     def _check_input(self, x, weight):
+        if weight.dtype not in FLOAT_DTYPES:  # e.g. an fp64 twin: its forward would multiply in bf16
+            raise TypeError(f"CheriBlock's forward runs float32, bfloat16 or float16 models, got a "
+                            f"{str(weight.dtype).replace('torch.', '')} model (use reference_forward for an fp64 "
+                            f"oracle)")
         check_tensor("x", x, dtypes=(weight.dtype,), ndim=3, like=weight)
         if x.shape[1] != self.n_filters:
             raise ValueError(f"x must have shape (N, {self.n_filters}, L) for n_filters={self.n_filters}, "
@@ -109,7 +118,7 @@ class CheriBlock(nn.Module):
         super().train(mode)
         if mode:
             self.clear_inference_cache()
-        else:  # build the cast once here, outside any (compiled) forward
+        elif self.fc1.weight.dtype in FLOAT_DTYPES:  # build the cast once here, outside any (compiled) forward
             self._cached_mlp_weights(self.fc1.weight, self.fc2.weight)
         return self
 

@@ -1248,6 +1248,8 @@ def causal_conv1d(x, weight, bias=None, *, activation=None, dilation=1, seq_idx=
         _check_initial_states(initial_states, x, state_len)
     if not isinstance(return_final_states, bool):
         raise TypeError(f"return_final_states must be a bool, got {type(return_final_states).__name__}")
+    if bias is not None:
+        bias = bias.contiguous()  # the kernels index bias[d] at bias_ptr + d (a no-op for a contiguous bias)
     out = _library.call(_causal_conv1d_fwd, _causal_conv1d_eager, x, weight, bias, seq_idx, initial_states,
                         activation == "silu", dilation)
     if not return_final_states:
@@ -1306,6 +1308,13 @@ def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, di
     if tuple(conv_state.shape) != (batch, dim, state_len):
         raise ValueError(f"conv_state must have shape (B, D, (W - 1) * dilation) = {(batch, dim, state_len)}, "
                          f"got {tuple(conv_state.shape)}")
+    state_strides = conv_state.stride()
+    if 0 in state_strides and any(stride == 0 and size > 1 for size, stride in zip(conv_state.shape, state_strides)):
+        raise ValueError(f"conv_state is updated in place and must not have overlapping memory (stride 0 along a dim "
+                         f"of size > 1, as expand() gives), got shape {tuple(conv_state.shape)} with strides "
+                         f"{conv_state.stride()}; pass a contiguous copy")
+    if bias is not None:
+        bias = bias.contiguous()  # the kernel indexes bias[d] at bias_ptr + d (a no-op for a contiguous bias)
     out = torch.empty_like(x_t)
     if out.numel() == 0:
         return out

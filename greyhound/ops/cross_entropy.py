@@ -600,6 +600,8 @@ def _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square
     check_choice("reduction", reduction, REDUCTIONS)
     if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
         raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
+    if not -2**63 <= ignore_index < 2**63:
+        raise ValueError(f"ignore_index must fit in int64 (the targets' widest dtype), got {ignore_index}")
     for name, value in (("label_smoothing", label_smoothing), ("lse_square_scale", lse_square_scale)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{name} must be a float, got {type(value).__name__}")
@@ -680,6 +682,12 @@ def cross_entropy_with_grad(
                 f"{logits.stride()}"
             )
         logits = logits.contiguous()
+    elif inplace_backward and needs_grad and logits.shape[0] > 1 and logits.stride(0) < V:
+        raise ValueError(
+            f"logits must not have overlapping rows for inplace_backward=True (the gradient is written into it; "
+            f"row stride >= V = {V}), got shape {tuple(logits.shape)} with strides {logits.stride()} (an expand()ed "
+            f"tensor?); pass a contiguous copy or inplace_backward=False"
+        )
     target = target.contiguous()
     if needs_grad and inplace_backward and not torch.compiler.is_compiling():
         # before the kernels: they overwrite the logits

@@ -549,7 +549,7 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
     elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
     logprob, _, _, entropy = _library.call(
-        _linear_logprobs_fwd, _linear_logprobs_eager, hidden.reshape(-1, hidden.shape[-1]), weight, bias,
+        _linear_logprobs_fwd, _linear_logprobs_eager, hidden.reshape(n_rows, hidden.shape[-1]), weight, bias,
         target.reshape(-1).contiguous(), temperature, bool(return_entropy), max(1, min(chunk_size, n_rows)),
         bool(check_target))
     return _shaped_outputs(logprob, entropy if return_entropy else None, target.shape)

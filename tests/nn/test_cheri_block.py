@@ -410,6 +410,16 @@ def test_bad_inputs(device):
         CheriBlock(0)
     with pytest.raises(ValueError, match="dilation must be a positive int"):
         CheriBlock(16, dilation=1.5)
+    for eps in ("1e-5", -1e-5, 0.0, float("nan"), True):  # not left to a deep float() or a silent nan output
+        with pytest.raises(ValueError, match="eps must be a positive finite float"):
+            CheriBlock(16, eps=eps)
+    twin = CheriBlock(16, device=device, dtype=torch.float64)  # an fp64 oracle: reference_forward only
+    twin.eval()  # no MLP weight cast to build for it
+    x64 = torch.randn(2, 16, 10, device=device, dtype=torch.float64)
+    for grad in (True, False):  # the training forward would multiply an fp64 model in bf16, in silence
+        with torch.set_grad_enabled(grad), pytest.raises(TypeError, match="got a float64 model"):
+            twin(x64.requires_grad_(grad))
+    assert twin.reference_forward(x64).dtype == torch.float64
     huge = torch.randn(1, 16, 1, device=device).expand(1, 16, 2**27)  # C * L = 2**31, no memory behind it
     for grad in (True, False):  # both the training forward and the megakernel (int32 in-row offsets)
         with torch.set_grad_enabled(grad), pytest.raises(ValueError, match=r"n_filters \* L < 2\*\*31"):

@@ -348,6 +348,32 @@ def test_update_strided_state_and_half_precision(device):
     assert torch.equal(cache[:, :, 5:], untouched)
 
 
+@pytest.mark.parametrize("bias_layout", ["strided", "expanded"])
+def test_non_contiguous_bias(device, bias_layout):
+    """The kernels index bias[d] at bias_ptr + d: a strided or expand()ed bias is read as the values it holds."""
+    dim, width = 5, 4
+    weight, _ = make_params(dim, width, device)
+    if bias_layout == "strided":
+        bias = torch.randn(2 * dim, device=device)[::2]
+    else:
+        bias = torch.randn(1, device=device).expand(dim)
+    x = make_x(2, dim, 9, "contiguous", device)
+    check_against_reference(x, weight, bias, activation="silu")
+    conv_state = torch.randn(2, dim, width - 1, device=device)
+    x_t = torch.randn(2, dim, device=device)
+    expected = causal_conv1d_reference(x_t[..., None].double(), weight.double(), bias.double(),
+                                       initial_states=conv_state.double())[..., -1]
+    assert rel_err(causal_conv1d_update(x_t, conv_state, weight, bias), expected) < 1e-6
+
+
+def test_update_refuses_an_overlapping_state(device):
+    """conv_state is rolled in place: an expand()ed one (rows sharing memory) is refused, not silently mixed."""
+    weight, bias = make_params(4, 3, device)
+    conv_state = torch.randn(1, 4, 2, device=device).expand(3, 4, 2)
+    with pytest.raises(ValueError, match="conv_state .*overlapping"):
+        causal_conv1d_update(torch.randn(3, 4, device=device), conv_state, weight, bias)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Bad input
 # ------------------------------------------------------------------------------------------------------------------

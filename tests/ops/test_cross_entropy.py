@@ -378,6 +378,7 @@ def test_bad_arguments(device):
         (ValueError, "softcap", dict(softcap=-2.0)),
         (ValueError, "lse_square_scale", dict(lse_square_scale=-1e-4)),
         (TypeError, "ignore_index", dict(ignore_index=-100.0)),
+        (ValueError, "ignore_index", dict(ignore_index=2**64)),
     ]
     for error, name, change in cases:
         args = {"logits": logits, "target": target, **change}
@@ -386,6 +387,10 @@ def test_bad_arguments(device):
     strided = torch.randn(10, 4, device=device).t().requires_grad_()
     with pytest.raises(ValueError, match="inplace_backward"):
         cross_entropy_with_grad(strided * 1.0, target, inplace_backward=True)
+    # rows sharing memory (an expand()ed row): the gradient written into them would mix the rows
+    row = torch.randn(1, 10, device=device, requires_grad=True)
+    with pytest.raises(ValueError, match="logits must not have overlapping rows"):
+        cross_entropy_with_grad(row.expand(4, 10), target, inplace_backward=True)
     if device == "cpu":
         import greyhound._validate as validate
         assert validate.triton_interpreting()

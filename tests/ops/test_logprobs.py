@@ -337,6 +337,16 @@ def test_linear_frozen_weight_and_one_dim_hidden(device):
     assert out.shape == () and rel_err(grad, ref_grad) < 1e-5
 
 
+def test_linear_empty_hidden_size(device):
+    """H = 0: the logits are the bias (a reshape to (-1, 0) is ambiguous, so the rows are counted from target)."""
+    bias = torch.randn(7, device=device, requires_grad=True)
+    hidden = torch.randn(2, 3, 0, device=device)
+    target = torch.randint(0, 7, (2, 3), device=device)
+    out = linear_logprobs(hidden, torch.randn(7, 0, device=device), target, bias)
+    expected = torch.log_softmax(bias.detach().double(), -1)[target]
+    assert out.shape == (2, 3) and rel_err(out, expected) < 1e-6
+
+
 def test_linear_fp32_accumulation_helper(device):
     """grad_hidden's accumulator: fp32 += a @ b for fp32 and for bf16 operands (fused GEMM or fallback)."""
     accumulator = torch.randn(9, 5, device=device)
