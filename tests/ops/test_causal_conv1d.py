@@ -53,8 +53,16 @@ def check_against_reference(x, weight, bias, *, initial_states=None, grad_out="r
         ref.backward(weights)
     for name, leaf in leaves.items():
         assert leaf.grad.dtype == leaf.dtype and leaf.grad.shape == leaf.shape, name
-        assert rel_err(leaf.grad, refs[name].grad) < GRAD_TOLERANCE[x.dtype], name
+        assert grad_err(leaf.grad, refs[name].grad) < GRAD_TOLERANCE[x.dtype], name
     return out
+
+
+def grad_err(grad, ref):
+    """rel_err with the reference's norm floored at 1: a gradient is a sum of terms of order 1 here (unit-scale x,
+    upstream gradients, silu' <= 1.1), and where fresh inputs make a short sum cancel (D=1, L=3: a bias gradient of
+    0.0012 from three terms) the fp32 rounding of its terms is still ~1e-7 absolute, not relative to the sum."""
+    grad, ref = grad.detach().double(), ref.detach().double()
+    return ((grad - ref).norm() / ref.norm().clamp_min(1.0)).item()
 
 
 # ------------------------------------------------------------------------------------------------------------------
