@@ -361,26 +361,38 @@ def scaled(run, factor):
     return copy
 
 
-def evaluate(runs, pairs, slowdown=1.05):
-    """False alarms over A/A pairs and the share of greyhound time series caught at `slowdown`."""
+def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0):
+    """False alarms over A/A pairs and the share of greyhound time series caught at `slowdown`. With `history_size`
+    k, each pair is judged `resamples` times against BASE plus k other runs drawn at random (seeded), as on a machine
+    with a short history, instead of against every other run."""
+    import random
+    rng = random.Random(seed)
     alarms = flagged_runs = compared = caught = greyhound_time = 0
     per_series_missed = {}
     for base_commit, head_commit in pairs:
-        history = history_for(runs, exclude={head_commit})
-        report = judge(runs[base_commit], runs[head_commit], history)
-        compared += len(report.verdicts)
-        alarms += len(report.regressions)
-        flagged_runs += bool(report.regressions)
-        slow = judge(runs[base_commit], scaled(runs[head_commit], slowdown), history)
-        for verdict in slow.verdicts:
-            if verdict.series.is_greyhound and not runs[base_commit].values[verdict.series][2]:
-                greyhound_time += 1
-                caught += verdict.status == "regression"
-                if verdict.status != "regression":
-                    per_series_missed[verdict.series.label()] = per_series_missed.get(verdict.series.label(), 0) + 1
-    return {"pairs": len(pairs), "series_compared": compared, "false_alarms": alarms,
+        if history_size is None:
+            histories = [history_for(runs, exclude={head_commit})]
+        else:
+            others = [run for commit, run in runs.items() if commit not in (base_commit, head_commit)]
+            histories = [sorted(rng.sample(others, min(history_size, len(others))) + [runs[base_commit]],
+                                key=lambda r: (r.date, r.commit)) for _ in range(resamples)]
+        for history in histories:
+            report = judge(runs[base_commit], runs[head_commit], history)
+            compared += len(report.verdicts)
+            alarms += len(report.regressions)
+            flagged_runs += bool(report.regressions)
+            slow = judge(runs[base_commit], scaled(runs[head_commit], slowdown), history)
+            for verdict in slow.verdicts:
+                if verdict.series.is_greyhound and not runs[base_commit].values[verdict.series][2]:
+                    greyhound_time += 1
+                    caught += verdict.status == "regression"
+                    if verdict.status != "regression":
+                        label = verdict.series.label()
+                        per_series_missed[label] = per_series_missed.get(label, 0) + 1
+    return {"pairs": len(pairs), "comparisons": len(pairs) * (1 if history_size is None else resamples),
+            "series_compared": compared, "false_alarms": alarms,
             "false_alarm_rate": alarms / compared if compared else float("nan"),
-            "pairs_with_an_alarm": flagged_runs, "greyhound_time_series": greyhound_time, "caught": caught,
+            "comparisons_with_an_alarm": flagged_runs, "greyhound_time_series": greyhound_time, "caught": caught,
             "sensitivity": caught / greyhound_time if greyhound_time else float("nan"),
             "missed": per_series_missed}
 
@@ -397,6 +409,9 @@ def main(argv=None):
     parser.add_argument("--evaluate", action="store_true",
                         help="A/A false alarms and 5%% sensitivity over consecutive commits with identical greyhound/")
     parser.add_argument("--slowdown", type=float, default=1.05, help="--evaluate's injected factor (default 1.05)")
+    parser.add_argument("--history-size", type=int, metavar="K",
+                        help="--evaluate against K other runs drawn at random (20 draws a pair, seeded) instead of "
+                             "the whole history: a machine with a short history")
     args = parser.parse_args(argv)
     warnings = []
     try:
@@ -406,7 +421,9 @@ def main(argv=None):
             print(f"tools.gate: warning: {line}", file=sys.stderr)
         if args.evaluate:
             pairs = identical_code_pairs(runs)
-            result = evaluate(runs, pairs, args.slowdown)
+            if args.history_size is not None and args.history_size < 0:
+                raise GateError(f"--history-size must be >= 0, got {args.history_size}")
+            result = evaluate(runs, pairs, args.slowdown, args.history_size)
             for key, value in result.items():
                 print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
             return 0

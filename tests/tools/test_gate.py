@@ -327,3 +327,30 @@ def test_a_bad_gpus_csv_is_a_warning(tmp_path, capsys):
     (results / "box" / "gpus.csv").write_text("foo,bar\n1,2\n")
     assert gate.main([commits[2], commits[3], "--results", str(results)]) == 0
     assert "gpus.csv: cannot read" in capsys.readouterr().err
+
+
+def test_evaluate_against_short_random_histories():
+    """--history-size K: each A/A pair judged `resamples` times against BASE and K other runs drawn at random (seeded,
+    so the same call gives the same rates); an injected 10% slowdown is still caught against short histories."""
+    rng = random.Random(11)
+    runs = {run.commit: run for run in _history(rng, n=12, memory=False)}
+    commits = sorted(runs)
+    pairs = list(zip(commits[:-1], commits[1:]))[:4]
+    seen = []
+    real_judge = gate.judge
+
+    def spying_judge(base, head, history):
+        seen.append(len(history))
+        assert base in history and head not in history
+        return real_judge(base, head, history)
+
+    gate.judge = spying_judge
+    try:
+        short = gate.evaluate(runs, pairs, 1.10, history_size=3, resamples=5)
+    finally:
+        gate.judge = real_judge
+    assert short["comparisons"] == 4 * 5 and set(seen) == {4}  # 3 drawn runs + BASE, twice a draw (A/A, slowed)
+    assert short == gate.evaluate(runs, pairs, 1.10, history_size=3, resamples=5)
+    assert short["false_alarms"] <= 1 and short["sensitivity"] >= 0.9
+    whole = gate.evaluate(runs, pairs, 1.10)
+    assert whole["comparisons"] == 4 and whole["series_compared"] == 4 * 6
