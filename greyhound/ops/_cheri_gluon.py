@@ -244,7 +244,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
-              z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False):
+              z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -256,7 +256,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     b1 is added by a k=16 wgmma a chunk (a column of ones against b1) instead of an FADD a hidden element. With
     `z_regs` the consumers read z into registers once a tile, the first GEMMs' A operand (a quarter of their
     shared-memory operand traffic at 64 hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU
-    fit, "poly2" the degree-2 one (bf16 dots; neither with `pipeline`)."""
+    fit, "poly2" the degree-2 one (bf16 dots; neither with `pipeline`). With `thread_release` every consumer thread
+    releases a ring slot with an arrive of its own instead of one arrive a warp group (see _release)."""
     batch, channels, length = x.shape
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
                                z_producer, pingpong, b1_mma)
@@ -275,7 +276,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         if z_producer else 1,
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
-        num_warps=num_warps)
+        THREAD_RELEASE=bool(thread_release), num_warps=num_warps)
 
 
 def warn_fallback(error):
@@ -775,9 +776,22 @@ if available():
                 count += 1
 
     @gluon.jit
+    def _release(slot_empty, THREAD_RELEASE: gl.constexpr):
+        """A consumer's release of a weight-ring slot (its `empty` barrier). Without THREAD_RELEASE one arrive for the
+        warp group: Triton's shared-memory barrier pass puts a warp-group barrier before it (an arrive counts as
+        touching all of shared memory) and another before the next shared access (Triton 3.6). With it every thread
+        arrives once its own wgmma wait is behind it (`empty` counts CONSUMERS * 128 arrivals), through the
+        cp.async-arrive form, which the pass does not treat so: the first of those barriers goes (offline, sm_90a;
+        a consumer thread has no cp.async of its own in flight, so its arrival is immediate)."""
+        if THREAD_RELEASE:
+            async_copy.mbarrier_arrive(slot_empty, increment_count=False)
+        else:
+            mbarrier.arrive(slot_empty)
+
+    @gluon.jit
     def _ws_step(pre, spare, acc, bias, t, count, z_a, w1_smem, w2_smem, b1_smem, ready, empty, dummy_rows,
                  dummy_in, BLOCK_E: gl.constexpr, STAGES: gl.constexpr, PRE: gl.constexpr, H_OPERAND: gl.constexpr,
-                 HAS_NEXT: gl.constexpr, RELEASE: gl.constexpr):
+                 HAS_NEXT: gl.constexpr, RELEASE: gl.constexpr, THREAD_RELEASE: gl.constexpr):
         """Chunk t of a pipelined consumer's tile (PIPELINE), whose first chunk is the ring's chunk `count`: `pre` is
         chunk t's finished pre-activation, `spare` a finished, dead one, `acc` the output accumulator with chunk t-1's
         second GEMM possibly in flight, `bias` b1[t]. With HAS_NEXT: wait until chunk t+1's slot has landed and issue
@@ -799,7 +813,7 @@ if available():
         if HAS_NEXT:
             next_pre = warpgroup_mma_wait(num_outstanding=1, deps=(next_pre, ))
             if RELEASE:  # chunk t-1's second GEMM is done: its W1 and W2 are free
-                mbarrier.arrive(empty.index((count + t - 1) % STAGES))
+                _release(empty.index((count + t - 1) % STAGES), THREAD_RELEASE)
         return next_pre, pre, acc, next_bias
 
     @gluon.jit
@@ -846,7 +860,7 @@ if available():
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
                      PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr,
-                     WARPS: gl.constexpr):
+                     THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -916,7 +930,7 @@ if available():
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                 pre, spare, acc, bias = _ws_step(pre, spare, acc, bias, 0, count, z_a, w1_smem, w2_smem, b1_smem,
                                                  ready, empty, out_ptr, valid, BLOCK_E, STAGES, PRE, H_OPERAND,
-                                                 n_chunks > 1, False)
+                                                 n_chunks > 1, False, THREAD_RELEASE)
                 # chunks from 1 on as a loop of two an iteration (pre and spare swap registers each step, so after two
                 # they are back in place), at least the last three unrolled: with only the last one after the loop,
                 # ptxas serialises every wgmma (C7513, Triton 3.6, offline)
@@ -925,15 +939,16 @@ if available():
                     for half in gl.static_range(2):
                         pre, spare, acc, bias = _ws_step(pre, spare, acc, bias, 1 + 2 * i + half, count, z_a, w1_smem,
                                                          w2_smem, b1_smem, ready, empty, out_ptr, valid,
-                                                         BLOCK_E, STAGES, PRE, H_OPERAND, True, True)
+                                                         BLOCK_E, STAGES, PRE, H_OPERAND, True, True,
+                                                         THREAD_RELEASE)
                 for t in gl.static_range(1 + 2 * PAIRS, n_chunks):
                     pre, spare, acc, bias = _ws_step(pre, spare, acc, bias, t, count, z_a, w1_smem, w2_smem, b1_smem,
                                                      ready, empty, out_ptr, valid, BLOCK_E, STAGES, PRE,
-                                                     H_OPERAND, t + 1 < n_chunks, True)
+                                                     H_OPERAND, t + 1 < n_chunks, True, THREAD_RELEASE)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 if n_chunks > 1:  # the last two chunks' slots (the last step releases none)
-                    mbarrier.arrive(empty.index((count + n_chunks - 2) % STAGES))
-                mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
+                    _release(empty.index((count + n_chunks - 2) % STAGES), THREAD_RELEASE)
+                _release(empty.index((count + n_chunks - 1) % STAGES), THREAD_RELEASE)
                 count += n_chunks
             elif PINGPONG == 3:
                 # the tail schedule: chunk k+1's first GEMM, then chunk k's second GEMM, a wait for the first only,
@@ -961,7 +976,7 @@ if available():
                     h_ring.index(h_slot + (k + 1) % 2).store(
                         _hidden_value(pre, b1_smem.index(k + 1), GELU_FIT, B1_MMA).to(DOT_T))
                     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                    mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
+                    _release(empty.index(chunk % STAGES), THREAD_RELEASE)  # chunk k's second GEMM is done
                     # (the fence after the wait: between the stores and the wait, ptxas 12.8 of Triton 3.6 crashed on
                     # ragged L and on C=64)
                     fence_async_shared()
@@ -970,7 +985,7 @@ if available():
                 acc = warpgroup_mma(h_ring.index(h_slot + (n_chunks - 1) % 2),
                                     w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
+                _release(empty.index((count + n_chunks - 1) % STAGES), THREAD_RELEASE)
                 count += n_chunks
             elif PINGPONG:
                 # chunk k's second GEMM and chunk k+1's first GEMM are issued together, then one wait for both, then
@@ -996,7 +1011,7 @@ if available():
                     _pass_turn(turn, CONSUMER, PINGPONG)
                     turns += 1
                     pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
-                    mbarrier.arrive(empty.index(chunk % STAGES))  # chunk k's second GEMM is done
+                    _release(empty.index(chunk % STAGES), THREAD_RELEASE)  # chunk k's second GEMM is done
                 h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, GELU_FIT, B1_MMA)
                 # the residual's load issued before the tile's last GEMM, so that it lands under it (in x's type: half
                 # the registers of fp32; issued after the GEMM, ptxas moved it past the wait, Triton 3.6)
@@ -1007,7 +1022,7 @@ if available():
                 _pass_turn(turn, CONSUMER, PINGPONG)
                 turns += 1
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                mbarrier.arrive(empty.index((count + n_chunks - 1) % STAGES))
+                _release(empty.index((count + n_chunks - 1) % STAGES), THREAD_RELEASE)
                 count += n_chunks
             else:
                 for k in range(n_chunks):
@@ -1019,7 +1034,7 @@ if available():
                     h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, GELU_FIT)
                     acc = warpgroup_mma(h, w2_smem.index(slot).permute((1, 0)), acc, is_async=True)
                     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                    mbarrier.arrive(empty.index(slot))  # W1[k] and W2[k] are free
+                    _release(empty.index(slot), THREAD_RELEASE)  # W1[k] and W2[k] are free
                     count += 1
             if Z_PRODUCER:  # every first GEMM of the tile has completed (waited for above): z's slot is free
                 if not Z_REGS:
@@ -1072,12 +1087,13 @@ if available():
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
-        GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, num_warps: gl.constexpr,
+        GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
         (2 consumers) a fourth warp group of Z_PRODUCER_REGS registers computes every tile's z into a Z_STAGES-deep ring
-        (_ws_z_producer) and the consumers only run the MLP and the residual."""
+        (_ws_z_producer) and the consumers only run the MLP and the residual. With THREAD_RELEASE each consumer thread
+        releases a ring slot by an arrive of its own (_release)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
@@ -1130,7 +1146,8 @@ if available():
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for s in gl.static_range(STAGES):
             mbarrier.init(ready.index(s), count=32 * PRODUCER_WARPS)  # the producer's cp.async arrivals, per thread
-            mbarrier.init(empty.index(s), count=CONSUMERS)  # one per consumer
+            # one arrival per consumer, or (THREAD_RELEASE) one per consumer thread
+            mbarrier.init(empty.index(s), count=CONSUMERS * (32 * num_warps if THREAD_RELEASE else 1))
         Z_BARRIERS: gl.constexpr = Z_STAGES if Z_PRODUCER else 1
         z_ready = gl.allocate_shared_memory(gl.int64, [Z_BARRIERS, 1], mbarrier.MBarrierLayout())
         z_empty = gl.allocate_shared_memory(gl.int64, [Z_BARRIERS, 1], mbarrier.MBarrierLayout())
@@ -1148,11 +1165,13 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
-                                True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
+                                num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
-                                True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
+                                num_warps)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps)),
@@ -1164,11 +1183,13 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
-                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
+                                num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
-                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
+                                num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
@@ -1177,15 +1198,18 @@ if available():
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
-                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
+                                num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
-                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
+                                num_warps)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
-                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, num_warps)),
+                                False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
+                                num_warps)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

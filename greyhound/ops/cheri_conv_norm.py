@@ -82,6 +82,10 @@ _tuning.register(
                       "k's second with the hidden chunk from shared memory, chunk k+1's GELU under it; its two hidden "
                       "buffers a consumer fit beside a ring of 3). Session 31's logs call pingpong / turns "
                       "ws_pingpong=1 / 2"),
+    ws_thread_release=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz): every consumer thread "
+                             "releases a weight-ring slot with an arrive of its own (the slot's barrier counts 128 a "
+                             "consumer) instead of one arrive a warp group, which Triton 3.6 fences with a warp-group "
+                             "barrier; one such barrier a chunk fewer (offline, sm_90a). Not measured (session 34)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1109,7 +1113,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     if b1_mma is not None and layout != "gluon_wsz":
         raise ValueError(f"tuning: {TUNING_OP}.b1_mma applies to the gluon_wsz layout only; this call runs layout "
                          f"{layout}")
-    for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule)):
+    ws_thread_release = _tuning.get(TUNING_OP, "ws_thread_release")
+    for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
+                        ("ws_thread_release", ws_thread_release)):
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                              f"only; this call runs layout {layout}")
@@ -1127,7 +1133,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu,
                           pingpong=_ws_pingpong(layout, ws_schedule), b1_mma=_ws_b1_mma(layout, ws_schedule, b1_mma,
-                                                                                        block_e))
+                                                                                        block_e),
+                          thread_release=bool(ws_thread_release))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

@@ -710,6 +710,8 @@ def test_tuning_override_errors_name_the_tunable(device):
                                                                  "gluon_wsz layouts only; .* layout lc"),
                            (dict(ws_schedule="turns", layout="lc"), "ws_schedule applies to the gluon_ws, gluon_ws3 "
                                                                    "and gluon_wsz layouts only; .* layout lc"),
+                           (dict(ws_thread_release=True, layout="lc"), "ws_thread_release applies to the gluon_ws, "
+                                                                       "gluon_ws3 and gluon_wsz layouts only"),
                            (dict(ws_schedule="zigzag"), "ws_schedule must be one of chunk, pingpong, turns")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
@@ -1016,6 +1018,16 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
     pytest.param(64, 3, "gluon_wsz", dict(ws_schedule="tail"), id="64-3-gluon_wsz-tail"),
     pytest.param(32, 6, "gluon_wsz", dict(ws_schedule="tail"), id="32-6-gluon_wsz-tail"),
     pytest.param(16, 4, "gluon_wsz", dict(ws_schedule="tail"), id="16-4-gluon_wsz-tail"),
+    pytest.param(64, 4, "gluon_wsz", dict(ws_schedule="pingpong", ws_thread_release=True),
+                 id="64-4-gluon_wsz-pingpong1-thread_release"),
+    pytest.param(64, 3, "gluon_wsz", dict(ws_schedule="tail", ws_thread_release=True),
+                 id="64-3-gluon_wsz-tail-thread_release"),
+    pytest.param(32, 6, "gluon_wsz", dict(ws_schedule="turns", ws_thread_release=True),
+                 id="32-6-gluon_wsz-turns-thread_release"),
+    pytest.param(32, 4, "gluon_ws", dict(ws_pipeline=True, ws_thread_release=True),
+                 id="32-4-gluon_ws-pipelined-thread_release"),
+    pytest.param(32, 3, "gluon_ws3", dict(ws_schedule="chunk", ws_thread_release=True),
+                 id="32-3-gluon_ws3-chunk-thread_release"),
     pytest.param(32, 6, "gluon_wsz", dict(z_regs=True, ws_schedule="chunk"), id="32-6-gluon_wsz-z_regs"),
     pytest.param(32, 4, "gluon_ws", dict(ws_schedule="pingpong", z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs")])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
@@ -1580,12 +1592,14 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (32, 6, True, 2, False, True, 0), (64, 2, False, 2, False, True, 0), (64, 3, True, 2, False, True, 2),
     (64, 3, True, 2, False, True, 1), (32, 6, False, 2, False, True, 2), (64, 3, True, 2, False, False, 2),
     (64, 4, True, 2, False, True, 3), (64, 4, True, 2, False, True, 4), (64, 3, True, 2, False, True, 5),
-    (64, 3, False, 2, False, True, 5), (32, 6, True, 2, False, True, 6)])
+    (64, 3, False, 2, False, True, 5), (32, 6, True, 2, False, True, 6), (64, 4, True, 2, False, True, 7),
+    (64, 3, False, 2, False, True, 8), (32, 4, True, 2, True, False, 9), (32, 3, True, 3, False, False, 9)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the bf16/fp16 default, the ping-pong schedule with the degree-3 GELU and b1 by wgmma;
     # 4: the same with the degree-2 GELU, gelu=poly2; 5: the tail schedule with them; 6: the tail schedule with the
-    # degree-6 GELU and b1 by an FADD)
+    # degree-6 GELU and b1 by an FADD; 7 and 8: the default and the tail schedule with every consumer thread releasing
+    # the ring slots, 9 that release on the pipelined or one-chunk consumers: one warp-group barrier fewer a chunk)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1602,15 +1616,15 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_PRODUCER_REGS=168, PINGPONG={3: 1, 4: 1, 5: 3, 6: 3}.get(pingpong, pingpong), Z_REGS=False,
-                      GELU_FIT={3: 3, 4: 2, 5: 3}.get(pingpong, 6), B1_MMA=pingpong in (3, 4, 5),
-                      num_warps=4)
+                      Z_PRODUCER_REGS=168, PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0}.get(pingpong, pingpong),
+                      Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8), THREAD_RELEASE=pingpong >= 7, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
     ring = stages * 2 * block_e * 128 * 2  # W1 and W2 slices of bf16 per slot
     assert ring + (4 if z_producer else consumers) * 64 * 128 * 2 <= facts["shared"] <= 232448
-    assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6) else [0]), facts
+    assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6, 8) else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
