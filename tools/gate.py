@@ -37,8 +37,8 @@ peer to control it), and when no benchmark declares a `tier` every one is judged
 requirements) is a series of its own. A result file that cannot be read is named on stderr; when it is BASE's or
 HEAD's, or when the two runs share no series, the gate refuses (exit 2) rather than pass on what is left.
 
-Exit status: 0 no regression; 1 a regression; 2 bad arguments, missing or unreadable results, nothing compared. docs/benchmarking.md has the
-measured false-alarm and sensitivity rates (`--evaluate`).
+Exit status: 0 no regression; 1 a regression; 2 bad arguments, missing or unreadable results, nothing compared.
+docs/benchmarking.md has the measured false-alarm and sensitivity rates (`--evaluate`).
 """
 import argparse
 import itertools
@@ -399,8 +399,8 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.gate", description=__doc__.splitlines()[0],
-                                     epilog="Exit status: 0 no regression; 1 regression; 2 bad arguments or "
-                                            "missing results.")
+                                     epilog="Exit status: 0 no regression; 1 regression; 2 bad arguments, missing "
+                                            "or unreadable results, or nothing compared.")
     parser.add_argument("base", nargs="?", help="base commit (hash prefix or git ref)")
     parser.add_argument("head", nargs="?", help="head commit (hash prefix or git ref)")
     parser.add_argument("--results", action="append", help="asv results directory (repeatable; default results)")
