@@ -1317,7 +1317,11 @@ def _forced_config(base, hidden_width, tuning):
         values["maxnreg"] = 0  # another layout's register cap is not this one's (it silently starved the Gluon kernel)
     config = tuple(base[i] if values[name] is None else values[name] for i, name in enumerate(_FUSED_TUNABLES))
     config = config[:5] + (config[5] or None,)
-    block_l, block_e, _, _, layout, _ = config
+    block_l, block_e, num_warps, _, layout, maxnreg = config  # (tuning.parse: positive ints)
+    if num_warps > 32 or num_warps & (num_warps - 1):
+        raise ValueError(f"tuning: {TUNING_OP}.warps must be a power of 2 in [1, 32] (num_warps), got {num_warps!r}")
+    if maxnreg is not None and not 16 <= maxnreg <= 255:
+        raise ValueError(f"tuning: {TUNING_OP}.maxnreg must be in [16, 255] registers a thread, got {maxnreg!r}")
     if block_l < 16 or block_l & (block_l - 1):
         raise ValueError(f"tuning: {TUNING_OP}.block_l must be a power of 2 >= 16, got {block_l}")
     if block_e < 16 or block_e & (block_e - 1) or hidden_width % block_e:

@@ -712,7 +712,9 @@ def test_tuning_override_errors_name_the_tunable(device):
                                                                    "and gluon_wsz layouts only; .* layout lc"),
                            (dict(ws_thread_release=True, layout="lc"), "ws_thread_release applies to the gluon_ws, "
                                                                        "gluon_ws3 and gluon_wsz layouts only"),
-                           (dict(ws_schedule="zigzag"), "ws_schedule must be one of chunk, pingpong, turns")):
+                           (dict(ws_schedule="zigzag"), "ws_schedule must be one of chunk, pingpong, turns"),
+                           (dict(warps=3), r"warps must be a power of 2 in \[1, 32\] \(num_warps\), got 3"),
+                           (dict(maxnreg=8), r"maxnreg must be in \[16, 255\] registers a thread, got 8")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
             block(x)
     if device == "cpu":  # the Gluon kernels are Hopper-only: asked for by name elsewhere, they say why they cannot run
