@@ -328,21 +328,31 @@ def csv_row(*, kernel_name, provider, mode, metric_name, metric_unit, x_name, x_
     }
 
 
-def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceilings=None):
-    """The CSV rows of one benchmark in one result file (several when it is parameterised)."""
+def stored_measurements(result, name, meta):
+    """One benchmark's measurements in one result file: (param_names, combos, values, samples), a value and a sample
+    list per parameter combination. values and samples are None when the file stored them for another version or
+    parameter grid than benchmarks.json's `meta` (stale: not the same measurement); ValueError when they do not
+    cover the file's parameter grid."""
     params = result.get_result_params(name) or []
     combos = list(itertools.product(*params))
     param_names = list(meta.get("param_names") or [])
-    stored_version = result.benchmark_version.get(name)
-    if (stored_version is not None and stored_version != meta.get("version")) or len(param_names) != len(params):
-        summary.stale += len(combos)
-        return []
-    spec = describe_benchmark(name, meta, summary)
+    if result.benchmark_version.get(name) not in (None, meta.get("version")) or len(param_names) != len(params):
+        return param_names, combos, None, None
     values = result.get_result_value(name, params)
     samples = result.get_result_samples(name, params)
     if len(values) != len(combos) or len(samples) != len(combos):
         raise ValueError(f"{len(values)} values and {len(samples)} sample lists for {len(combos)} parameter "
                          f"combinations")
+    return param_names, combos, values, samples
+
+
+def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceilings=None):
+    """The CSV rows of one benchmark in one result file (several when it is parameterised)."""
+    param_names, combos, values, samples = stored_measurements(result, name, meta)
+    if values is None:
+        summary.stale += len(combos)
+        return []
+    spec = describe_benchmark(name, meta, summary)
     rows = []
     for combo, value, combo_samples in zip(combos, values, samples):
         if not is_finite_number(value):

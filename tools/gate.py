@@ -41,15 +41,15 @@ Exit status: 0 no regression; 1 a regression; 2 bad arguments, missing or unread
 docs/benchmarking.md has the measured false-alarm and sensitivity rates (`--evaluate`).
 """
 import argparse
-import itertools
 import math
+import random
 import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools import is_finite_number
-from tools.export import ExportError, load_benchmarks, load_results
+from tools.export import ExportError, load_benchmarks, load_results, stored_measurements
 from tools.noise import history_noise, median_standard_error, read_gpus
 
 Z = 3.0  # standard deviations of a series' own A/A differences
@@ -140,6 +140,8 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None):
             raise GateError(str(err)) from None
         except OSError as err:
             raise GateError(f"cannot list {results_dir}: {err}") from None
+        # another project's benchmarks declare no tiers: then every benchmark is tracked
+        dir_tier = tier if any("tier" in meta for meta in benchmarks.values()) else None
         for machine_dir in machine_dirs:
             if machine and machine_dir.name != machine:
                 continue
@@ -154,7 +156,7 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None):
                 machines.add(machine_dir.name)
                 run = runs.setdefault(result.commit_hash, Run(result.commit_hash, result.date or 0,
                                                               dict(result.params or {})))
-                _add_values(run, result, benchmarks, tier, path, warnings)
+                _add_values(run, result, benchmarks, dir_tier, path, warnings)
     if len(machines) > 1:
         raise GateError(f"results of several machines {sorted(machines)}: choose one with --machine")
     try:
@@ -169,29 +171,18 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None):
 
 
 def _add_values(run, result, benchmarks, tier, path="", warnings=None):
-    if tier and not any("tier" in meta for meta in benchmarks.values()):
-        tier = None  # another project's benchmarks: no tiers, every benchmark is tracked
     for name in result.get_all_result_keys():
         meta = benchmarks.get(name)
         if meta is None or (tier and meta.get("tier") != tier):
             continue
-        if result.benchmark_version.get(name) not in (None, meta.get("version")):
-            continue  # an older definition of the benchmark: not the same measurement
         try:
-            params = result.get_result_params(name) or []
-            combos = list(itertools.product(*params))
-            param_names = list(meta.get("param_names") or [])
-            if len(param_names) != len(params):
-                continue  # another parameter grid than benchmarks.json's: as stale as a different version
-            values = result.get_result_value(name, params)
-            samples = result.get_result_samples(name, params)
-            if len(values) != len(combos) or len(samples) != len(combos):
-                raise ValueError(f"{len(values)} values and {len(samples)} sample lists for {len(combos)} "
-                                 f"parameter combinations")
+            param_names, combos, values, samples = stored_measurements(result, name, meta)
         except Exception as err:  # noqa: BLE001 - a malformed entry is named; the rest is judged
             if warnings is not None:
                 warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err})")
             continue
+        if values is None:
+            continue  # an older definition or parameter grid of the benchmark: not the same measurement
         is_memory = meta.get("unit") == "bytes"
         has_provider = param_names[:1] == ["provider"]
         for combo, value, combo_samples in zip(combos, values, samples):
@@ -295,6 +286,12 @@ def history_for(runs, exclude=()):
     return sorted((run for commit, run in runs.items() if commit not in exclude), key=lambda r: (r.date, r.commit))
 
 
+def unreadable_of(warnings, commit):
+    """The "path: problem" lines of `warnings` about result files of `commit` (a hash or its prefix; asv names a
+    commit's file by its first 8 hex digits)."""
+    return [line for line in warnings if Path(line.split(": ", 1)[0]).name.startswith(commit[:8])]
+
+
 def resolve(runs, ref, repo=".", unreadable=()):
     """A commit hash (any prefix) or git ref -> the full hash of a run in `runs`; the error names the result files
     that could not be read (`unreadable`: "path: problem" lines), one of which may hold it."""
@@ -308,7 +305,7 @@ def resolve(runs, ref, repo=".", unreadable=()):
         full = None
     if full in runs:
         return full
-    hint = [w for w in unreadable if Path(w.split(": ", 1)[0]).name.startswith(ref.lower()[:8])] or list(unreadable)
+    hint = unreadable_of(unreadable, ref.lower()) or list(unreadable)
     raise GateError(f"no results for {ref!r} on this machine (have {len(runs)} commits: "
                     f"{', '.join(sorted(c[:8] for c in runs)[:12])}...)"
                     + (f"; {len(hint)} result file(s) could not be read: {'; '.join(hint[:3])}" if hint else ""))
@@ -365,7 +362,6 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
     """False alarms over A/A pairs and the share of greyhound time series caught at `slowdown`. With `history_size`
     k, each pair is judged `resamples` times against BASE plus k other runs drawn at random (seeded), as on a machine
     with a short history, instead of against every other run."""
-    import random
     rng = random.Random(seed)
     alarms = flagged_runs = compared = caught = greyhound_time = 0
     per_series_missed = {}
@@ -431,7 +427,7 @@ def main(argv=None):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
         base, head = resolve(runs, args.base, unreadable=warnings), resolve(runs, args.head, unreadable=warnings)
         for commit, side in ((base, "BASE"), (head, "HEAD")):
-            broken = [w for w in warnings if Path(w.split(": ", 1)[0]).name.startswith(commit[:8])]
+            broken = unreadable_of(warnings, commit)
             if broken:  # judging on part of a side's results could pass a regression in the part left out
                 raise GateError(f"{side} {commit[:8]}'s results are not all readable: {broken[0]}")
         report = judge(runs[base], runs[head], history_for(runs, exclude={head}))

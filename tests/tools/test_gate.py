@@ -329,7 +329,7 @@ def test_a_bad_gpus_csv_is_a_warning(tmp_path, capsys):
     assert "gpus.csv: cannot read" in capsys.readouterr().err
 
 
-def test_evaluate_against_short_random_histories():
+def test_evaluate_against_short_random_histories(monkeypatch):
     """--history-size K: each A/A pair judged `resamples` times against BASE and K other runs drawn at random (seeded,
     so the same call gives the same rates); an injected 10% slowdown is still caught against short histories."""
     rng = random.Random(11)
@@ -344,11 +344,9 @@ def test_evaluate_against_short_random_histories():
         assert base in history and head not in history
         return real_judge(base, head, history)
 
-    gate.judge = spying_judge
-    try:
-        short = gate.evaluate(runs, pairs, 1.10, history_size=3, resamples=5)
-    finally:
-        gate.judge = real_judge
+    monkeypatch.setattr(gate, "judge", spying_judge)
+    short = gate.evaluate(runs, pairs, 1.10, history_size=3, resamples=5)
+    monkeypatch.setattr(gate, "judge", real_judge)
     assert short["comparisons"] == 4 * 5 and set(seen) == {4}  # 3 drawn runs + BASE, twice a draw (A/A, slowed)
     assert short == gate.evaluate(runs, pairs, 1.10, history_size=3, resamples=5)
     assert short["false_alarms"] <= 1 and short["sensitivity"] >= 0.9
