@@ -183,7 +183,7 @@ def z_producer_regs(consumer_regs):
 
 
 def schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, consumers, pipeline=False,
-                     z_producer=False, pingpong=0, b1_mma=False):
+                     z_producer=False, pingpong=0, b1_mma=False, balance=False):
     """Why the warp-specialised kernel cannot run this set of partitions and consumer schedule (a string), or None:
     the refusals unsupported_ws (the layouts' check) and launch_ws (a direct call) share."""
     if consumers not in (2, 3):
@@ -217,11 +217,15 @@ def schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, con
         return f"its consumers' turns (ws_schedule=turns) are for two consumers and a ring of at least 3 (a consumer " \
                f"waiting for its turn may hold the slot the other needs), got {consumers} consumers, num_stages " \
                f"{stages}"
+    if balance and pingpong == 2:
+        return "its lone last-round tiles (ws_balance) leave the other consumer idle, so its consumers cannot take " \
+               "turns (ws_schedule=turns)"
     return None
 
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
-                   consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0, b1_mma=False):
+                   consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0, b1_mma=False,
+                   balance=False):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu, True)
     if why_not is not None:
@@ -232,7 +236,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     if num_warps != 4:
         return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
     why_not = schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, consumers, pipeline, z_producer,
-                               pingpong, b1_mma)
+                               pingpong, b1_mma, balance)
     if why_not is not None:
         return why_not
     most = ws_consumer_regs(consumers, z_producer)
@@ -244,7 +248,8 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
-              z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False):
+              z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
+              balance=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -257,10 +262,11 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     `z_regs` the consumers read z into registers once a tile, the first GEMMs' A operand (a quarter of their
     shared-memory operand traffic at 64 hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU
     fit, "poly2" the degree-2 one (bf16 dots; neither with `pipeline`). With `thread_release` every consumer thread
-    releases a ring slot with an arrive of its own instead of one arrive a warp group (see _release)."""
+    releases a ring slot with an arrive of its own instead of one arrive a warp group (see _release). With `balance`
+    (not with pingpong 2) a last round of at most one tile a CTA runs one tile a CTA (see lone_tiles)."""
     batch, channels, length = x.shape
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
-                               z_producer, pingpong, b1_mma)
+                               z_producer, pingpong, b1_mma, balance)
     if why_not is not None:
         raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
@@ -276,7 +282,15 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         if z_producer else 1,
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
-        THREAD_RELEASE=bool(thread_release), num_warps=num_warps)
+        THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), num_warps=num_warps)
+
+
+def lone_tiles(num_tiles, programs, consumers=2):
+    """How many tiles the warp-specialised kernel with `balance` (ws_balance) runs alone, one a CTA, in its last
+    round on a grid of `programs` CTAs: the tiles left after the whole rounds of `consumers` tiles a CTA when they are
+    at most `programs`, else 0 (they go `consumers` a CTA). The host's mirror of _ws_groups, for tests and notes."""
+    left = num_tiles - num_tiles // (consumers * programs) * consumers * programs
+    return left if left <= programs else 0
 
 
 def warn_fallback(error):
@@ -751,9 +765,30 @@ if available():
     # z producer mostly idle; the degree-3 GELU (GELU_FIT 3, gelu="poly3") took N=512 bf16 to 0.4055.
 
     @gluon.jit
+    def _ws_groups(num_tiles, CONSUMERS: gl.constexpr, BALANCE: gl.constexpr):
+        """(num_groups, lone_start): this launch's groups, walked by every partition from the program id in steps of
+        the grid, and the first lone group. Groups below lone_start hold CONSUMERS tiles each (group g: tiles
+        CONSUMERS * g + c; the last one's missing tiles, when num_tiles does not divide, repeat the last tile);
+        groups from lone_start on (BALANCE) hold one tile each, g + lone_start, for consumer 0 alone. With BALANCE,
+        when the tiles left after the grid's whole rounds of CONSUMERS tiles a CTA are no more than the grid
+        (N=512: 8192 tiles, 132 CTAs, 8 left), they go one a CTA instead of CONSUMERS a CTA, so that the last round
+        takes one consumer's tile time instead of a group's; lone_start = the whole rounds' groups. Otherwise (and
+        without BALANCE) lone_start = num_groups, no lone group."""
+        num_groups = gl.cdiv(num_tiles, CONSUMERS)
+        lone_start = num_groups
+        if BALANCE:
+            programs = gl.num_programs(0)
+            paired = num_tiles // (CONSUMERS * programs) * programs  # the whole rounds' groups
+            left = num_tiles - CONSUMERS * paired
+            lone = left <= programs
+            lone_start = gl.where(lone, paired, num_groups)
+            num_groups = gl.where(lone, paired + left, num_groups)
+        return num_groups, lone_start
+
+    @gluon.jit
     def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
                      C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-                     CONSUMERS: gl.constexpr, WARPS: gl.constexpr):
+                     CONSUMERS: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr):
         W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
         W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
@@ -764,7 +799,9 @@ if available():
         w2_cols = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
         w2_offsets = gl.expand_dims(w2_rows, 1) * HIDDEN + gl.expand_dims(w2_cols, 0)
         count = 0  # chunks filled so far: slot count % STAGES, its (count // STAGES)-th fill
-        for group in range(gl.program_id(0), gl.cdiv(num_tiles, CONSUMERS), gl.num_programs(0)):
+        first = gl.program_id(0)  # (read before _ws_groups: in the other order the default's SASS moved, Triton 3.6)
+        num_groups, _ = _ws_groups(num_tiles, CONSUMERS, BALANCE)
+        for group in range(first, num_groups, gl.num_programs(0)):
             for k in range(n_chunks):
                 slot = count % STAGES
                 # the consumers' release of this slot's previous fill; the first round's waits (parity 1 of a fresh
@@ -860,7 +897,7 @@ if available():
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
                      PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr,
-                     THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr):
+                     THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -888,8 +925,14 @@ if available():
         count = 0  # chunks consumed so far, as the producer counts them
         turns = 0  # with PINGPONG == 2: turns taken so far
         z_count = CONSUMER  # with Z_PRODUCER: this tile's place in the z producer's order (CONSUMERS a group)
-        for group in range(gl.program_id(0), gl.cdiv(num_tiles, CONSUMERS), gl.num_programs(0)):
-            tile = CONSUMERS * group + CONSUMER
+        first = gl.program_id(0)
+        num_groups, lone_start = _ws_groups(num_tiles, CONSUMERS, BALANCE)
+        # (consumer 0 takes the lone groups' tiles too; the others stop before them)
+        for group in range(first, num_groups if CONSUMER == 0 else lone_start, gl.num_programs(0)):
+            if BALANCE and CONSUMER == 0:
+                tile = gl.where(group < lone_start, CONSUMERS * group, group + lone_start)
+            else:
+                tile = CONSUMERS * group + CONSUMER
             valid = tile < num_tiles
             tile = gl.minimum(tile, num_tiles - 1)
             n = tile // num_l_blocks
@@ -1045,12 +1088,20 @@ if available():
                 residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
             out += residual.to(gl.float32)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
+        if BALANCE and CONSUMER > 0:  # this CTA's lone group, if it has one: consumer 0 alone computes it, this one
+            # only releases each chunk's slot once it has landed (the producer's ring counts every consumer's release;
+            # waiting for the fill first keeps this consumer from releasing a fill ahead of the one in use)
+            if lone_start + first < num_groups:
+                for k in range(n_chunks):
+                    mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
+                    _release(empty.index(count % STAGES), THREAD_RELEASE)
+                    count += 1
 
     @gluon.jit
     def _ws_z_producer(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                        num_tiles, CONSUMERS: gl.constexpr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                        DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
-                       WARPS: gl.constexpr):
+                       WARPS: gl.constexpr, BALANCE: gl.constexpr):
         """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
         group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
         that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
@@ -1060,23 +1111,39 @@ if available():
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
         count = 0
-        for group in range(gl.program_id(0), gl.cdiv(num_tiles, CONSUMERS), gl.num_programs(0)):
+        first = gl.program_id(0)
+        num_groups, lone_start = _ws_groups(num_tiles, CONSUMERS, BALANCE)
+        for group in range(first, lone_start, gl.num_programs(0)):
             for consumer in gl.static_range(CONSUMERS):
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
-                n = tile // num_l_blocks
-                offs_l = (tile % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
-                in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-                z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr,
-                                          conv_b_ptr, gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L,
-                                          BLOCK_L, TILE)
-                slot = count % Z_STAGES
-                # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier, pass at once)
-                mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
-                z_ring.index(slot).store(z.to(z_ring.dtype))
-                fence_async_shared()
-                _cta_barrier()  # (this partition's warps) all of the tile is in shared memory
-                mbarrier.arrive(z_ready.index(slot))
+                _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile,
+                        count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE)
                 count += 1
+        if BALANCE:  # this CTA's lone group, if it has one (the lone groups are one round): consumer 0's tile alone
+            group = lone_start + first
+            if group < num_groups:
+                _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
+                        group + lone_start, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L,
+                        Z_STAGES, TILE)
+
+    @gluon.jit
+    def _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,
+                offs_c, num_l_blocks, C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
+                EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr, TILE: gl.constexpr):
+        """The z producer's `count`-th tile (`tile`): its conv + LayerNorm into slot count % Z_STAGES of the z ring once
+        that slot is free, then z_ready[slot] completes."""
+        n = tile // num_l_blocks
+        offs_l = (tile % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
+        in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
+        z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr,
+                                  gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
+        slot = count % Z_STAGES
+        # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier, pass at once)
+        mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
+        z_ring.index(slot).store(z.to(z_ring.dtype))
+        fence_async_shared()
+        _cta_barrier()  # (this partition's warps) all of the tile is in shared memory
+        mbarrier.arrive(z_ready.index(slot))
 
     @gluon.jit
     def cheri_block_ws_kernel(
@@ -1087,13 +1154,15 @@ if available():
         CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_WARPS: gl.constexpr,
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
-        GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, num_warps: gl.constexpr,
+        GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
         (2 consumers) a fourth warp group of Z_PRODUCER_REGS registers computes every tile's z into a Z_STAGES-deep ring
         (_ws_z_producer) and the consumers only run the MLP and the residual. With THREAD_RELEASE each consumer thread
-        releases a ring slot by an arrive of its own (_release)."""
+        releases a ring slot by an arrive of its own (_release). With BALANCE a last round of few tiles goes one tile
+        a CTA (_ws_groups)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
@@ -1104,6 +1173,7 @@ if available():
         gl.static_assert(not B1_MMA or (Z_PRODUCER and PINGPONG % 2 == 1), "b1's wgmma: gluon_wsz, pingpong or tail")
         gl.static_assert(PINGPONG != 3 or Z_PRODUCER, "the tail schedule: gluon_wsz")
         gl.static_assert(PINGPONG != 2 or (CONSUMERS == 2 and STAGES >= 3), "turns between two consumers, ring >= 3")
+        gl.static_assert(not BALANCE or PINGPONG != 2, "lone tiles: no turns (the other consumer would wait for one)")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
@@ -1166,17 +1236,17 @@ if available():
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps)),
+                                num_warps, BALANCE)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps)),
+                                num_warps, BALANCE)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
-                                  num_warps)),
+                                  num_warps, BALANCE)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
-                                STAGES, CONSUMERS, PRODUCER_WARPS)),
+                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
@@ -1184,14 +1254,14 @@ if available():
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps)),
+                                num_warps, BALANCE)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps)),
+                                num_warps, BALANCE)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
-                                STAGES, CONSUMERS, PRODUCER_WARPS)),
+                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
         else:
             gl.warp_specialize([
@@ -1199,19 +1269,19 @@ if available():
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps)),
+                                num_warps, BALANCE)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps)),
+                                num_warps, BALANCE)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps)),
+                                num_warps, BALANCE)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
-                                STAGES, CONSUMERS, PRODUCER_WARPS)),
+                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
 
     _WS_LAUNCHER = FastLaunch(cheri_block_ws_kernel)

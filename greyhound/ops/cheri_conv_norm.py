@@ -86,6 +86,10 @@ _tuning.register(
                              "releases a weight-ring slot with an arrive of its own (the slot's barrier counts 128 a "
                              "consumer) instead of one arrive a warp group, which Triton 3.6 fences with a warp-group "
                              "barrier; one such barrier a chunk fewer (offline, sm_90a). Not measured (session 34)"),
+    ws_balance=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz; not with ws_schedule=turns): "
+                      "when the tiles left after the grid's whole rounds (two or three tiles a CTA) are no more than "
+                      "the grid, they go one a CTA, on its first consumer, instead of two or three a CTA (N=512, "
+                      "L=1024: 8192 tiles on 132 SMs, 31 whole rounds and 8 tiles left). Not measured (session 35)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1114,8 +1118,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         raise ValueError(f"tuning: {TUNING_OP}.b1_mma applies to the gluon_wsz layout only; this call runs layout "
                          f"{layout}")
     ws_thread_release = _tuning.get(TUNING_OP, "ws_thread_release")
+    ws_balance = _tuning.get(TUNING_OP, "ws_balance")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
-                        ("ws_thread_release", ws_thread_release)):
+                        ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance)):
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                              f"only; this call runs layout {layout}")
@@ -1134,7 +1139,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu,
                           pingpong=_ws_pingpong(layout, ws_schedule), b1_mma=_ws_b1_mma(layout, ws_schedule, b1_mma,
                                                                                         block_e),
-                          thread_release=bool(ws_thread_release))
+                          thread_release=bool(ws_thread_release), balance=bool(ws_balance))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1277,7 +1282,8 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     consumers, max_registers or _cheri_gluon.default_consumer_regs(consumers, z_producer),
                     bool(tuning.get("ws_pipeline")), z_producer,
                     _ws_pingpong(layout, tuning.get("ws_schedule")),
-                    _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e))
+                    _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e),
+                    bool(tuning.get("ws_balance")))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

@@ -687,6 +687,11 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="chunk"):
         plan = cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
         assert plan.kwargs["pingpong"] == 0 and plan.kwargs["b1_mma"] is False
+    # lone last-round tiles: off unless asked for (not measured yet)
+    assert plan.kwargs["balance"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_balance=True):
+        assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
+                                    "poly").kwargs["balance"] is True
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert cheri_ops._make_plan((64, 32, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
                                 "poly").kwargs["b1_mma"] is False
@@ -712,6 +717,8 @@ def test_tuning_override_errors_name_the_tunable(device):
                                                                    "and gluon_wsz layouts only; .* layout lc"),
                            (dict(ws_thread_release=True, layout="lc"), "ws_thread_release applies to the gluon_ws, "
                                                                        "gluon_ws3 and gluon_wsz layouts only"),
+                           (dict(ws_balance=True, layout="lc"), "ws_balance applies to the gluon_ws, gluon_ws3 and "
+                                                                "gluon_wsz layouts only"),
                            (dict(ws_schedule="zigzag"), "ws_schedule must be one of chunk, pingpong, turns"),
                            (dict(warps=3), r"warps must be a power of 2 in \[1, 32\] \(num_warps\), got 3"),
                            (dict(maxnreg=8), r"maxnreg must be in \[16, 255\] registers a thread, got 8")):
@@ -1030,6 +1037,11 @@ def test_gpu_gluon_chunk_loop_changes_no_bit(dtype, training, channels, expansio
                  id="32-4-gluon_ws-pipelined-thread_release"),
     pytest.param(32, 3, "gluon_ws3", dict(ws_schedule="chunk", ws_thread_release=True),
                  id="32-3-gluon_ws3-chunk-thread_release"),
+    pytest.param(64, 4, "gluon_wsz", dict(ws_schedule="pingpong", ws_balance=True),
+                 id="64-4-gluon_wsz-pingpong1-balance"),
+    pytest.param(64, 3, "gluon_wsz", dict(ws_schedule="tail", ws_balance=True, ws_thread_release=True),
+                 id="64-3-gluon_wsz-tail-balance-thread_release"),
+    pytest.param(32, 3, "gluon_ws3", dict(ws_schedule="chunk", ws_balance=True), id="32-3-gluon_ws3-chunk-balance"),
     pytest.param(32, 6, "gluon_wsz", dict(z_regs=True, ws_schedule="chunk"), id="32-6-gluon_wsz-z_regs"),
     pytest.param(32, 4, "gluon_ws", dict(ws_schedule="pingpong", z_regs=True), id="32-4-gluon_ws-pingpong1-z_regs")])
 def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansion, kernel_size, dilation, length,
@@ -1064,6 +1076,44 @@ def test_gpu_warp_specialised_kernel_matches_the_gluon_kernel(channels, expansio
     assert torch.equal(ws_out, gluon_out)
     ref = fp64_twin(block).reference_forward(x[:3].double())
     assert max_abs(ws_out[:3], ref) < HALF_BOUNDS[torch.bfloat16]
+
+
+def test_lone_tiles_counts_the_last_rounds_single_tiles():
+    # ws_balance's last round (the host's mirror of the kernel's _ws_groups): the tiles left after whole rounds of two
+    # a CTA, when no more than the grid; else none (they go in pairs, as without it)
+    lone_tiles = cheri_ops._cheri_gluon.lone_tiles
+    assert lone_tiles(8192, 132) == 8  # N=512, L=1024: 31 whole rounds on an H200, 8 tiles left
+    assert lone_tiles(1024, 132) == 0  # N=64: 232 left, more than the grid
+    assert lone_tiles(264 * 3, 132) == 0 and lone_tiles(264 + 132, 132) == 132 and lone_tiles(264 + 133, 132) == 0
+    assert lone_tiles(1, 1) == 1 and lone_tiles(5, 3) == 0 and lone_tiles(7, 3) == 1
+    assert lone_tiles(3 * 132 + 5, 132, consumers=3) == 5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("extra", ["none", "3", "grid", "grid+1", "one tile", "five tiles"])
+def test_gpu_lone_last_round_tiles_change_no_bit(extra):
+    """ws_balance moves the last round's tiles, when few, to one a CTA on its first consumer, the other consumer only
+    releasing each weight slot: the outputs are the default schedule's bit for bit, whatever is left after the whole
+    rounds (nothing, a few, exactly the grid, one more than the grid, and grids smaller than the SMs). A tile lost, run
+    twice on different z, or a slot released twice by the idle consumer would show (or hang)."""
+    from greyhound import _tuning
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    batch = {"none": 4 * sms, "3": 2 * sms + 3, "grid": 3 * sms, "grid+1": 3 * sms + 1, "one tile": 1,
+             "five tiles": 5}[extra]
+    block = make_block(32, 3, 2, expansion=4, dtype=torch.bfloat16, device="cuda").eval()
+    x = torch.randn(batch, 32, 64, device="cuda", dtype=torch.bfloat16)  # one 64-position tile a sequence
+    grid = min((batch + 1) // 2, sms)
+    assert cheri_ops._cheri_gluon.lone_tiles(batch, grid) == {"none": 0, "3": 3, "grid": sms, "grid+1": 0,
+                                                              "one tile": 1, "five tiles": 0}[extra]
+    outs = []
+    for balance in (False, True):
+        for schedule in ("pingpong", "tail"):
+            with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, ws_balance=balance, ws_schedule=schedule):
+                outs.append(cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=2,
+                                                             config=(64, 64, 4, 3, "gluon_wsz")))
+    assert torch.equal(outs[2], outs[0]) and torch.equal(outs[3], outs[1])
+    ref = fp64_twin(block).reference_forward(x[-3:].double())
+    assert max_abs(outs[2][-3:], ref) < HALF_BOUNDS[torch.bfloat16]
 
 
 @pytest.mark.gpu
@@ -1437,6 +1487,17 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
         x, 128, 512, "bf16", False, 64, 32, 4, 4, "poly", 3, 152, False, False, 2)
     with pytest.raises(ValueError, match="launch_ws: .* ring of at least 3 .* got 2 consumers, num_stages 2"):
         gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 2, pingpong=2)
+    # lone last-round tiles (ws_balance): every consumer schedule but the turns, whose idle consumer would hold a turn
+    for pingpong in (0, 1, 3):
+        assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 152, False, True,
+                                           pingpong, balance=True) is None
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 32, 4, 4, "poly", 3, 152, False, False, 0,
+                                       balance=True) is None
+    assert "lone last-round tiles (ws_balance) leave the other consumer idle, so its consumers cannot take turns" in \
+        gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 152, False, True, 2,
+                                    balance=True)
+    with pytest.raises(ValueError, match=r"launch_ws: .* \(ws_balance\) .* cannot take turns"):
+        gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 3, pingpong=2, z_producer=True, balance=True)
     assert "num_stages (its weight ring) >= 2, got 1" in why(stages=1)
     for mode, training in (("bf16x3", False), ("bf16", True)):  # what only the Gluon kernel (layout gluon) runs
         why_not = gluon_module.unsupported_ws(x, 128, 512, mode, training, 64, 64, 4, 2, "poly", 2, 232)
@@ -1595,13 +1656,16 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 3, True, 2, False, True, 1), (32, 6, False, 2, False, True, 2), (64, 3, True, 2, False, False, 2),
     (64, 4, True, 2, False, True, 3), (64, 4, True, 2, False, True, 4), (64, 3, True, 2, False, True, 5),
     (64, 3, False, 2, False, True, 5), (32, 6, True, 2, False, True, 6), (64, 4, True, 2, False, True, 7),
-    (64, 3, False, 2, False, True, 8), (32, 4, True, 2, True, False, 9), (32, 3, True, 3, False, False, 9)])
+    (64, 3, False, 2, False, True, 8), (32, 4, True, 2, True, False, 9), (32, 3, True, 3, False, False, 9),
+    (64, 4, True, 2, False, True, 10), (64, 3, False, 2, False, True, 11), (32, 3, True, 3, False, False, 12)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the bf16/fp16 default, the ping-pong schedule with the degree-3 GELU and b1 by wgmma;
     # 4: the same with the degree-2 GELU, gelu=poly2; 5: the tail schedule with them; 6: the tail schedule with the
     # degree-6 GELU and b1 by an FADD; 7 and 8: the default and the tail schedule with every consumer thread releasing
-    # the ring slots, 9 that release on the pipelined or one-chunk consumers: one warp-group barrier fewer a chunk)
+    # the ring slots, 9 that release on the pipelined or one-chunk consumers: one warp-group barrier fewer a chunk;
+    # 10, 11 and 12: the default, the tail schedule and three one-chunk consumers with lone last-round tiles,
+    # ws_balance)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1618,15 +1682,17 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=152 if z_producer else cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
-                      Z_PRODUCER_REGS=168, PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0}.get(pingpong, pingpong),
-                      Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3}.get(pingpong, 6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8), THREAD_RELEASE=pingpong >= 7, num_warps=4)
+                      Z_PRODUCER_REGS=168,
+                      PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0}.get(pingpong, pingpong),
+                      Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11), THREAD_RELEASE=pingpong in (7, 8, 9),
+                      BALANCE=pingpong >= 10, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
     ring = stages * 2 * block_e * 128 * 2  # W1 and W2 slices of bf16 per slot
     assert ring + (4 if z_producer else consumers) * 64 * 128 * 2 <= facts["shared"] <= 232448
-    assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6, 8) else [0]), facts
+    assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6, 8, 11) else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts

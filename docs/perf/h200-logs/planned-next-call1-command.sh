@@ -1,7 +1,7 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN (written in session 34, which had no device). The next session's first call: copy to
-# .carry/cmd.sh and rename to the next log number when it runs. (1) the tail schedule, the degree-2 GELU and every
-# consumer thread releasing the ring (ws_thread_release) against
+# PLANNED, NOT YET RUN (written in sessions 34-35, which had no device). The next session's first call: copy to
+# .carry/cmd.sh and rename to the next log number when it runs. (1) the tail schedule, the degree-2 GELU, every
+# consumer thread releasing the ring (ws_thread_release) and lone last-round tiles (ws_balance) against
 # the default, one process a dtype, twice; (2) d06a75b against the tip at fp16, alternating processes (session 33's
 # open fp16 question); (3) the GPU tests session 33 wrote and could not run. About 400 s.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
@@ -17,8 +17,8 @@ sweep() {  # tree, log name, dtype, providers
   echo "$2 rc=$? t=$((SECONDS-S))"; grep -E '^  greyhound' $OUT/$2.log | sed 's/  */ /g' | cut -c1-160
 }
 for i in 1 2; do
-  sweep /tmp/t $i-variants-bf16 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=3,ws_schedule=tail],greyhound-megakernel[$W,stages=4,gelu=poly2],greyhound-megakernel[$W,stages=3,ws_schedule=tail,gelu=poly2],greyhound-megakernel[$W,stages=4,ws_thread_release=1],greyhound-megakernel[$W,stages=3,ws_schedule=tail,gelu=poly2,ws_thread_release=1]"
+  sweep /tmp/t $i-variants-bf16 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=3,ws_schedule=tail],greyhound-megakernel[$W,stages=4,gelu=poly2],greyhound-megakernel[$W,stages=3,ws_schedule=tail,gelu=poly2],greyhound-megakernel[$W,stages=4,ws_thread_release=1],greyhound-megakernel[$W,stages=3,ws_schedule=tail,gelu=poly2,ws_thread_release=1],greyhound-megakernel[$W,stages=4,ws_balance=1]"
   sweep /tmp/t $i-variants-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=3,ws_schedule=tail]"
   sweep /tmp/w-d06a75b $i-d06a75b-fp16 float16 greyhound-megakernel
 done
-cd /tmp/t && timeout $((590 - (SECONDS - S))) python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE tests/nn/test_cheri_block.py -k "degree_two or large_hidden or b1_by_wgmma or (warp_specialised_kernel_matches and (tail or thread_release or not gluon_wsz))" > $OUT/pytest-cheri.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))"; grep -E "passed|failed|FAILED|Error|Timeout" $OUT/pytest-cheri.log | tail -8 | cut -c1-400
+cd /tmp/t && timeout $((590 - (SECONDS - S))) python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE tests/nn/test_cheri_block.py -k "degree_two or large_hidden or b1_by_wgmma or (warp_specialised_kernel_matches and (tail or thread_release or balance or not gluon_wsz)) or lone_last_round" > $OUT/pytest-cheri.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))"; grep -E "passed|failed|FAILED|Error|Timeout" $OUT/pytest-cheri.log | tail -8 | cut -c1-400
