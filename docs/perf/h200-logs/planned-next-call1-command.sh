@@ -18,7 +18,7 @@ sweep() {  # tree, log name, dtype, providers
 }
 for i in 1 2; do
   sweep /tmp/t $i-variants-bf16 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=3,ws_schedule=tail],greyhound-megakernel[$W,stages=4,gelu=poly2],greyhound-megakernel[$W,stages=3,ws_schedule=tail,gelu=poly2],greyhound-megakernel[$W,stages=4,ws_thread_release=1],greyhound-megakernel[$W,stages=3,ws_schedule=tail,gelu=poly2,ws_thread_release=1],greyhound-megakernel[$W,stages=4,ws_balance=1]"
-  sweep /tmp/t $i-variants-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=3,ws_schedule=tail]"
+  sweep /tmp/t $i-variants-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=3,ws_schedule=tail],greyhound-megakernel[$W,stages=4,ws_balance=1]"
   sweep /tmp/w-d06a75b $i-d06a75b-fp16 float16 greyhound-megakernel
 done
 cd /tmp/t && timeout $((590 - (SECONDS - S))) python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE tests/nn/test_cheri_block.py -k "degree_two or large_hidden or b1_by_wgmma or (warp_specialised_kernel_matches and (tail or thread_release or balance or not gluon_wsz)) or lone_last_round" > $OUT/pytest-cheri.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))"; grep -E "passed|failed|FAILED|Error|Timeout" $OUT/pytest-cheri.log | tail -8 | cut -c1-400
