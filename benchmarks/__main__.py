@@ -153,19 +153,13 @@ def _commit_and_gpu():
     return commit, info["gpu_name"] if info["gpu_name"] != "cpu" else asv_machine.default_name(info)
 
 
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    table = kernels()
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in table:
-        print(__doc__)
-        print("kernels: " + ", ".join(sorted(table)))
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"error: unknown kernel {argv[0]!r}", file=sys.stderr)
-            return 2
-        return 0
-    suite = table[argv[0]]
-    parser = build_parser(argv[0], suite)
-    args = parser.parse_args(argv[1:])
+def parse_options(kernel_name, argv):
+    """The sweep's suite, its parsed options and the values of each shape option, every one checked before anything
+    is measured (the Modal runner checks a remote sweep's options with it too); a bad one exits through argparse's
+    error, status 2, naming the option, what it takes and what was given."""
+    suite = kernels()[kernel_name]
+    parser = build_parser(kernel_name, suite)
+    args = parser.parse_args(argv)
     modes, providers = args.modes, args.providers
     known = known_providers(suite.kernel_name)
     for provider in providers:
@@ -187,18 +181,33 @@ def main(argv=None):
         unknown = [v for v in values if v not in allowed]
         if unknown:  # e.g. layout=channel-last would be measured as the other layout, dtype=float64 fail late
             parser.error(f"--{name.replace('_', '-')}: {', '.join(unknown)} not one of {', '.join(allowed)}")
-    combos, not_served = [], []
-    for provider, mode, values in itertools.product(providers, modes, itertools.product(*shape_values)):
-        shape = dict(zip(suite.param_names[2:], values))
-        # the suite's own filter (e.g. an inference-only path has no full mode), as asv skips the combination
-        served = suite.serves(harness.split_variant(provider)[0], mode, shape)
-        (combos if served else not_served).append((provider, mode, *values))
     if not args.no_csv:  # a CSV the rows cannot merge into is refused before the sweep, not after it
         from tools.export import ExportError, read_csv_rows
         try:
             read_csv_rows(Path(args.csv))
         except ExportError as err:
             parser.error(f"--csv: {err}")
+    return suite, args, shape_values
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    table = kernels()
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in table:
+        print(__doc__)
+        print("kernels: " + ", ".join(sorted(table)))
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"error: unknown kernel {argv[0]!r}", file=sys.stderr)
+            return 2
+        return 0
+    suite, args, shape_values = parse_options(argv[0], argv[1:])
+    modes, providers = args.modes, args.providers
+    combos, not_served = [], []
+    for provider, mode, values in itertools.product(providers, modes, itertools.product(*shape_values)):
+        shape = dict(zip(suite.param_names[2:], values))
+        # the suite's own filter (e.g. an inference-only path has no full mode), as asv skips the combination
+        served = suite.serves(harness.split_variant(provider)[0], mode, shape)
+        (combos if served else not_served).append((provider, mode, *values))
     swept = [name for name, values in zip(suite.param_names[2:], shape_values) if len(values) > 1]
     x_name = suite.x_name if suite.x_name in swept or not swept else swept[0]
     measured = harness.measure_suites_of(suite, combos)
