@@ -11,11 +11,13 @@ table and merges the rows into the benchmark CSV (atomically; keyed like tools.e
 comma-separated list; defaults: the tracked tier's shape on this machine).
 """
 import argparse
+import functools
 import itertools
 import re
 import platform
 import statistics
 import sys
+from pathlib import Path
 
 from benchmarks import harness
 
@@ -38,16 +40,35 @@ def known_providers(kernel_name):
     return found
 
 
-def _values(text, like):
+def known_values(kernel_name, name):
+    """The values a text shape option may take: those the kernel's suites declare (every tier), and for `dtype`
+    every dtype the harness knows."""
+    found = list(harness.DTYPES) if name == "dtype" else []
+    for cls in harness.suites():
+        if cls.kernel_name == kernel_name and name in cls.param_names:
+            found += [v for v in cls.params[cls.param_names.index(name)] if v not in found]
+    return found
+
+
+def _values(text, like=""):
+    """One value or a comma-separated list, in order, a repeated value once (it would be measured twice); integers
+    (where `like` is one) must be positive. ArgumentTypeError (argparse names the option) otherwise."""
     out = []
     for item in re.split(r",(?![^\[]*\])", str(text)):  # commas inside a variant's [...] belong to it
         item = item.strip()
         if not item:
             continue
-        out.append(int(item) if isinstance(like, int) else item)
+        if isinstance(like, int):
+            try:
+                item = int(item)
+            except ValueError:
+                item = None
+            if item is None or item < 1:
+                raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+        out.append(item)
     if not out:
         raise argparse.ArgumentTypeError(f"expected one value or a comma-separated list, got {text!r}")
-    return out
+    return list(dict.fromkeys(out))
 
 
 def _tuning_help(suite):
@@ -75,15 +96,16 @@ def build_parser(kernel_name, suite):
                f"Defaults: the tracked tier's shape on this machine ({'GPU' if harness.ON_GPU else 'CPU'}). "
                + _tuning_help(suite),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", "--modes", dest="modes", default=",".join(suite.modes),
+    parser.add_argument("--mode", "--modes", dest="modes", default=",".join(suite.modes), type=_values,
                         help=f"comma-separated modes (default: {','.join(suite.modes)})")
     parser.add_argument("--providers", "--provider", dest="providers",
-                        default=",".join(p for p in suite.providers),
+                        default=",".join(p for p in suite.providers), type=_values,
                         help=f"comma-separated providers, of: {', '.join(providers)} (default: {','.join(suite.providers)})")
     for name in suite.param_names[2:]:
         flag = name.replace("_", "-")
         plural = flag if flag.endswith("s") else flag + ("es" if flag.endswith(("ch", "sh", "x")) else "s")
         parser.add_argument(*dict.fromkeys((f"--{flag}", f"--{plural}")), dest=name, default=str(default[name]),
+                            type=functools.partial(_values, like=default[name]),
                             help=f"{name}: one value or a comma-separated list (default {default[name]})")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
                         help="CSV to merge the rows into (default docs/data/benchmark_data.csv)")
@@ -131,21 +153,14 @@ def _commit_and_gpu():
     return commit, info["gpu_name"] if info["gpu_name"] != "cpu" else asv_machine.default_name(info)
 
 
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    table = kernels()
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in table:
-        print(__doc__)
-        print("kernels: " + ", ".join(sorted(table)))
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"error: unknown kernel {argv[0]!r}", file=sys.stderr)
-            return 2
-        return 0
-    suite = table[argv[0]]
-    parser = build_parser(argv[0], suite)
-    args = parser.parse_args(argv[1:])
-    modes = _values(args.modes, "")
-    providers = _values(args.providers, "")
+def parse_options(kernel_name, argv):
+    """The sweep's suite, its parsed options and the values of each shape option, every one checked before anything
+    is measured (the Modal runner checks a remote sweep's options with it too); a bad one exits through argparse's
+    error, status 2, naming the option, what it takes and what was given."""
+    suite = kernels()[kernel_name]
+    parser = build_parser(kernel_name, suite)
+    args = parser.parse_args(argv)
+    modes, providers = args.modes, args.providers
     known = known_providers(suite.kernel_name)
     for provider in providers:
         try:
@@ -160,8 +175,33 @@ def main(argv=None):
     bad_modes = [m for m in modes if m not in suite.modes]
     if bad_modes:
         parser.error(f"--mode: {', '.join(bad_modes)} not one of {', '.join(suite.modes)}")
-    default = (suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes)[0]
-    shape_values = [_values(getattr(args, name), default[name]) for name in suite.param_names[2:]]
+    shape_values = [getattr(args, name) for name in suite.param_names[2:]]
+    for name, values in zip(suite.param_names[2:], shape_values):
+        allowed = known_values(suite.kernel_name, name) if isinstance(values[0], str) else values
+        unknown = [v for v in values if v not in allowed]
+        if unknown:  # e.g. layout=channel-last would be measured as the other layout, dtype=float64 fail late
+            parser.error(f"--{name.replace('_', '-')}: {', '.join(unknown)} not one of {', '.join(allowed)}")
+    if not args.no_csv:  # a CSV the rows cannot merge into is refused before the sweep, not after it
+        from tools.export import ExportError, read_csv_rows
+        try:
+            read_csv_rows(Path(args.csv))
+        except ExportError as err:
+            parser.error(f"--csv: {err}")
+    return suite, args, shape_values
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    table = kernels()
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in table:
+        print(__doc__)
+        print("kernels: " + ", ".join(sorted(table)))
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"error: unknown kernel {argv[0]!r}", file=sys.stderr)
+            return 2
+        return 0
+    suite, args, shape_values = parse_options(argv[0], argv[1:])
+    modes, providers = args.modes, args.providers
     combos, not_served = [], []
     for provider, mode, values in itertools.product(providers, modes, itertools.product(*shape_values)):
         shape = dict(zip(suite.param_names[2:], values))
@@ -190,8 +230,12 @@ def main(argv=None):
     if not args.no_csv:
         commit, gpu_name = _commit_and_gpu()
         rows = rows_for_csv(suite, measured, commit, gpu_name, x_name)
-        from tools.export import merge_csv_rows
-        total = merge_csv_rows(args.csv, rows)
+        from tools.export import ExportError, merge_csv_rows
+        try:
+            total = merge_csv_rows(args.csv, rows)
+        except (ExportError, OSError) as err:  # changed or unwritable since the check: the table above has the figures
+            print(f"error: --csv: {len(rows)} rows not merged: {err}", file=sys.stderr)
+            return 2
         print(f"{len(rows)} rows merged into {args.csv} ({total} rows in total)")
     return 1 if failed else 0
 

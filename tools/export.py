@@ -422,7 +422,14 @@ def csv_rows_from_text(text):
         return []
     if tuple(header) != CSV_COLUMNS:
         raise ExportError(f"rows with columns {header}, expected {list(CSV_COLUMNS)}")
-    return [dict(zip(CSV_COLUMNS, fields)) for fields in reader if fields]
+    rows = []
+    for fields in reader:
+        if not fields:
+            continue
+        if len(fields) != len(CSV_COLUMNS):  # a cut or damaged row: zip would drop its missing columns
+            raise ExportError(f"rows: line {reader.line_num} has {len(fields)} fields, expected {len(CSV_COLUMNS)}")
+        rows.append(dict(zip(CSV_COLUMNS, fields)))
+    return rows
 
 
 def merge_csv_rows(csv_path, rows):

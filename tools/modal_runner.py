@@ -16,6 +16,7 @@ merged into `--csv` (keyed: a re-run replaces its rows) and its asv results into
 `--plot-after` then redraws the plots and the docs tables.
 """
 import argparse
+import contextlib
 import io
 import shlex
 import subprocess
@@ -26,6 +27,7 @@ import tomllib
 from pathlib import Path
 
 from tools import merge_results
+from tools.export import ExportError
 
 ROOT = Path(__file__).resolve().parents[1]
 REMOTE_ROOT = "/repo"
@@ -38,8 +40,12 @@ class RunnerError(Exception):
 
 def benchmark_argv(spec, kernels=None):
     """`"KERNEL --mode full"` (or the guide's `"src/benchmarks/KERNEL_bench.py --mode full"`) -> argv of the sweep
-    command. Raises RunnerError for an empty spec or, when `kernels` is given, an unknown kernel."""
-    words = shlex.split(spec)
+    command. Raises RunnerError for an empty spec, unbalanced quotes or, when `kernels` is given, an unknown kernel or
+    an option the sweep command would refuse (checked here, before a GPU is paid for)."""
+    try:
+        words = shlex.split(spec)
+    except ValueError as err:
+        raise RunnerError(f"--benchmark {spec!r}: {err}") from None
     if not words:
         raise RunnerError("--benchmark needs a kernel name, e.g. --benchmark 'logprobs --mode forward'")
     kernel = words[0]
@@ -47,7 +53,25 @@ def benchmark_argv(spec, kernels=None):
         kernel = Path(kernel).name[:-len(".py")].removesuffix("_bench")
     if kernels is not None and kernel not in kernels:
         raise RunnerError(f"--benchmark {spec!r}: unknown kernel {kernel!r} (one of {', '.join(sorted(kernels))})")
+    if kernels is not None:
+        if "--no-csv" in words:
+            raise RunnerError(f"--benchmark {spec!r}: --no-csv would bring no rows back")
+        check_sweep_options(spec, kernel, words[1:])
     return ["python", "-m", "benchmarks", kernel, *words[1:], "--csv", REMOTE_CSV]
+
+
+def check_sweep_options(spec, kernel, options):
+    """RunnerError with the sweep command's own message when it would refuse `options` (benchmarks.__main__)."""
+    from benchmarks.__main__ import parse_options
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+            parse_options(kernel, [*options, "--no-csv"])
+    except SystemExit as exit_info:
+        if exit_info.code:
+            lines = said.getvalue().strip().splitlines() or [f"exit status {exit_info.code}"]
+            raise RunnerError(f"--benchmark {spec!r}: {lines[-1]}") from None
 
 
 def image_packages(extras=(), groups=(), skip_thirdparty=False, pyproject=ROOT / "pyproject.toml"):
@@ -100,6 +124,16 @@ def merge_back(csv_text, results_blob, csv_path, dest=ROOT):
     if rows:
         merge_csv_rows(csv_path, rows)
     return len(rows), unpack_results(results_blob, dest) if results_blob else 0
+
+
+def check_csv(csv_path):
+    """RunnerError when the rows coming back could not be merged into `csv_path` (found before the GPUs run)."""
+    from tools.export import ExportError, read_csv_rows
+
+    try:
+        read_csv_rows(Path(csv_path))
+    except ExportError as err:
+        raise RunnerError(f"--csv: {err}") from None
 
 
 def unpack_results(blob, dest=ROOT):
@@ -157,6 +191,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         the_plan = plan(args, known_kernels())
+        check_csv(args.csv)
     except RunnerError as err:
         print(f"tools.modal_runner: error: {err}", file=sys.stderr)
         return 2
@@ -175,14 +210,20 @@ def main(argv=None):
     app, run_on_gpu = build_app(the_plan)
     with app.run():
         calls = {gpu: run_on_gpu.with_options(gpu=gpu).spawn(the_plan["commands"]) for gpu in the_plan["gpus"]}
+        failed = []
         for gpu, call in calls.items():
             csv_text, blob = call.get()
-            rows, files = merge_back(csv_text, blob, args.csv)
+            try:
+                rows, files = merge_back(csv_text, blob, args.csv)
+            except (ExportError, OSError, ValueError) as err:  # the other GPUs' rows and results are still merged
+                print(f"[{gpu}] error: not merged: {err}", file=sys.stderr)
+                failed.append(gpu)
+                continue
             print(f"[{gpu}] merged {rows} CSV rows into {args.csv} and {files} result files into results/")
     if args.plot_after:
         for step in (["tools.plot", "--csv", args.csv], ["tools.docs", "--csv", args.csv]):
             subprocess.run([sys.executable, "-m", *step], cwd=ROOT)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ Reads only the CSV (columns `tools.CSV_COLUMNS`, as tools.export writes it) and 
       param value, a panel per value of any other varying param.
 Generated files from an earlier run that this run did not write (a sweep that left the CSV, a renamed config) are
 removed, so the folders hold exactly the plots of the CSV; other files there (no `__` in the name) are left alone.
-Every plot shows, for each provider, its latest measured commit (newest timestamp). HTML pages load plotly.js from
-`plots_html/plotly.min.js`, written once beside them (include_plotlyjs="directory"): they work offline and on the
+Every plot shows, for each provider, its latest measured commit (newest timestamp). Where one GPU's rows come
+from several asv machines or environments (another project's CSV, a sweep-CLI run beside asv's), each
+machine/environment gets its own files (`__<machine>-<environment>` appended): their figures are never joined into
+one line. HTML pages load plotly.js from `plots_html/plotly.min.js`, written once beside them (include_plotlyjs="directory"): they work offline and on the
 static site without storing the 4.6 MB library in every page. File names keep letters, digits, '-', '_' and '.'.
 Exit status: 0 ok (an empty CSV writes nothing and says so); 2 missing/unreadable CSV or unexpected columns.
 """
@@ -65,8 +67,24 @@ def read_benchmark_csv(path):
     if tuple(frame.columns) != CSV_COLUMNS:
         raise PlotError(f"{path} has columns {list(frame.columns)}, expected {list(CSV_COLUMNS)}")
     for column in Y_COLUMNS:
-        frame[column] = pd.to_numeric(frame[column].replace("", np.nan), errors="coerce")
+        numbers = pd.to_numeric(frame[column].replace("", np.nan), errors="coerce")
+        frame[column] = numbers.where(np.isfinite(numbers))  # inf: no figure to draw, like NaN
     return frame
+
+
+RUN = "_run"  # the column plot_all adds: which asv machine and environment a row comes from, where that varies
+
+
+def run_labels(frame):
+    """'' where a GPU's rows come from one asv machine and environment; otherwise 'machine/environment', so the
+    runs of several environments (or of machines with one GPU model) are drawn apart, never joined into one line."""
+    run = frame["asv_machine"] + "/" + frame["asv_environment"]
+    several = run.groupby(frame["gpu_name"]).transform("nunique") > 1
+    return run.where(several, "")
+
+
+def _where(gpu, run):
+    return f"{gpu} · {run}" if run else gpu
 
 
 def latest_per_provider(frame, group_columns):
@@ -182,8 +200,8 @@ def _save_png(fig, path):
 # --- 1-D sweeps ---------------------------------------------------------------------------------------------------
 def plot_sweeps(latest, colors, plots_dir, namer):
     written = []
-    for keys, group in latest.groupby(SWEEP_COLUMNS, sort=True):
-        kernel, mode, metric, unit, x_name, config_text, gpu = keys
+    for keys, group in latest.groupby(SWEEP_COLUMNS + [RUN], sort=True):
+        kernel, mode, metric, unit, x_name, config_text, gpu, run = keys
         config = parse_config(config_text)
         x_values = sorted(set(group["x_value"]), key=x_value_order)
         xs = as_numbers(x_values)
@@ -221,10 +239,11 @@ def plot_sweeps(latest, colors, plots_dir, namer):
         x_label = group["x_label"].iloc[0] or x_name
         ax.set_xlabel(f"{x_label}{' (log2 scale)' if log2_x else ''}")
         ax.set_ylabel(f"{metric_axis_label(metric, unit)}: p50, band p20-p80")
-        ax.set_title(f"{kernel} · {mode} · {metric}\n{fixed_params_title(config)} · {gpu}", fontsize=10)
+        ax.set_title(f"{kernel} · {mode} · {metric}\n{fixed_params_title(config)} · {_where(gpu, run)}", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        path = plots_dir / namer.name([kernel, mode, metric, fixed_params_part(config), gpu], ".png", x_name)
+        path = plots_dir / namer.name([kernel, mode, metric, fixed_params_part(config), gpu] + ([run] if run else []),
+                                      ".png", x_name)
         _save_png(fig, path)
         written.append(path)
     return written
@@ -244,11 +263,11 @@ def pareto_front(times, memories):
 def paired_speed_memory(frame):
     speed = frame[frame["metric_name"] == "speed"]
     memory = frame[frame["metric_name"] == "memory"]
-    pairs = speed.merge(memory, on=PAIR_COLUMNS, suffixes=("_time", "_mem"))
+    pairs = speed.merge(memory, on=PAIR_COLUMNS + [RUN], suffixes=("_time", "_mem"))
     if pairs.empty:
         return pairs
     return latest_per_provider(pairs, ["kernel_name", "kernel_operation_mode", "x_name",
-                                       "extra_benchmark_config_str", "gpu_name"])
+                                       "extra_benchmark_config_str", "gpu_name", RUN])
 
 
 def plot_pareto(frame, colors, plots_dir, namer):
@@ -257,8 +276,8 @@ def plot_pareto(frame, colors, plots_dir, namer):
     if pairs.empty:
         return written
     for keys, group in pairs.groupby(["kernel_name", "kernel_operation_mode", "x_name",
-                                      "extra_benchmark_config_str", "gpu_name"], sort=True):
-        kernel, mode, x_name, config_text, gpu = keys
+                                      "extra_benchmark_config_str", "gpu_name", RUN], sort=True):
+        kernel, mode, x_name, config_text, gpu, run = keys
         config = parse_config(config_text)
         x_values = sorted(set(group["x_value"]), key=x_value_order)
         ncols = min(4, len(x_values))
@@ -285,8 +304,9 @@ def plot_pareto(frame, colors, plots_dir, namer):
             ax.set_ylabel(metric_axis_label("memory", at_x["metric_unit_mem"].iloc[0]) + ", p50", fontsize=8)
             ax.grid(True, alpha=0.3)
         fig.suptitle(f"{kernel} · {mode} · memory vs time (Pareto front: black edges, dashed)\n"
-                     f"{fixed_params_title(config)} · {gpu}", fontsize=10)
-        path = plots_dir / namer.name([kernel, mode, "pareto", fixed_params_part(config), gpu], ".png", x_name)
+                     f"{fixed_params_title(config)} · {_where(gpu, run)}", fontsize=10)
+        path = plots_dir / namer.name([kernel, mode, "pareto", fixed_params_part(config), gpu] + ([run] if run else []),
+                                      ".png", x_name)
         _save_png(fig, path)
         written.append(path)
     return written
@@ -310,8 +330,8 @@ def plot_2d_sweeps(latest, colors, html_dir, namer):
 
     written = []
     for keys, group in latest.groupby(["kernel_name", "kernel_operation_mode", "metric_name", "metric_unit",
-                                       "gpu_name", "x_name"], sort=True):
-        kernel, mode, metric, unit, gpu, x_name = keys
+                                       "gpu_name", "x_name", RUN], sort=True):
+        kernel, mode, metric, unit, gpu, x_name, run = keys
         if group["x_value"].nunique() < 2:
             continue
         group = group.assign(_config=group["extra_benchmark_config_str"].map(parse_config))
@@ -357,10 +377,11 @@ def plot_2d_sweeps(latest, colors, html_dir, namer):
             fig.update_xaxes(row=row_index, col=1, **x_axis)
         fixed = {k: v for k, v in group["_config"].iloc[0].items() if k != second and k not in facet_keys}
         fig.update_layout(
-            title=f"{kernel} · {mode} · {metric} · {gpu}: {x_name} × {second}<br>"
+            title=f"{kernel} · {mode} · {metric} · {_where(gpu, run)}: {x_name} × {second}<br>"
                   f"<sup>{fixed_params_title(fixed)}; latest commit per provider</sup>",
             height=380 * len(facets) + 140, template="plotly_white", legend={"groupclick": "toggleitem"})
-        name = namer.name([kernel, mode, metric, f"{x_name}-by-{second}", gpu], ".html", x_name)
+        name = namer.name([kernel, mode, metric, f"{x_name}-by-{second}", gpu] + ([run] if run else []), ".html",
+                          x_name)
         html = fig.to_html(include_plotlyjs="directory", full_html=True, div_id=Path(name).stem)
         write_atomic(html_dir / name, html)
         written.append(html_dir / name)
@@ -383,8 +404,9 @@ def plot_all(frame, out_dir):
     """Write every plot for the rows of `frame`; returns {'sweeps': [...], 'pareto': [...], 'html': [...]}."""
     out_dir = Path(out_dir)
     plots_dir, html_dir = out_dir / "plots", out_dir / "plots_html"
+    frame = frame.assign(**{RUN: run_labels(frame)})
     colors = provider_colors(frame["kernel_provider"])
-    latest = latest_per_provider(frame, SWEEP_COLUMNS)
+    latest = latest_per_provider(frame, SWEEP_COLUMNS + [RUN])
     namer = FileNamer()
     written = {
         "sweeps": plot_sweeps(latest, colors, plots_dir, namer),
@@ -424,7 +446,8 @@ def main(argv=None):
         return 2
     unusable = frame["y_value_50"].isna() if len(frame) else pd.Series(dtype=bool)
     if unusable.any():
-        print(f"tools.plot: note: {int(unusable.sum())} rows without a numeric y_value_50 left out", file=sys.stderr)
+        print(f"tools.plot: note: {int(unusable.sum())} rows without a finite numeric y_value_50 left out",
+              file=sys.stderr)
         frame = frame[~unusable]
     if frame.empty:
         print(f"tools.plot: {args.csv} has no rows to plot; nothing written")

@@ -1,5 +1,6 @@
 """`python -m benchmarks KERNEL`: the per-kernel sweep command over the asv harness (CPU, tiny shapes)."""
 import csv
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,51 @@ def test_a_kernel_only_the_sweep_tier_measures_is_reachable_and_tracked_suites_t
     kernels = cli.kernels()
     assert kernels["cheri_conv_norm"].tier == "sweep"  # the conv + LayerNorm reuse question (sweep only)
     assert kernels["cheri_block"].tier == "tracked" and kernels["causal_conv1d"].tier == "tracked"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--batch-size", "abc"], "argument --batch-size/--batch-sizes: expected positive integers, got 'abc'"),
+    (["--seq-len", "100,1.5"], "argument --seq-len/--seq-lens: expected positive integers, got '100,1.5'"),
+    (["--dim", "-8"], "argument --dim/--dims: expected positive integers, got '-8'"),
+    (["--width", "0"], "argument --width/--widths: expected positive integers, got '0'"),
+    (["--mode", ","], "argument --mode/--modes: expected one value or a comma-separated list, got ','"),
+    (["--providers", " , "], "argument --providers/--provider: expected one value or a comma-separated list"),
+    (["--dtype", "float32,float64"], "--dtype: float64 not one of float32, bfloat16, float16"),
+    (["--layout", "channel-last"], "--layout: channel-last not one of channel_last, contiguous"),
+])
+def test_bad_option_values_are_refused_by_name_before_anything_runs(argv, message, capsys):
+    """Before: a traceback from int() or argparse, or (0, a typo'd layout) a measured and merged row of nonsense."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["causal_conv1d", *argv, "--no-csv"])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "combinations" not in captured.out
+
+
+def test_a_repeated_value_is_measured_once_and_does_not_make_a_sweep_axis(tmp_path, capsys):
+    """Before: `--batch-size 4,4` measured every combination twice, said '4 combinations' for 1 printed row, and
+    made batch_size the CSV's x axis (two values) instead of vocab_size."""
+    csv_path = tmp_path / "data.csv"
+    argv = ["cross_entropy_with_grad", "--mode", "forward,forward", "--providers", "torch-eager,torch-eager",
+            "--batch-size", "4,4", "--vocab-sizes", "96", "--dtype", "float32", "--csv", str(csv_path)]
+    assert cli.main(argv) == 0
+    assert "cross_entropy_with_grad: 1 combinations" in capsys.readouterr().out
+    with open(csv_path) as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["x_name"], r["x_value"]) for r in rows] == [("vocab_size", "96")]
+
+
+def test_a_csv_the_rows_cannot_merge_into_is_refused_before_the_sweep(tmp_path, capsys):
+    """Before: the whole sweep was measured, then tools.export's ExportError ended it in a traceback and the
+    figures were never written anywhere."""
+    rng = random.Random()
+    foreign = tmp_path / "theirs.csv"
+    foreign.write_text("name,seconds\n" + "".join(f"bench{i},{rng.uniform(0.1, 9):.6f}\n" for i in range(5)))
+    before = foreign.read_bytes()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["cross_entropy_with_grad", "--mode", "forward", "--providers", "torch-eager", "--batch-size", "4",
+                  "--vocab-sizes", "64", "--dtype", "float32", "--csv", str(foreign)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert f"--csv: {foreign} has columns ['name', 'seconds'], expected" in captured.err
+    assert "combinations" not in captured.out and foreign.read_bytes() == before

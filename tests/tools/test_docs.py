@@ -1,6 +1,7 @@
 """tools.docs: the committed docs tables are what the CSV gives, and a table typed by hand is caught."""
 import csv
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,54 @@ def test_bad_goals_files_are_errors_naming_the_line(tmp_path, capsys):
     (tmp_path / "goals.csv").write_text("kernel_name,goal\nk,1\n")
     assert docs.main(["--csv", str(frame_path), str(page)]) == 2
     assert "expected ['kernel_name'" in capsys.readouterr().err
+
+
+def test_an_empty_or_foreign_csv_is_an_error_naming_the_file_and_line(tmp_path, capsys):
+    """Before: pandas' 'No columns to parse from file' and json's 'Expecting value: line 1 column 1 (char 0)',
+    neither naming the file, the row or the column."""
+    page = tmp_path / "page.md"
+    page.write_text("<!-- tools.docs table kernel=k -->\n<!-- /tools.docs -->\n")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert docs.main(["--csv", str(empty), str(page)]) == 2
+    assert f"{empty} is empty, expected a header with the columns ['kernel_name'" in capsys.readouterr().err
+    rng = random.Random()
+    rows = [_row("greyhound", "full", rng.uniform(0.1, 5), "c" * 40, "2026-12-01T00:00:00Z", x=str(x))
+            for x in (64, 128, 256)]
+    rows[1]["extra_benchmark_config_str"] = "batch_size=8192"  # another tool's notation
+    assert docs.main(["--csv", str(_csv(tmp_path, rows)), str(page)]) == 2
+    assert ("line 3: extra_benchmark_config_str must be a JSON object, got 'batch_size=8192'"
+            in capsys.readouterr().err)
+
+
+def test_a_missing_figure_is_never_the_bold_best(tmp_path):
+    """Before: a NaN p50 (a failed figure in another project's CSV) in the first provider column stayed min() and
+    the table bolded '—' instead of the fastest measured provider."""
+    rng = random.Random()
+    commit, stamp = "d" * 40, "2026-12-01T00:00:00Z"
+    fast, slow = sorted(rng.uniform(0.1, 5) for _ in range(2))
+    path = _csv(tmp_path, [_row("greyhound", "full", float("nan"), commit, stamp),
+                           _row("alpha", "full", fast, commit, stamp), _row("beta", "full", slow, commit, stamp)])
+    text = docs.update_text("<!-- tools.docs table kernel=k -->\n<!-- /tools.docs -->\n", docs.load(path))
+    assert f"| 128256 | full | — | **{docs._number(fast)}** | {docs._number(slow)} |" in text
+
+
+def test_a_commit_measured_in_several_environments_is_not_mixed_into_one_table(tmp_path, capsys):
+    """Before: the table took whichever environment's row came first for every cell, silently; the headline listed
+    greyhound once per environment beside a best peer picked across them."""
+    rng = random.Random()
+    commit, stamp = "e" * 40, "2026-12-01T00:00:00Z"
+    figures = {env: {p: rng.uniform(0.1, 5) for p in ("greyhound", "fla")} for env in ("py3.10", "py3.11")}
+    path = _csv(tmp_path, [_row(p, "full", value, commit, stamp) | {"asv_environment": env}
+                           for env, by_provider in figures.items() for p, value in by_provider.items()])
+    page = tmp_path / "page.md"
+    for marker in ("table kernel=k", "headline"):
+        page.write_text(f"<!-- tools.docs {marker} -->\n<!-- /tools.docs -->\n")
+        assert docs.main(["--csv", str(path), str(page)]) == 2
+        assert ("was measured in 2 runs (machine=nvidia-h200 env=py3.10; machine=nvidia-h200 env=py3.11): add "
+                "machine= and env= to the marker" in capsys.readouterr().err)
+    page.write_text("<!-- tools.docs table kernel=k machine=nvidia-h200 env=py3.11 -->\n<!-- /tools.docs -->\n")
+    assert docs.main(["--csv", str(path), str(page)]) == 0
+    text = page.read_text()
+    assert "NVIDIA H200, machine nvidia-h200, env py3.11, commit eeeeeeee" in text
+    assert docs._number(figures["py3.11"]["greyhound"]) in text and docs._number(figures["py3.11"]["fla"]) in text

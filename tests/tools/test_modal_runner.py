@@ -4,11 +4,13 @@ import csv
 import importlib.util
 import io
 import json
+import random
 import tarfile
 
 import pytest
 
 from tools import CSV_COLUMNS, modal_runner
+from tools.export import ExportError
 
 
 def _tar(files):
@@ -70,6 +72,15 @@ def test_defaults_run_every_kernel_and_skip_thirdparty_drops_the_group(capsys):
     (["--extra", "nope", "--dry-run"], "--extra 'nope' is not an extra"),
     (["--group", "nope", "--dry-run"], "--group 'nope' is not a dependency group"),
     (["--benchmark", "  ", "--dry-run"], "--benchmark needs a kernel name"),
+    # before: a ValueError traceback from shlex
+    (["--benchmark", "logprobs --providers 'greyhound", "--dry-run"], "--benchmark \"logprobs --providers 'greyhound\": "
+                                                                      "No closing quotation"),
+    # before: accepted, and each GPU would have started only to have its sweep command refuse the option
+    (["--benchmark", "logprobs --mode fwd", "--dry-run"], "--benchmark 'logprobs --mode fwd': python -m benchmarks "
+                                                          "logprobs: error: --mode: fwd not one of full, forward"),
+    (["--benchmark", "logprobs --vocab-sizes 128k", "--dry-run"], "argument --vocab-size/--vocab-sizes: expected "
+                                                                  "positive integers, got '128k'"),
+    (["--benchmark", "logprobs --no-csv", "--dry-run"], "--no-csv would bring no rows back"),
 ])
 def test_bad_arguments_are_named(argv, message, capsys):
     assert modal_runner.main(argv) == 2
@@ -100,3 +111,25 @@ def test_merge_back_keys_rows_per_gpu_and_replaces_a_rerun(tmp_path):
 def test_missing_modal_is_a_clear_error(capsys):
     assert modal_runner.main([]) == 2
     assert "pip install -e '.[modal]'" in capsys.readouterr().err
+
+
+def test_a_csv_the_rows_cannot_merge_into_is_refused_before_any_gpu_runs(tmp_path, capsys):
+    """Before: the GPUs ran, then the first merge ended in an ExportError traceback and every other GPU's rows and
+    results/ were never merged."""
+    rng = random.Random()
+    theirs = tmp_path / "theirs.csv"
+    theirs.write_text("bench,ms\n" + "".join(f"b{i},{rng.uniform(0.1, 9):.5f}\n" for i in range(4)))
+    before = theirs.read_bytes()
+    assert modal_runner.main(["--csv", str(theirs), "--benchmark", "logprobs", "--dry-run"]) == 2
+    assert f"--csv: {theirs} has columns ['bench', 'ms'], expected" in capsys.readouterr().err
+    assert theirs.read_bytes() == before
+
+
+def test_a_cut_row_coming_back_is_an_error_not_a_row_with_missing_columns(tmp_path):
+    """Before: zip() dropped the missing columns and merge_csv_rows failed with KeyError: 'asv_machine'."""
+    text = _rows_text("NVIDIA H100", random.uniform(0.1, 5))
+    cut = text.rstrip("\n").rsplit(",", 5)[0] + "\n"
+    csv_path = tmp_path / "data.csv"
+    with pytest.raises(ExportError, match="line 2 has 15 fields, expected 20"):
+        modal_runner.merge_back(cut, None, csv_path, tmp_path)
+    assert not csv_path.exists()

@@ -187,3 +187,38 @@ def test_stale_plots_are_removed_and_other_files_kept(tmp_path, capsys):
     assert gone and second == (first - gone) | {"README.md", "logo.png"}
     assert {p.name for p in (out / "plots_html").iterdir()} == {"plotly.min.js"}
     assert "removed 3 stale plot(s)" in capsys.readouterr().out
+
+
+def test_infinite_figures_are_left_out_like_missing_ones(tmp_path, capsys):
+    """Before: an 'inf' p50 (another tool's CSV, a failed run) was drawn: an empty axis, written as a plot."""
+    rng = np.random.default_rng()
+    rows = [make_row("k", "theirs", "speed", x, float(rng.uniform(0.1, 5)), {}) for x in (64, 128, 256)]
+    rows += [make_row("k", "failed", "speed", x, float("inf"), {}) for x in (64, 128)]
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(write_csv(tmp_path / "data.csv", rows)), "--out", str(out)]) == 0
+    assert "2 rows without a finite numeric y_value_50 left out" in capsys.readouterr().err
+    assert [p.name for p in (out / "plots").iterdir()] == ["k__full__speed__none__NVIDIA-H200.png"]
+    only_inf = write_csv(tmp_path / "inf.csv", rows[3:])
+    assert plot.main(["--csv", str(only_inf), "--out", str(tmp_path / "none")]) == 0
+    assert "no rows to plot; nothing written" in capsys.readouterr().out and not (tmp_path / "none").exists()
+
+
+def test_several_asv_environments_of_one_gpu_are_drawn_apart(tmp_path, capsys):
+    """Another project's results of one commit in two asv environments (asv's timestamp is the commit's date, so
+    both are 'the latest commit'). Before: one file whose line zigzagged between the two environments' figures at
+    every x, and Pareto points pairing one environment's time with the other's memory."""
+    rng = np.random.default_rng()
+    rows = []
+    for env in ("py3.10", "py3.11"):
+        for x in (1024, 2048, 4096):
+            for metric in ("speed", "memory"):
+                rows.append(make_row("k", "default", metric, x, float(rng.uniform(1, 100)), {}) |
+                            {"asv_machine": "box", "asv_environment": env})
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(write_csv(tmp_path / "data.csv", rows)), "--out", str(out)]) == 0
+    assert sorted(p.name for p in (out / "plots").iterdir()) == [
+        f"k__full__{kind}__none__NVIDIA-H200__box-{env}.png"
+        for kind in ("memory", "pareto", "speed") for env in ("py3.10", "py3.11")]
+    frame = plot.read_benchmark_csv(tmp_path / "data.csv")
+    pairs = plot.paired_speed_memory(frame.assign(**{plot.RUN: plot.run_labels(frame)}))
+    assert len(pairs) == 6  # one (time, memory) point per environment and x, not 12 crossed pairs
