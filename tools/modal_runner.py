@@ -14,6 +14,9 @@ and the `modal` extra (always), each `--extra`, and the `thirdparty` dependency 
 (more with `--group`). Several `--gpu` run in parallel, one Modal function call per GPU; every call's CSV rows are
 merged into `--csv` (keyed: a re-run replaces its rows) and its asv results into results/ (tools.merge_results).
 `--plot-after` then redraws the plots and the docs tables.
+Exit status: 0 every command ran and everything came back merged; 1 a command failed on a GPU (its exit status and
+command line are printed; what that GPU did bring back is merged) or a GPU's rows could not be merged; 2 bad
+arguments, found before any GPU runs.
 """
 import argparse
 import contextlib
@@ -149,6 +152,24 @@ def unpack_results(blob, dest=ROOT):
     return summary["copied"] + summary["merged"]
 
 
+def run_commands(command_list, root=REMOTE_ROOT, csv_path=REMOTE_CSV):
+    """What one GPU does (the Modal function's body): run each command in `root`, in order, every one even after a
+    failure (a failed sweep leaves the others' rows); returns (the CSV rows' text, root/results as a .tar.gz, the
+    failures as [(command line, exit status)]), so that a command that failed on the GPU is reported here, not read
+    as a run that merged nothing."""
+    failures = []
+    for command in command_list:
+        status = subprocess.run(command, cwd=root).returncode
+        if status:
+            failures.append((shlex.join(command), status))
+    csv_text = Path(csv_path).read_text() if Path(csv_path).exists() else ""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        if (Path(root) / "results").is_dir():
+            tar.add(f"{root}/results", arcname="results")
+    return csv_text, buf.getvalue(), failures
+
+
 def build_app(the_plan):
     import modal
 
@@ -163,13 +184,7 @@ def build_app(the_plan):
 
     @app.function(image=image, timeout=3 * 3600, serialized=True)
     def run_on_gpu(command_list):
-        for command in command_list:
-            subprocess.run(command, cwd=REMOTE_ROOT)
-        csv_text = Path(REMOTE_CSV).read_text() if Path(REMOTE_CSV).exists() else ""
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            tar.add(f"{REMOTE_ROOT}/results", arcname="results")
-        return csv_text, buf.getvalue()
+        return run_commands(command_list)
 
     return app, run_on_gpu
 
@@ -212,7 +227,11 @@ def main(argv=None):
         calls = {gpu: run_on_gpu.with_options(gpu=gpu).spawn(the_plan["commands"]) for gpu in the_plan["gpus"]}
         failed = []
         for gpu, call in calls.items():
-            csv_text, blob = call.get()
+            csv_text, blob, failures = call.get()
+            for command, status in failures:  # what did come back is still merged
+                print(f"[{gpu}] error: exit status {status}: {command}", file=sys.stderr)
+            if failures:
+                failed.append(gpu)
             try:
                 rows, files = merge_back(csv_text, blob, args.csv)
             except (ExportError, OSError, ValueError) as err:  # the other GPUs' rows and results are still merged

@@ -133,3 +133,32 @@ def test_a_cut_row_coming_back_is_an_error_not_a_row_with_missing_columns(tmp_pa
     with pytest.raises(ExportError, match="line 2 has 15 fields, expected 20"):
         modal_runner.merge_back(cut, None, csv_path, tmp_path)
     assert not csv_path.exists()
+
+
+def test_a_command_that_fails_on_the_gpu_is_reported_and_the_rest_still_runs(tmp_path):
+    """The Modal function's body, run here: before, each command's exit status was dropped, so a sweep that failed on
+    the GPU read as 'merged 0 rows' with exit 0. Every command still runs after a failure; the CSV and results/ that
+    exist come back."""
+    import sys
+    rng = random.Random()
+    (tmp_path / "results" / "m").mkdir(parents=True)
+    value = f"{rng.uniform(0.1, 9):.6f}"
+    (tmp_path / "results" / "m" / "r.json").write_text(value)
+    csv_path = tmp_path / "rows.csv"
+    status = rng.randint(1, 9)
+    commands = [[sys.executable, "-c", f"import sys; sys.exit({status})"],
+                [sys.executable, "-c", f"open({str(csv_path)!r}, 'w').write('rows {value}')"],
+                [sys.executable, "-c", "pass"]]
+    csv_text, blob, failures = modal_runner.run_commands(commands, root=tmp_path, csv_path=csv_path)
+    assert failures == [(f"{sys.executable} -c 'import sys; sys.exit({status})'", status)]
+    assert csv_text == f"rows {value}"
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        assert tar.extractfile("results/m/r.json").read().decode() == value
+    # nothing failed, no CSV, no results/: an empty answer, not an error
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    csv_text, blob, failures = modal_runner.run_commands([[sys.executable, "-c", "pass"]], root=empty,
+                                                         csv_path=empty / "none.csv")
+    assert (csv_text, failures) == ("", [])
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        assert tar.getnames() == []
