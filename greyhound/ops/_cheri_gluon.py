@@ -769,7 +769,8 @@ if available():
         """(num_groups, lone_start): this launch's groups, walked by every partition from the program id in steps of
         the grid, and the first lone group. Groups below lone_start hold CONSUMERS tiles each (group g: tiles
         CONSUMERS * g + c; the last one's missing tiles, when num_tiles does not divide, repeat the last tile);
-        groups from lone_start on (BALANCE) hold one tile each, g + lone_start, for consumer 0 alone. With BALANCE,
+        groups from lone_start on (BALANCE) hold one tile each, CONSUMERS * lone_start + (g - lone_start), for
+        consumer 0 alone. With BALANCE,
         when the tiles left after the grid's whole rounds of CONSUMERS tiles a CTA are no more than the grid
         (N=512: 8192 tiles, 132 CTAs, 8 left), they go one a CTA instead of CONSUMERS a CTA, so that the last round
         takes one consumer's tile time instead of a group's; lone_start = the whole rounds' groups. Otherwise (and
@@ -930,7 +931,7 @@ if available():
         # (consumer 0 takes the lone groups' tiles too; the others stop before them)
         for group in range(first, num_groups if CONSUMER == 0 else lone_start, gl.num_programs(0)):
             if BALANCE and CONSUMER == 0:
-                tile = gl.where(group < lone_start, CONSUMERS * group, group + lone_start)
+                tile = gl.where(group < lone_start, CONSUMERS * group, group + (CONSUMERS - 1) * lone_start)
             else:
                 tile = CONSUMERS * group + CONSUMER
             valid = tile < num_tiles
@@ -1123,8 +1124,8 @@ if available():
             group = lone_start + first
             if group < num_groups:
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
-                        group + lone_start, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L,
-                        Z_STAGES, TILE)
+                        group + (CONSUMERS - 1) * lone_start, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION,
+                        EVEN_L, BLOCK_L, Z_STAGES, TILE)
 
     @gluon.jit
     def _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,

@@ -1090,30 +1090,38 @@ def test_lone_tiles_counts_the_last_rounds_single_tiles():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["gluon_wsz", "gluon_ws3"])
 @pytest.mark.parametrize("extra", ["none", "3", "grid", "grid+1", "one tile", "five tiles"])
-def test_gpu_lone_last_round_tiles_change_no_bit(extra):
-    """ws_balance moves the last round's tiles, when few, to one a CTA on its first consumer, the other consumer only
+def test_gpu_lone_last_round_tiles_change_no_bit(extra, layout):
+    """ws_balance moves the last round's tiles, when few, to one a CTA on its first consumer, the other consumers only
     releasing each weight slot: the outputs are the default schedule's bit for bit, whatever is left after the whole
-    rounds (nothing, a few, exactly the grid, one more than the grid, and grids smaller than the SMs). A tile lost, run
-    twice on different z, or a slot released twice by the idle consumer would show (or hang)."""
+    rounds (nothing, a few, exactly the grid, one more than the grid, and grids smaller than the SMs), with two
+    consumers (ping-pong and tail schedules) and three (one chunk at a time). A tile lost, taken from the wrong place
+    (a lone tile is CONSUMERS * lone_start + its index among them), run twice on different z, or a slot released
+    twice by an idle consumer would show (or hang)."""
     from greyhound import _tuning
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    batch = {"none": 4 * sms, "3": 2 * sms + 3, "grid": 3 * sms, "grid+1": 3 * sms + 1, "one tile": 1,
+    consumers = {"gluon_wsz": 2, "gluon_ws3": 3}[layout]
+    whole = consumers * sms  # tiles a whole round
+    batch = {"none": 2 * whole, "3": whole + 3, "grid": whole + sms, "grid+1": whole + sms + 1, "one tile": 1,
              "five tiles": 5}[extra]
     block = make_block(32, 3, 2, expansion=4, dtype=torch.bfloat16, device="cuda").eval()
     x = torch.randn(batch, 32, 64, device="cuda", dtype=torch.bfloat16)  # one 64-position tile a sequence
-    grid = min((batch + 1) // 2, sms)
-    assert cheri_ops._cheri_gluon.lone_tiles(batch, grid) == {"none": 0, "3": 3, "grid": sms, "grid+1": 0,
-                                                              "one tile": 1, "five tiles": 0}[extra]
-    outs = []
+    grid = min(-(-batch // consumers), sms)
+    lone = cheri_ops._cheri_gluon.lone_tiles(batch, grid, consumers)
+    assert lone == {"none": 0, "3": 3, "grid": sms, "grid+1": 0, "one tile": 1, "five tiles": 0}[extra]
+    schedules = ("pingpong", "tail") if layout == "gluon_wsz" else ("chunk", )
+    config = (64, 64, 4, 3, layout) if layout == "gluon_wsz" else (64, 32, 4, 3, layout)
+    outs = {}
     for balance in (False, True):
-        for schedule in ("pingpong", "tail"):
+        for schedule in schedules:
             with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, ws_balance=balance, ws_schedule=schedule):
-                outs.append(cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=2,
-                                                             config=(64, 64, 4, 3, "gluon_wsz")))
-    assert torch.equal(outs[2], outs[0]) and torch.equal(outs[3], outs[1])
+                outs[balance, schedule] = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=2,
+                                                                           config=config)
+    for schedule in schedules:
+        assert torch.equal(outs[True, schedule], outs[False, schedule]), schedule
     ref = fp64_twin(block).reference_forward(x[-3:].double())
-    assert max_abs(outs[2][-3:], ref) < HALF_BOUNDS[torch.bfloat16]
+    assert max_abs(outs[True, schedules[0]][-3:], ref) < HALF_BOUNDS[torch.bfloat16]
 
 
 @pytest.mark.gpu
