@@ -22,8 +22,9 @@ Kinds and their keys (all optional unless said):
 * `table kernel=NAME metric=speed|memory commit=PREFIX|latest gpu=NAME x=X_NAME extra.KEY=VALUE ...`: one row per
   (x value, mode), one column per provider (greyhound first), at one commit (`latest`: the newest with rows that
   match); speed cells are p50 ms, the greyhound cells with [p20–p80]; the fastest (or smallest) cell is bold.
-`table`, `roofline` and `headline` take `machine=NAME env=NAME` (asv machine and environment): a commit measured in
-several runs on one GPU is an error naming them until the marker picks one.
+`table`, `roofline` and `headline` read asv's rows (the sweep CLI's, machine sweep-cli, only with `machine=sweep-cli`)
+and take `machine=NAME env=NAME` (asv machine and environment): a commit measured in several asv runs on one GPU is an
+error naming them until the marker picks one.
 Every table says its GPU, commit and source (asv p50 of the same run).
 """
 import argparse
@@ -101,7 +102,11 @@ def _providers(names):
 
 
 def _runs_of(rows, args):
-    """Only the rows of the marker's `machine=` and `env=` (asv machine and environment), where it gives them."""
+    """Only the rows of the marker's `machine=` and `env=` (asv machine and environment), where it gives them; without
+    `machine=`, only asv's rows (not the sweep CLI's, machine sweep-cli: these tables say "asv p50", and a sweep run
+    at the commit asv measured is not a second asv run to choose between)."""
+    if "machine" not in args:
+        rows = rows[rows["asv_machine"] != SWEEP_CLI_MACHINE]
     for key, column in (("machine", "asv_machine"), ("env", "asv_environment")):
         if key in args:
             rows = rows[rows[column] == args[key]]

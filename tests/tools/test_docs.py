@@ -198,3 +198,22 @@ def test_a_commit_measured_in_several_environments_is_not_mixed_into_one_table(t
     text = page.read_text()
     assert "NVIDIA H200, machine nvidia-h200, env py3.11, commit eeeeeeee" in text
     assert docs._number(figures["py3.11"]["greyhound"]) in text and docs._number(figures["py3.11"]["fla"]) in text
+
+
+def test_a_sweep_cli_run_of_the_measured_commit_leaves_the_asv_tables_alone(tmp_path):
+    """The sweep CLI merges its rows (machine sweep-cli) into the same CSV, keyed apart from asv's. Its run of the
+    commit asv measured is not a second asv run: the tables (captioned "asv p50") keep asv's figures and do not
+    stop with 'measured in 2 runs', which would break tools.bench after a sweep; machine=sweep-cli shows the sweep's."""
+    rng = random.Random()
+    commit, stamp = "f" * 40, "2026-12-01T00:00:00Z"
+    asv = {p: rng.uniform(0.1, 5) for p in ("greyhound", "fla")}
+    sweep = {p: value * rng.uniform(1.05, 1.5) for p, value in asv.items()}
+    path = _csv(tmp_path, [_row(p, "full", v, commit, stamp) for p, v in asv.items()]
+                + [_row(p, "full", v, commit, stamp) | {"asv_machine": "sweep-cli", "asv_environment": "python-3.11"}
+                   for p, v in sweep.items()])
+    frame = docs.load(path)
+    for marker in ("table kernel=k", "headline"):
+        text = docs.update_text(f"<!-- tools.docs {marker} -->\n<!-- /tools.docs -->\n", frame)
+        assert docs._number(asv["greyhound"]) in text and docs._number(sweep["greyhound"]) not in text, marker
+    text = docs.update_text("<!-- tools.docs table kernel=k machine=sweep-cli -->\n<!-- /tools.docs -->\n", frame)
+    assert "machine sweep-cli" in text and docs._number(sweep["fla"]) in text and docs._number(asv["fla"]) not in text
