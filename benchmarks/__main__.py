@@ -120,6 +120,7 @@ def rows_for_csv(suite, measured, commit, gpu_name, x_name):
     import datetime
     import json
 
+    from tools import SWEEP_CLI_MACHINE
     from tools.export import csv_row, readable_label
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -132,7 +133,7 @@ def rows_for_csv(suite, measured, commit, gpu_name, x_name):
         common = dict(kernel_name=suite.kernel_name, provider=provider, mode=mode, x_name=x_name,
                       x_label=readable_label(x_name), x_value=str(x_value),
                       extra=json.dumps(shape, sort_keys=True), ceilings=None, gpu_name=gpu_name, commit=commit,
-                      timestamp=stamp, machine="sweep-cli", environment=f"python-{platform.python_version()}")
+                      timestamp=stamp, machine=SWEEP_CLI_MACHINE, environment=f"python-{platform.python_version()}")
         work = suite.work(mode, dict(zip(suite.param_names[2:], values)))
         rows.append(csv_row(metric_name="speed", metric_unit="ms", samples=result["samples"], value=None, scale=1e3,
                             work=work, **common))

@@ -13,6 +13,8 @@ CSV_COLUMNS = (
     "achieved", "achieved_unit", "ceiling_share",
 )
 
+SWEEP_CLI_MACHINE = "sweep-cli"  # the asv_machine of the sweep CLI's rows (benchmarks/__main__.py): not an asv run
+
 
 def is_finite_number(value):
     """A real int or float that is not NaN/inf (bool and None are not numbers here)."""

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tools import CSV_COLUMNS
+from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE
 from tools._atomic import write_atomic
 
 MARKER = re.compile(r"(<!-- tools\.docs (?P<args>[^\n]*?) -->\n)(?P<body>.*?)(<!-- /tools\.docs -->)", re.S)
@@ -46,7 +46,6 @@ GOALS_CSV = "docs/data/goals.csv"
 GOALS_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
                  "config", "goal", "source")
 WIDE_SPREAD = 0.25  # a goal's status says so when its p20-p80 spans more than this share of the p50
-SWEEP_CLI_MACHINE = "sweep-cli"  # benchmarks/__main__.py's rows: the same harness, but not an asv run
 MODE_ORDER = {"full": 0, "forward": 1, "backward": 2}
 
 

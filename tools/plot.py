@@ -15,8 +15,10 @@ removed, so the folders hold exactly the plots of the CSV; other files there (no
 Every plot shows, for each provider, its latest measured commit (newest timestamp). Where one GPU's rows come
 from several asv machines or environments (another project's CSV, a sweep-CLI run beside asv's), each
 machine/environment gets its own files (`__<machine>-<environment>` appended): their figures are never joined into
-one line. HTML pages load plotly.js from `plots_html/plotly.min.js`, written once beside them (include_plotlyjs="directory"): they work offline and on the
-static site without storing the 4.6 MB library in every page. File names keep letters, digits, '-', '_' and '.'.
+one line; a GPU's one asv run keeps its files' names beside sweep-CLI rows (those get the suffix). HTML pages load
+plotly.js from `plots_html/plotly.min.js`, written once beside them (include_plotlyjs="directory"): they work offline
+and on the static site without storing the 4.6 MB library in every page. File names keep letters, digits, '-', '_'
+and '.'.
 Exit status: 0 ok (an empty CSV writes nothing and says so); 2 missing/unreadable CSV or unexpected columns.
 """
 import argparse
@@ -34,7 +36,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from tools import CSV_COLUMNS, is_finite_number, x_value_order
+from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE, is_finite_number, x_value_order
 from tools._atomic import atomic_path, write_atomic
 
 SWEEP_COLUMNS = ["kernel_name", "kernel_operation_mode", "metric_name", "metric_unit", "x_name",
@@ -77,10 +79,14 @@ RUN = "_run"  # the column plot_all adds: which asv machine and environment a ro
 
 def run_labels(frame):
     """'' where a GPU's rows come from one asv machine and environment; otherwise 'machine/environment', so the
-    runs of several environments (or of machines with one GPU model) are drawn apart, never joined into one line."""
+    runs of several environments (or of machines with one GPU model) are drawn apart, never joined into one line.
+    A GPU's one asv run keeps '' beside sweep-CLI rows (machine sweep-cli; their files get the label), so that a
+    sweep does not rename every plot of that GPU that the docs link to."""
     run = frame["asv_machine"] + "/" + frame["asv_environment"]
+    sweep = frame["asv_machine"] == SWEEP_CLI_MACHINE
+    asv_runs = run.where(~sweep).groupby(frame["gpu_name"]).transform("nunique")  # (NaN, the sweep rows, not counted)
     several = run.groupby(frame["gpu_name"]).transform("nunique") > 1
-    return run.where(several, "")
+    return run.where(several & (sweep | (asv_runs > 1)), "")
 
 
 def _where(gpu, run):

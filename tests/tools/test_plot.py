@@ -222,3 +222,22 @@ def test_several_asv_environments_of_one_gpu_are_drawn_apart(tmp_path, capsys):
     frame = plot.read_benchmark_csv(tmp_path / "data.csv")
     pairs = plot.paired_speed_memory(frame.assign(**{plot.RUN: plot.run_labels(frame)}))
     assert len(pairs) == 6  # one (time, memory) point per environment and x, not 12 crossed pairs
+
+
+def test_a_sweep_cli_run_beside_the_asv_run_keeps_the_asv_plots_names(tmp_path):
+    """The docs link to each GPU's plots by name. A sweep-CLI run (machine sweep-cli) merged beside the GPU's one asv
+    run draws its own files; the asv run's files keep their names (before, every plot of the GPU was renamed with
+    its machine and environment, and the docs' links broke, as soon as one sweep row came in)."""
+    rng = np.random.default_rng()
+    asv_rows = [make_row("k", "default", metric, x, float(rng.uniform(1, 100)), {})
+                for x in (1024, 2048) for metric in ("speed", "memory")]
+    out = tmp_path / "asv-only"
+    assert plot.main(["--csv", str(write_csv(tmp_path / "asv.csv", asv_rows)), "--out", str(out)]) == 0
+    names = sorted(p.name for p in (out / "plots").iterdir())
+    sweep_rows = [row | {"asv_machine": "sweep-cli", "asv_environment": "python-3.11",
+                         "y_value_50": str(float(row["y_value_50"]) * rng.uniform(1.01, 1.2))} for row in asv_rows]
+    out = tmp_path / "both"
+    assert plot.main(["--csv", str(write_csv(tmp_path / "both.csv", asv_rows + sweep_rows)), "--out", str(out)]) == 0
+    both = sorted(p.name for p in (out / "plots").iterdir())
+    assert set(names) <= set(both)
+    assert sorted(set(both) - set(names)) == sorted(n.replace(".png", "__sweep-cli-python-3.11.png") for n in names)
