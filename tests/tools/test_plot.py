@@ -241,3 +241,16 @@ def test_a_sweep_cli_run_beside_the_asv_run_keeps_the_asv_plots_names(tmp_path):
     both = sorted(p.name for p in (out / "plots").iterdir())
     assert set(names) <= set(both)
     assert sorted(set(both) - set(names)) == sorted(n.replace(".png", "__sweep-cli-python-3.11.png") for n in names)
+
+
+def test_the_committed_plots_are_the_csvs(tmp_path):
+    """docs/public/assets holds exactly the plots the committed CSV draws (names; pixels depend on matplotlib's
+    version): a CSV updated without redrawing, as happened between 51531fb and 6ae8ccf (62 plots missing), fails."""
+    out = tmp_path / "assets"
+    done = subprocess.run([sys.executable, "-m", "tools.plot", "--csv", str(ROOT / "docs/data/benchmark_data.csv"),
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for folder, suffix in (("plots", ".png"), ("plots_html", ".html")):
+        drawn = sorted(p.name for p in (out / folder).glob(f"*__*{suffix}"))
+        committed = sorted(p.name for p in (ROOT / "docs/public/assets" / folder).glob(f"*__*{suffix}"))
+        assert drawn and committed == drawn, (folder, sorted(set(drawn) ^ set(committed)))
