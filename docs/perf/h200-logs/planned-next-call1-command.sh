@@ -4,6 +4,10 @@
 # consumer thread releasing the ring (ws_thread_release) and lone last-round tiles (ws_balance) against
 # the default, one process a dtype, twice; (2) d06a75b against the tip at fp16, alternating processes (session 33's
 # open fp16 question); (3) the GPU tests session 33 wrote and could not run. About 400 s.
+# Call 2 (asv): TAG=.. DEADLINE=.. bash scripts/h200_asv.sh "HEAD^! @tracked" "HEAD^! CheriBlockSweep"; then here:
+# python -m tools.merge_results <files_at>/results-TAG.tar.gz && python -m tools.export && python -m tools.plot --csv
+# docs/data/benchmark_data.csv --out docs/public/assets && python -m tools.docs (CI checks that the committed plots
+# are the CSV's), and python -m tools.gate f9beff7 <new commit>. Call 3: planned-next-call3-profile.sh.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 S=$SECONDS
 rm -rf /tmp/t /tmp/w-* && git clone -q .carry/repo.bundle /tmp/t && cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1
