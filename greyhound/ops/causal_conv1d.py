@@ -1290,9 +1290,37 @@ def causal_conv1d_reference(x, weight, bias=None, *, activation=None, dilation=1
 # ----------------------------------------------------------------------------------------------------------------
 # causal_conv1d_update
 # ----------------------------------------------------------------------------------------------------------------
+# A registered op (greyhound::causal_conv1d_update, conv_state mutated in place) with a fake implementation, so that a
+# decoding step compiles with fullgraph=True; eager calls run its implementation directly (greyhound._library).
+@torch.library.custom_op("greyhound::causal_conv1d_update", mutates_args=("conv_state", ))
+def _causal_conv1d_update_op(x_t: torch.Tensor, conv_state: torch.Tensor, weight: torch.Tensor,
+                             bias: Optional[torch.Tensor], silu: bool, dilation: int) -> torch.Tensor:
+    batch, dim = x_t.shape
+    state_len = conv_state.shape[2]
+    out = torch.empty_like(x_t)
+    if out.numel() == 0:
+        return out
+    block_d = min(next_power_of_2(dim), 256)
+    _run_update[(cdiv(dim, block_d), batch)](
+        x_t, conv_state, weight, x_t if bias is None else bias, out, dim, dilation, state_len,
+        *x_t.stride(), *conv_state.stride(), *weight.stride(), *out.stride(),
+        WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=silu, BLOCK_D=block_d,
+        BLOCK_S=next_power_of_2(state_len), num_warps=4,
+    )
+    if not conv_state.is_inference():  # (through the dispatcher, which bumps it too: a version only has to grow)
+        torch.autograd.graph.increment_version(conv_state)
+    return out
+
+
+@_causal_conv1d_update_op.register_fake
+def _causal_conv1d_update_fake(x_t, conv_state, weight, bias, silu, dilation):
+    return torch.empty_like(x_t)
+
+
 def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, dilation=1):
     """One decoding step: out (B, D) = the last step of causal_conv1d over (conv_state, x_t); conv_state is then
-    rolled left by one with x_t appended, in place (its autograd version is bumped). Not differentiable.
+    rolled left by one with x_t appended, in place (its autograd version is bumped). Not differentiable. A registered
+    op: a decoding step calling it compiles with torch.compile(fullgraph=True), conv_state updated as in eager.
 
     x_t (B, D) and conv_state (B, D, (W − 1)·dilation) of one dtype (fp32/bf16/fp16, any strides), weight (D, W)
     and bias (D,) of that dtype; fp32 math, out in x_t's dtype. One Triton launch.
@@ -1315,16 +1343,4 @@ def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, di
                          f"{conv_state.stride()}; pass a contiguous copy")
     if bias is not None:
         bias = bias.contiguous()  # the kernel indexes bias[d] at bias_ptr + d (a no-op for a contiguous bias)
-    out = torch.empty_like(x_t)
-    if out.numel() == 0:
-        return out
-    block_d = min(next_power_of_2(dim), 256)
-    _run_update[(cdiv(dim, block_d), batch)](
-        x_t, conv_state, weight, x_t if bias is None else bias, out, dim, dilation, state_len,
-        *x_t.stride(), *conv_state.stride(), *weight.stride(), *out.stride(),
-        WIDTH=weight.shape[1], HAS_BIAS=bias is not None, SILU=activation == "silu", BLOCK_D=block_d,
-        BLOCK_S=next_power_of_2(state_len), num_warps=4,
-    )
-    if not conv_state.is_inference():
-        torch.autograd.graph.increment_version(conv_state)
-    return out
+    return _library.call(_causal_conv1d_update_op, None, x_t, conv_state, weight, bias, activation == "silu", dilation)

@@ -4,8 +4,8 @@ implementations; the kernels run through the Triton interpreter); the GPU test u
 import pytest
 import torch
 
-from greyhound import (CheriBlock, causal_conv1d, chunked_linear_cross_entropy, cross_entropy_with_grad,
-                       linear_logprobs, logprobs, newton_schulz)
+from greyhound import (CheriBlock, causal_conv1d, causal_conv1d_update, chunked_linear_cross_entropy,
+                       cross_entropy_with_grad, linear_logprobs, logprobs, newton_schulz)
 
 
 def _no_graph_break(fn, *args):
@@ -53,6 +53,33 @@ def test_causal_conv1d_compiles_fullgraph_with_autograd(device, silu):
     torch.testing.assert_close(loss_compiled, loss_eager)
     for got, want in zip(grads_compiled, grads_eager):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("silu", [False, True])
+def test_causal_conv1d_update_compiles_fullgraph_and_updates_the_state(device, silu):
+    """A decoding step (the conv's one new token, then a projection) compiles without a graph break; run for a few
+    steps, compiled and eager give the same outputs, and the conv_state each was handed ends the same (the op
+    mutates it in place: a compiled graph that dropped the mutation, or applied it to a copy, would leave it
+    stale)."""
+    dim, width, dilation = 24, 4, 2
+    weight, bias = torch.randn(dim, width, device=device), torch.randn(dim, device=device)
+    proj = torch.randn(dim, dim, device=device)
+
+    def step(x_t, conv_state):
+        y = causal_conv1d_update(x_t, conv_state, weight, bias, activation="silu" if silu else None,
+                                 dilation=dilation)
+        return y @ proj
+
+    state0 = torch.randn(3, dim, (width - 1) * dilation, device=device)
+    tokens = torch.randn(5, 3, dim, device=device)
+    torch._dynamo.reset()
+    _no_graph_break(step, tokens[0], state0.clone())
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    state_eager, state_compiled = state0.clone(), state0.clone()
+    for x_t in tokens:
+        torch.testing.assert_close(compiled(x_t, state_compiled), step(x_t, state_eager))
+    assert torch.equal(state_compiled, state_eager) and not torch.equal(state_eager, state0)
+    assert torch.equal(state_eager[..., -1], tokens[-1])  # the newest input is the state's last column
 
 
 @pytest.mark.parametrize("with_entropy", [False, True])
