@@ -215,6 +215,14 @@ def test_ops_compile_with_inductor_on_the_gpu():
     grad_compiled = torch.autograd.grad(fn(x), x)[0]
     grad_eager = torch.autograd.grad(causal_conv1d(x, weight, activation="silu").float().sum(), x)[0]
     torch.testing.assert_close(grad_compiled, grad_eager)
+    state_eager = torch.randn(2, 512, 3, device="cuda", dtype=torch.bfloat16)
+    state_compiled = state_eager.clone()
+    fn = torch.compile(lambda x_t, state: causal_conv1d_update(x_t, state, weight.detach(), activation="silu") * 2,
+                       fullgraph=True)
+    for x_t in torch.randn(3, 2, 512, device="cuda", dtype=torch.bfloat16):
+        torch.testing.assert_close(fn(x_t, state_compiled),
+                                   causal_conv1d_update(x_t, state_eager, weight.detach(), activation="silu") * 2)
+    assert torch.equal(state_compiled, state_eager)  # inductor kept the in-place update of the state
     logits = torch.randn(512, 32000, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     target = torch.randint(0, 32000, (512,), device="cuda")
     fn = torch.compile(lambda l: logprobs(l, target).sum(), fullgraph=True)
