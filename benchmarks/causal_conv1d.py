@@ -3,7 +3,8 @@
 Tracked (every commit): B=8, D=4096, L=2048, W=4, channel-last bf16 (x = y.transpose(1, 2) of a (B, L, D) tensor,
 as Mamba-style models hold it), greyhound and the best peer (fla), every mode.
 Sweeps (nightly): the sequence length (and W in {2, 3, 4}, causal-conv1d's range) and the width D, both layouts,
-every provider.
+every provider; and causal_conv1d_update, one decoding step (x_t (B, D), the (B, D, W - 1) state rolled in place),
+over the batch, forward only.
 """
 import functools
 import importlib
@@ -112,3 +113,62 @@ class CausalConv1dDimSweep(CausalConv1dTracked):
 
     def setup_cache(self):
         return self.measure_suite()
+
+
+def _torch_update(x_t, conv_state, weight, bias):
+    """One decoding step in plain PyTorch (eager and compile), the state rolled in place as the kernels do."""
+    window = torch.cat([conv_state, x_t[..., None]], dim=-1)  # (B, D, W)
+    out = torch.nn.functional.silu((window * weight).sum(-1) + bias)
+    conv_state.copy_(window[..., 1:])
+    return out
+
+
+class CausalConv1dUpdateSweep(harness.KernelSuite):
+    """causal_conv1d_update: one decoding step of the conv (Mamba-style inference), forward only. Every call rolls
+    the state in place, so the timed calls run on the state the previous call left (fresh random values move
+    through it); the correctness gate compares the first call with the fp64 reference of the state before it."""
+    kernel_name = "causal_conv1d_update"
+    x_name = "batch_size"
+    tier = "sweep"
+    modes = ["forward"]
+    providers = ["greyhound", "greyhound-compiled", "torch-eager", "torch-compile", "causal-conv1d"]
+    gpu_shapes = grid(batch_size=[1, 16, 128, 512], dim=[4096], width=[4], dtype=["bfloat16"])
+    cpu_shapes = grid(batch_size=[1, 3], dim=[32], width=[4], dtype=["float32"])
+
+    def setup_cache(self):
+        return self.measure_suite()
+
+    def make_inputs(self, batch_size, dim, width, dtype):
+        dtype = DTYPES[dtype]
+        x_t = torch.randn(batch_size, dim, device=DEVICE, dtype=dtype)
+        conv_state = torch.randn(batch_size, dim, width - 1, device=DEVICE, dtype=dtype)
+        weight = torch.randn(dim, width, device=DEVICE, dtype=dtype) / width**0.5
+        bias = torch.randn(dim, device=DEVICE, dtype=dtype)
+        return {"x_t": x_t, "conv_state": conv_state, "weight": weight, "bias": bias}, []
+
+    def reference_inputs(self):
+        return dict(self.inputs, conv_state=self.inputs["conv_state"].clone())  # the provider rolls it in place
+
+    def reference(self, x_t, conv_state, weight, bias):
+        return _reference_fn()(x_t[..., None], weight, bias, activation="silu", initial_states=conv_state)[..., -1]
+
+    @classmethod
+    def work(cls, mode, shape):
+        """x_t read, out written, the state read and written; the weights once."""
+        step = shape["batch_size"] * shape["dim"] * (2 + 2 * (shape["width"] - 1))
+        return (step + shape["dim"] * (shape["width"] + 1)) * harness.dtype_bytes(shape["dtype"]), 0
+
+    def provider_fn(self, provider, **shape):
+        if provider == "greyhound":
+            return functools.partial(harness.greyhound_op("causal_conv1d_update"), activation="silu")
+        if provider == "greyhound-compiled":
+            return self.compile(functools.partial(harness.greyhound_op("causal_conv1d_update"), activation="silu"),
+                                fullgraph=True)
+        if provider == "torch-eager":
+            return _torch_update
+        if provider == "torch-compile":
+            return self.compile(_torch_update)
+        if provider == "causal-conv1d":  # Tri Dao's CUDA kernel: x (B, D), the state rolled in place
+            from causal_conv1d import causal_conv1d_update
+            return functools.partial(causal_conv1d_update, activation="silu")
+        raise ValueError(f"provider {provider!r} is not one of {self.providers}")

@@ -164,3 +164,17 @@ def test_a_tuning_variant_runs_in_its_base_providers_forward_context():
     result = suite.measure("greyhound[loss_warps=4]", "forward", 16, 300, "float32")
     assert result["error"] is None and result["skipped"] is None, result
     assert set(suite.contexts) == {"greyhound"} and suite.seen_grad and all(suite.seen_grad)
+
+
+def test_an_op_that_updates_an_input_in_place_is_gated_on_the_input_before_the_call(monkeypatch):
+    """causal_conv1d_update rolls its state in place: the gate's fp64 reference reads the state as it was before the
+    provider's first call (the suite's reference_inputs), so a right kernel passes and the timed calls go on; read
+    after the call, the same kernel would fail the gate."""
+    from benchmarks.causal_conv1d import CausalConv1dUpdateSweep
+    shape = (3, 32, 4, "float32")
+    for provider in ("greyhound", "torch-eager"):
+        result = CausalConv1dUpdateSweep().measure(provider, "forward", *shape)
+        assert result["error"] is None and len(result["samples"]) == harness.SAMPLES, (provider, result)
+    monkeypatch.setattr(CausalConv1dUpdateSweep, "reference_inputs", lambda self: self.inputs)
+    result = CausalConv1dUpdateSweep().measure("greyhound", "forward", *shape)
+    assert "relative error" in result["error"]
