@@ -4,7 +4,8 @@
 # consumer thread releasing the ring (ws_thread_release) and lone last-round tiles (ws_balance) against
 # the default, one process a dtype, twice; (2) d06a75b against the tip at fp16, alternating processes (session 33's
 # open fp16 question); (3) the GPU tests session 33 wrote and could not run. About 400 s.
-# Call 2 (asv): TAG=.. DEADLINE=.. bash scripts/h200_asv.sh "HEAD^! @tracked" "HEAD^! CheriBlockSweep"; then here:
+# Call 2 (asv): TAG=.. DEADLINE=.. bash scripts/h200_asv.sh "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+# "HEAD^! CausalConv1dUpdateSweep" (the decode step, new in session 35; small); then here:
 # python -m tools.merge_results <files_at>/results-TAG.tar.gz && python -m tools.export && python -m tools.plot --csv
 # docs/data/benchmark_data.csv --out docs/public/assets && python -m tools.docs (CI checks that the committed plots
 # are the CSV's), and python -m tools.gate f9beff7 <new commit>. Call 3: planned-next-call3-profile.sh.
