@@ -770,11 +770,10 @@ if available():
         the grid, and the first lone group. Groups below lone_start hold CONSUMERS tiles each (group g: tiles
         CONSUMERS * g + c; the last one's missing tiles, when num_tiles does not divide, repeat the last tile);
         groups from lone_start on (BALANCE) hold one tile each, CONSUMERS * lone_start + (g - lone_start), for
-        consumer 0 alone. With BALANCE,
-        when the tiles left after the grid's whole rounds of CONSUMERS tiles a CTA are no more than the grid
-        (N=512: 8192 tiles, 132 CTAs, 8 left), they go one a CTA instead of CONSUMERS a CTA, so that the last round
-        takes one consumer's tile time instead of a group's; lone_start = the whole rounds' groups. Otherwise (and
-        without BALANCE) lone_start = num_groups, no lone group."""
+        consumer 0 alone. With BALANCE, when the tiles left after the grid's whole rounds of CONSUMERS tiles a CTA are
+        no more than the grid (N=512: 8192 tiles, 132 CTAs, 8 left), they go one a CTA instead of CONSUMERS a CTA, so
+        that the last round takes one consumer's tile time instead of a group's; lone_start = the whole rounds'
+        groups. Otherwise (and without BALANCE) lone_start = num_groups, no lone group."""
         num_groups = gl.cdiv(num_tiles, CONSUMERS)
         lone_start = num_groups
         if BALANCE:
