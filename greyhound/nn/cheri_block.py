@@ -46,11 +46,12 @@ class CheriBlock(nn.Module):
         super().__init__()
         for name, value in (("n_filters", n_filters), ("kernel_size", kernel_size), ("dilation", dilation),
                             ("expansion", expansion)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and eps > 0):
             raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
         self.fp32_dot = check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
+        n_filters, kernel_size, dilation, expansion = int(n_filters), int(kernel_size), int(dilation), int(expansion)
         self.n_filters, self.kernel_size, self.dilation, self.expansion = n_filters, kernel_size, dilation, expansion
         self.hidden = expansion * n_filters
         factory = {"device": device, "dtype": dtype}

@@ -11,6 +11,7 @@ grad_x[p] = Σ_k w[k] · g[p + (W−1−k)·dilation] with g = grad_out · silu'
 `causal_conv1d_update(x_t, conv_state, weight)`: one decoding step, conv_state rolled in place.
 """
 import functools
+import numbers
 from typing import NamedTuple, Optional
 
 import torch
@@ -1126,11 +1127,11 @@ def _check_weight_and_bias(weight, bias, x, dim, x_name="x"):
 
 
 def _check_dilation(dilation):
-    if isinstance(dilation, bool) or not isinstance(dilation, int):
+    if isinstance(dilation, bool) or not isinstance(dilation, numbers.Integral):
         raise TypeError(f"dilation must be an int >= 1, got {type(dilation).__name__}")
     if dilation < 1:
         raise ValueError(f"dilation must be an int >= 1, got {dilation}")
-    return dilation
+    return int(dilation)
 
 
 def _checking_on_host(t):

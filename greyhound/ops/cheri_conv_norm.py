@@ -20,6 +20,7 @@ Paths:
 On CPU tensors without TRITON_INTERPRET the same functions run eager PyTorch with the same numerics.
 """
 import functools
+import numbers
 from typing import NamedTuple, Optional
 
 import torch
@@ -401,6 +402,7 @@ def _channel_block(channels):
 
 
 def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps):
+    """The conv + LayerNorm arguments' checks; returns dilation as a Python int (numpy integers are taken too)."""
     check_tensor("x", x, dtypes=FLOAT_DTYPES, ndim=3)
     channels, length = x.shape[1], x.shape[2]
     for name, t, shape in (("conv_weight", conv_weight, None), ("conv_bias", conv_bias, (channels,)),
@@ -411,12 +413,13 @@ def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dil
     if conv_weight.dim() != 3 or conv_weight.shape[:2] != (channels, 1) or conv_weight.shape[2] < 1:
         raise ValueError(f"conv_weight must have shape ({channels}, 1, kernel_size) (depthwise) for x of shape "
                          f"{tuple(x.shape)}, got {tuple(conv_weight.shape)}")
-    if not isinstance(dilation, int) or dilation < 1:
+    if isinstance(dilation, bool) or not isinstance(dilation, numbers.Integral) or dilation < 1:
         raise ValueError(f"dilation must be a positive int, got {dilation!r}")
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps!r}")
     if channels * max(length, 1) >= 2**31:
         raise ValueError(f"x must have C * L < 2**31 (in-row offsets are int32), got shape {tuple(x.shape)}")
+    return int(dilation)
 
 
 def _check_mlp_args(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias):
@@ -572,7 +575,7 @@ def conv_norm(x, conv_weight, conv_bias, norm_weight, norm_bias, *, dilation=1, 
 
     Differentiable in x and all parameters (Triton backward when autograd needs it).
     Computes in fp32 whatever the input dtype; z has x's dtype."""
-    _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
+    dilation = _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     if not _uses_triton(x):
         return _conv_norm_eager(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     tensors = (x, conv_weight, conv_bias, norm_weight, norm_bias)
@@ -1346,7 +1349,7 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
     `prepare_mlp_weights(...)`; without it the cast happens here, every call. `config` = (BLOCK_L, BLOCK_E,
     num_warps, num_stages[, layout "lc", "cl" or "split"]) overrides the tuned tile choice (benchmark variants).
     Output: x's dtype, shape and device."""
-    _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
+    dilation = _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     _check_mlp_args(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
     hidden_width = fc1_weight.shape[0]
     if hidden_width % 16:
@@ -1544,7 +1547,7 @@ def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_w
     Hidden width a multiple of 16 and a Triton device: the fused kernel (`fp32_dot` picks an fp32 model's
     operand mode; fp16 models multiply in fp16, bf16 in bf16) saving the hidden layer for a cuBLAS backward.
     Otherwise: the Triton conv + LayerNorm (with its Triton backward), then the MLP and residual in eager PyTorch."""
-    _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
+    dilation = _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     _check_mlp_args(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
     check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
     return train_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,

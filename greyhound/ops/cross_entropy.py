@@ -8,6 +8,7 @@ Gluon kernel does both (greyhound/ops/_ce_gluon.py): each persistent program str
 twice, the second sweep from L2, so HBM sees the logits once (docs/perf/cross_entropy.md, session 14).
 """
 import functools
+import numbers
 from typing import NamedTuple, Optional
 
 import torch
@@ -597,23 +598,26 @@ def _outputs(loss, per_token_loss, lse, return_per_token_loss: bool, return_lse:
 
 
 def _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale):
+    """The options' checks; returns ignore_index as a Python int (numpy integers are taken too; the float options
+    go on through float())."""
     check_choice("reduction", reduction, REDUCTIONS)
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
         raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
     if not -2**63 <= ignore_index < 2**63:
         raise ValueError(f"ignore_index must fit in int64 (the targets' widest dtype), got {ignore_index}")
     for name, value in (("label_smoothing", label_smoothing), ("lse_square_scale", lse_square_scale)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{name} must be a float, got {type(value).__name__}")
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
     if not 0.0 <= lse_square_scale < float("inf"):
         raise ValueError(f"lse_square_scale must be a finite float >= 0, got {lse_square_scale}")
     if softcap is not None:
-        if isinstance(softcap, bool) or not isinstance(softcap, (int, float)):
+        if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
             raise TypeError(f"softcap must be None or a float, got {type(softcap).__name__}")
         if not 0.0 < softcap < float("inf"):
             raise ValueError(f"softcap must be None or a finite float > 0, got {softcap}")
+    return int(ignore_index)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -672,7 +676,7 @@ def cross_entropy_with_grad(
         )
     if logits.shape[1] == 0:
         raise ValueError(f"logits must have at least one class (V >= 1), got shape {tuple(logits.shape)}")
-    _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
+    ignore_index = _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
     V = logits.shape[1]
     needs_grad = torch.is_grad_enabled() and logits.requires_grad
     if logits.stride(1) != 1:

@@ -12,6 +12,7 @@ only the saved row normalisers), so grad_W of each slice is one full-depth GEMM 
 rows × H, is accumulated in fp32 across slices.
 """
 import math
+import numbers
 from typing import Optional
 
 import torch
@@ -269,7 +270,7 @@ def _flat_grad(grad):
 # Argument checks
 # ----------------------------------------------------------------------------------------------------------------
 def _check_temperature(temperature):
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise TypeError(f"temperature must be a positive float, got {type(temperature).__name__}")
     if not (math.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a positive finite float, got {temperature!r}")
@@ -546,8 +547,9 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
     if chunk_size is None:
         chunk_size = _tuning.get(TUNING_OP, "linear_chunk_rows",
                                  _auto_chunk_rows(n_rows, weight.shape[0], hidden.element_size()))
-    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
+    chunk_size = int(chunk_size)
     logprob, _, _, entropy = _library.call(
         _linear_logprobs_fwd, _linear_logprobs_eager, hidden.reshape(n_rows, hidden.shape[-1]), weight, bias,
         target.reshape(-1).contiguous(), temperature, bool(return_entropy), max(1, min(chunk_size, n_rows)),
