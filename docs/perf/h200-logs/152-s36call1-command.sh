@@ -1,5 +1,5 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN (written in sessions 34-35, which had no device). The next session's first call: copy to
+# Session 36 call 1 (written in sessions 34-35, which had no device; run as written). Copy to
 # .carry/cmd.sh and rename to the next log number when it runs. (1) the tail schedule, the degree-2 GELU, every
 # consumer thread releasing the ring (ws_thread_release) and lone last-round tiles (ws_balance) against
 # the default, one process a dtype, twice; (2) d06a75b against the tip at fp16, alternating processes (session 33's
