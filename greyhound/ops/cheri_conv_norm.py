@@ -62,9 +62,10 @@ _tuning.register(
                  "groups; maxnreg = theirs) and gluon_wsz (2 consumers and a warp group computing z ahead of them)"),
     maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
                   "than the default's starts uncapped)"),
-    gelu=(str, "GELU evaluation: poly (the default, no erf), erf (libdevice erff), tanh (tanh.approx form), poly3 "
-               "(a degree-3 fit of poly's form, 1.2e-5 absolute; the warp-specialised Gluon layouts only) or poly2 (a "
-               "degree-2 fit, 8.6e-5 absolute, no clamp; those layouts with bf16 dots only)"),
+    gelu=(str, "GELU evaluation: poly (the default, no erf; gluon_wsz runs poly2 for bf16 dots, poly3 for fp16), "
+               "erf (libdevice erff), tanh (tanh.approx form), poly3 (a degree-3 fit of poly's form, 1.2e-5 absolute; "
+               "the warp-specialised Gluon layouts only) or poly2 (a degree-2 fit, 8.6e-5 absolute, no clamp; those "
+               "layouts with bf16 dots only)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
     z_regs=(bool, "Gluon kernels, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
                   "(default: on for the gluon layout's bf16/fp16 dots at block_e <= 32, off in the warp-specialised "
@@ -86,11 +87,13 @@ _tuning.register(
     ws_thread_release=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz): every consumer thread "
                              "releases a weight-ring slot with an arrive of its own (the slot's barrier counts 128 a "
                              "consumer) instead of one arrive a warp group, which Triton 3.6 fences with a warp-group "
-                             "barrier; one such barrier a chunk fewer (offline, sm_90a). Not measured (session 34)"),
+                             "barrier; one such barrier a chunk fewer (offline, sm_90a). Off: level on the H200 (session 36, "
+                             "N=512 bf16 0.3929 / 0.3954 ms against 0.3970 / 0.3906)"),
     ws_balance=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz; not with ws_schedule=turns): "
                       "when the tiles left after the grid's whole rounds (two or three tiles a CTA) are no more than "
                       "the grid, they go one a CTA, on its first consumer, instead of two or three a CTA (N=512, "
-                      "L=1024: 8192 tiles on 132 SMs, 31 whole rounds and 8 tiles left). Not measured (session 35)"),
+                      "L=1024: 8192 tiles on 132 SMs, 31 whole rounds and 8 tiles left). Default: on in gluon_wsz on the "
+                      "pingpong schedule (session 36, H200, N=512: bf16 -3.0% / -0.6%, fp16 -1.0% / -0.2%)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1033,8 +1036,11 @@ _SMALL_GLUON_CONFIGS = {  # by (dot-mode family, training, size class)
     ("half", False, 2): (64, 64, 4, 2, "gluon", None),
 }
 # What the gluon_wsz layout runs unless a tuning override names it: the ping-pong schedule and, for the default GELU,
-# its degree-3 fit (1.2e-5 absolute of fp64 GELU, under the half-precision rounding of the hidden layer it feeds).
-_WSZ_DEFAULT_SCHEDULE, _WSZ_DEFAULT_GELU = "pingpong", "poly3"
+# a shorter fit under the rounding of the hidden layer it feeds: bf16 dots the degree-2 one (8.6e-5 absolute of fp64
+# GELU; a bf16 ulp is 4.9e-4 at |h| = 0.1), fp16 dots the degree-3 one (1.2e-5; fp16's ulp there is 6.1e-5). Session 36
+# (log 152, H200, sweep CLI, one process, two rounds): bf16 N=512 0.3768 / 0.3803 ms against poly3's 0.3970 / 0.3906,
+# N=64 0.0595 / 0.0594 against 0.0603 / 0.0602.
+_WSZ_DEFAULT_SCHEDULE, _WSZ_DEFAULT_GELU = "pingpong", {"bf16": "poly2", "fp16": "poly3"}
 _WS_SCHEDULES = {"chunk": 0, "pingpong": 1, "turns": 2, "tail": 3}  # ws_schedule -> _cheri_gluon.launch_ws's pingpong
 
 
@@ -1043,6 +1049,15 @@ def _ws_pingpong(layout, schedule):
     if schedule is None:
         schedule = _WSZ_DEFAULT_SCHEDULE if layout == "gluon_wsz" else "chunk"
     return _WS_SCHEDULES[schedule]
+
+
+def _ws_balance(layout, schedule, balance):
+    """launch_ws's balance for a ws_balance tunable (None: on in gluon_wsz on the ping-pong schedule, where it was
+    measured; session 36, log 152, H200, sweep CLI, one process, two rounds, N=512: bf16 0.3851 / 0.3883 ms against
+    0.3970 / 0.3906, fp16 0.3892 / 0.3903 against 0.3932 / 0.3909; N=64, where the rule never fires, level)."""
+    if balance is None:
+        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1
+    return bool(balance)
 
 
 def _ws_b1_mma(layout, schedule, b1_mma, block_e):
@@ -1142,7 +1157,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu,
                           pingpong=_ws_pingpong(layout, ws_schedule), b1_mma=_ws_b1_mma(layout, ws_schedule, b1_mma,
                                                                                         block_e),
-                          thread_release=bool(ws_thread_release), balance=bool(ws_balance))
+                          thread_release=bool(ws_thread_release),
+                          balance=_ws_balance(layout, ws_schedule, ws_balance))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1265,9 +1281,9 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     for i, candidate in enumerate(candidates):
         block_l, block_e, num_warps, num_stages, layout, max_registers = candidate
         last = i + 1 == len(candidates)
-        gelu_of = gelu  # the default GELU of gluon_wsz is its degree-3 fit (a forced gelu stays as forced)
+        gelu_of = gelu  # the default GELU of gluon_wsz is a shorter fit, by dots (a forced gelu stays as forced)
         if layout == "gluon_wsz" and gelu == "poly" and tuned_gelu is None:
-            gelu_of = _WSZ_DEFAULT_GELU
+            gelu_of = _WSZ_DEFAULT_GELU.get(mode, gelu)
         if gelu_of in ("poly3", "poly2") and layout not in _WS_CONSUMERS:
             if config is not None or last:
                 raise ValueError(f"tuning: {TUNING_OP}.gelu={gelu_of} (a shorter GELU fit) runs in the warp-specialised "
@@ -1286,7 +1302,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     bool(tuning.get("ws_pipeline")), z_producer,
                     _ws_pingpong(layout, tuning.get("ws_schedule")),
                     _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e),
-                    bool(tuning.get("ws_balance")))
+                    _ws_balance(layout, tuning.get("ws_schedule"), tuning.get("ws_balance")))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")
