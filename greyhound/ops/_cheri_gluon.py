@@ -249,7 +249,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
-              balance=False):
+              balance=False, late_residual=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -263,7 +263,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     shared-memory operand traffic at 64 hidden columns, for 32 registers a thread). `gelu` "poly3" is the degree-3 GELU
     fit, "poly2" the degree-2 one (bf16 dots; neither with `pipeline`). With `thread_release` every consumer thread
     releases a ring slot with an arrive of its own instead of one arrive a warp group (see _release). With `balance`
-    (not with pingpong 2) a last round of at most one tile a CTA runs one tile a CTA (see lone_tiles)."""
+    (not with pingpong 2) a last round of at most one tile a CTA runs one tile a CTA (see lone_tiles). With
+    `late_residual` (pingpong 1 or 2) each tile's residual is loaded after its last GEMM, not issued before it."""
     batch, channels, length = x.shape
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
                                z_producer, pingpong, b1_mma, balance)
@@ -282,7 +283,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         if z_producer else 1,
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
-        THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), num_warps=num_warps)
+        THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
+        num_warps=num_warps)
 
 
 def lone_tiles(num_tiles, programs, consumers=2):
@@ -897,7 +899,8 @@ if available():
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
                      PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr,
-                     THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr):
+                     THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr,
+                     LATE_RESIDUAL: gl.constexpr):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -1057,8 +1060,10 @@ if available():
                     _release(empty.index(chunk % STAGES), THREAD_RELEASE)  # chunk k's second GEMM is done
                 h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, GELU_FIT, B1_MMA)
                 # the residual's load issued before the tile's last GEMM, so that it lands under it (in x's type: half
-                # the registers of fp32; issued after the GEMM, ptxas moved it past the wait, Triton 3.6)
-                residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
+                # the registers of fp32; issued after the GEMM, ptxas moved it past the wait, Triton 3.6); with
+                # LATE_RESIDUAL after the accumulator's conversion, as before session 33
+                if not LATE_RESIDUAL:
+                    residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
                 _take_turn(turn, turns, CONSUMER, PINGPONG)
                 acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
                                     is_async=True)
@@ -1084,7 +1089,8 @@ if available():
                     mbarrier.arrive(z_empty.index(z_slot))
                 z_count += CONSUMERS
             out = gl.convert_layout(acc, TILE)
-            if not PINGPONG:  # (loaded after the conversion: before it, it spilled, Triton 3.6, offline)
+            if not PINGPONG or LATE_RESIDUAL and PINGPONG != 3:  # (loaded after the conversion: before it, it
+                # spilled, Triton 3.6, offline)
                 residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
             out += residual.to(gl.float32)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
@@ -1155,7 +1161,7 @@ if available():
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
         GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
-        num_warps: gl.constexpr,
+        LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1236,12 +1242,12 @@ if available():
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE)),
+                                num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE)),
+                                num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps, BALANCE)),
@@ -1254,12 +1260,12 @@ if available():
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE)),
+                                num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE)),
+                                num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
@@ -1269,17 +1275,17 @@ if available():
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE)),
+                                num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE)),
+                                num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE)),
+                                num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

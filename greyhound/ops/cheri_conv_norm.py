@@ -94,6 +94,9 @@ _tuning.register(
                       "the grid, they go one a CTA, on its first consumer, instead of two or three a CTA (N=512, "
                       "L=1024: 8192 tiles on 132 SMs, 31 whole rounds and 8 tiles left). Default: on in gluon_wsz on the "
                       "pingpong schedule (session 36, H200, N=512: bf16 -3.0% / -0.6%, fp16 -1.0% / -0.2%)"),
+    ws_late_residual=(bool, "warp-specialised kernels on the pingpong or turns schedule: each tile's residual loaded "
+                            "after its last GEMM (as before session 33) instead of issued before it; fp16 at d06a75b "
+                            "measured ~1.4% faster than after that change (session 36). Not yet measured alone"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1137,11 +1140,16 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                          f"{layout}")
     ws_thread_release = _tuning.get(TUNING_OP, "ws_thread_release")
     ws_balance = _tuning.get(TUNING_OP, "ws_balance")
+    ws_late_residual = _tuning.get(TUNING_OP, "ws_late_residual")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
-                        ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance)):
+                        ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance),
+                        ("ws_late_residual", ws_late_residual)):
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                              f"only; this call runs layout {layout}")
+    if ws_late_residual is not None and layout in _WS_CONSUMERS and _ws_pingpong(layout, ws_schedule) not in (1, 2):
+        raise ValueError(f"tuning: {TUNING_OP}.ws_late_residual applies to the pingpong and turns schedules only; this "
+                         f"call runs ws_schedule={ws_schedule or 'chunk'}")
     if z_regs and mode not in ("bf16", "fp16"):
         raise ValueError(f"tuning: {TUNING_OP}.z_regs applies to bf16/fp16 dots only; this call runs {mode} dots")
     if loop and (num_stages < 3 or w1_stages not in (None, num_stages)):
@@ -1158,7 +1166,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           pingpong=_ws_pingpong(layout, ws_schedule), b1_mma=_ws_b1_mma(layout, ws_schedule, b1_mma,
                                                                                         block_e),
                           thread_release=bool(ws_thread_release),
-                          balance=_ws_balance(layout, ws_schedule, ws_balance))
+                          balance=_ws_balance(layout, ws_schedule, ws_balance),
+                          late_residual=bool(ws_late_residual))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

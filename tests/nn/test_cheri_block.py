@@ -704,6 +704,17 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with _tuning.override(cheri_ops.TUNING_OP, ws_balance=True):
         assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_ws", None), x, 512, 3, "bf16", False, 4,
                                     "poly").kwargs["balance"] is True
+    # the residual's load after the last GEMM: off unless asked for; the ping-pong and turns schedules only
+    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "fp16", False, 4,
+                                "poly").kwargs["late_residual"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=True):
+        assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "fp16", False, 4,
+                                    "poly").kwargs["late_residual"] is True
+    for schedule in ("tail", "chunk"):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=True, ws_schedule=schedule):
+            with pytest.raises(ValueError, match=f"ws_late_residual applies to the pingpong and turns schedules only; "
+                                                 f"this call runs ws_schedule={schedule}"):
+                cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "fp16", False, 4, "poly")
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert cheri_ops._make_plan((64, 32, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
                                 "poly").kwargs["b1_mma"] is False
@@ -1134,6 +1145,29 @@ def test_gpu_lone_last_round_tiles_change_no_bit(extra, layout):
         assert torch.equal(outs[True, schedule], outs[False, schedule]), schedule
     ref = fp64_twin(block).reference_forward(x[-3:].double())
     assert max_abs(outs[True, schedules[0]][-3:], ref) < HALF_BOUNDS[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("schedule", ["pingpong", "turns"])
+@pytest.mark.parametrize("length", [1024, 1000])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_late_residual_changes_no_bit(dtype, length, schedule):
+    """ws_late_residual loads each tile's residual after its last GEMM instead of before it: the same sum, so the
+    same output bit for bit, whole and ragged L (a residual from the wrong tile or rows, or a mask lost on the ragged
+    tile, would move whole rows by |x| ~ 1)."""
+    from greyhound import _tuning
+    block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
+    x = torch.randn(24, 128, length, device="cuda", dtype=dtype)
+    stages = 4 if schedule == "pingpong" else 3
+    outs = {}
+    with torch.no_grad():
+        for late in (False, True):
+            with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=late, ws_schedule=schedule):
+                outs[late] = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4,
+                                                              config=(64, 64, 4, stages, "gluon_wsz"))
+    assert torch.equal(outs[True], outs[False])
+    ref = fp64_twin(block).reference_forward(x[-2:].double())
+    assert max_abs(outs[True][-2:], ref) < HALF_BOUNDS[dtype]
 
 
 @pytest.mark.gpu
@@ -1680,7 +1714,7 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 3, False, 2, False, True, 5), (32, 6, True, 2, False, True, 6), (64, 4, True, 2, False, True, 7),
     (64, 3, False, 2, False, True, 8), (32, 4, True, 2, True, False, 9), (32, 3, True, 3, False, False, 9),
     (64, 4, True, 2, False, True, 10), (64, 3, False, 2, False, True, 11), (32, 3, True, 3, False, False, 12),
-    (64, 4, True, 2, False, True, 13), (64, 4, False, 2, False, True, 13)])
+    (64, 4, True, 2, False, True, 13), (64, 4, False, 2, False, True, 13), (64, 4, True, 2, False, True, 14)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -1688,7 +1722,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # degree-6 GELU and b1 by an FADD; 7 and 8: the default and the tail schedule with every consumer thread releasing
     # the ring slots, 9 that release on the pipelined or one-chunk consumers: one warp-group barrier fewer a chunk;
     # 10, 11 and 12: 3, the tail schedule and three one-chunk consumers with lone last-round tiles, ws_balance (10 is
-    # the fp16 default); 13: the bf16 default, 10 with the degree-2 GELU)
+    # the fp16 default); 13: the bf16 default, 10 with the degree-2 GELU; 14: 10 with the residual loaded after the
+    # last GEMM, ws_late_residual)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1706,10 +1741,10 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168,
-                      PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1}.get(pingpong, pingpong),
-                      Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2}.get(pingpong, 6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13), THREAD_RELEASE=pingpong in (7, 8, 9),
-                      BALANCE=pingpong >= 10, num_warps=4)
+                      PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1}.get(pingpong, pingpong),
+                      Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14), THREAD_RELEASE=pingpong in (7, 8, 9),
+                      BALANCE=pingpong >= 10, LATE_RESIDUAL=pingpong == 14, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
