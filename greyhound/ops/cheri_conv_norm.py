@@ -95,8 +95,9 @@ _tuning.register(
                       "L=1024: 8192 tiles on 132 SMs, 31 whole rounds and 8 tiles left). Default: on in gluon_wsz on the "
                       "pingpong schedule (session 36, H200, N=512: bf16 -3.0% / -0.6%, fp16 -1.0% / -0.2%)"),
     ws_late_residual=(bool, "warp-specialised kernels on the pingpong or turns schedule: each tile's residual loaded "
-                            "after its last GEMM (as before session 33) instead of issued before it; fp16 at d06a75b "
-                            "measured ~1.4% faster than after that change (session 36). Not yet measured alone"),
+                            "after its last GEMM (as before session 33) instead of issued before it. Default: on in "
+                            "gluon_wsz on the pingpong schedule for fp16 dots (session 36, H200, N=512: 0.3828 against "
+                            "0.3888 ms), off for bf16 (0.3872 against 0.3775)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1063,6 +1064,16 @@ def _ws_balance(layout, schedule, balance):
     return bool(balance)
 
 
+def _ws_late_residual(layout, schedule, mode, late_residual):
+    """launch_ws's late_residual for a ws_late_residual tunable (None: on in gluon_wsz on the ping-pong schedule for
+    fp16 dots only; session 36, H200, sweep CLI, one process, log 153, N=512: fp16 0.3828 ms against 0.3888 (0.3845
+    against 0.3925 without lone tiles), bf16 0.3872 against 0.3775; call 1 read fp16 at d06a75b, before the early load,
+    1.2-1.5% faster than after it. Offline (Triton 3.6) the fp16 kernel's spills go 188 -> 60 bytes with it)."""
+    if late_residual is None:
+        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16"
+    return bool(late_residual)
+
+
 def _ws_b1_mma(layout, schedule, b1_mma, block_e):
     """launch_ws's b1_mma for a b1_mma tunable (None: on where it was measured and GPU-tested, gluon_wsz on the pingpong
     schedule at 64 hidden columns a chunk; session 32, H200 sweep CLI, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 ->
@@ -1167,7 +1178,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                                                                                         block_e),
                           thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
-                          late_residual=bool(ws_late_residual))
+                          late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
