@@ -1,4 +1,5 @@
 """Argument checks shared by every op: errors name the argument, what was expected and what was given."""
+import numbers
 import os
 
 import torch
@@ -8,6 +9,16 @@ FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 def triton_interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def is_int(value) -> bool:
+    """A Python or numpy integer, not a bool (callers convert with int() before the value reaches a kernel)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value) -> bool:
+    """A Python or numpy integer or float, not a bool (callers convert with float())."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def check_tensor(name, t, *, dtypes=None, ndim=None, like=None):

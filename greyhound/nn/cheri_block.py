@@ -13,12 +13,11 @@ block has no graph break (inside it, eval mode casts the MLP weights in the grap
 CPU tensors without TRITON_INTERPRET=1 run the same paths as eager PyTorch with the same numerics.
 """
 import math
-import numbers
 
 import torch
 from torch import nn
 
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, is_int, is_real
 from greyhound.ops.cheri_conv_norm import (
     FP32_DOT_MODES,
     MlpDotWeights,
@@ -46,9 +45,9 @@ class CheriBlock(nn.Module):
         super().__init__()
         for name, value in (("n_filters", n_filters), ("kernel_size", kernel_size), ("dilation", dilation),
                             ("expansion", expansion)):
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (math.isfinite(eps) and eps > 0):
+        if not is_real(eps) or not (math.isfinite(eps) and eps > 0):
             raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
         self.fp32_dot = check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
         n_filters, kernel_size, dilation, expansion = int(n_filters), int(kernel_size), int(dilation), int(expansion)

@@ -11,7 +11,6 @@ grad_x[p] = Σ_k w[k] · g[p + (W−1−k)·dilation] with g = grad_out · silu'
 `causal_conv1d_update(x_t, conv_state, weight)`: one decoding step, conv_state rolled in place.
 """
 import functools
-import numbers
 from typing import NamedTuple, Optional
 
 import torch
@@ -20,7 +19,7 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int
 
 __all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
 
@@ -1127,7 +1126,7 @@ def _check_weight_and_bias(weight, bias, x, dim, x_name="x"):
 
 
 def _check_dilation(dilation):
-    if isinstance(dilation, bool) or not isinstance(dilation, numbers.Integral):
+    if not is_int(dilation):
         raise TypeError(f"dilation must be an int >= 1, got {type(dilation).__name__}")
     if dilation < 1:
         raise ValueError(f"dilation must be an int >= 1, got {dilation}")

@@ -20,7 +20,6 @@ Paths:
 On CPU tensors without TRITON_INTERPRET the same functions run eager PyTorch with the same numerics.
 """
 import functools
-import numbers
 from typing import NamedTuple, Optional
 
 import torch
@@ -33,7 +32,7 @@ from greyhound import _library, _tuning
 from greyhound.ops import _cheri_gluon
 from greyhound.ops._cheri_gluon import ERFC_LOG2_POLY, ERFC_LOG2_TERMS
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, triton_interpreting
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, is_int, triton_interpreting
 
 FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
 # MLP operand modes (a tl.constexpr): one bf16 dot, three bf16 dots on hi/lo splits, fp32 dots, or one fp16 dot.
@@ -420,7 +419,7 @@ def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dil
     if conv_weight.dim() != 3 or conv_weight.shape[:2] != (channels, 1) or conv_weight.shape[2] < 1:
         raise ValueError(f"conv_weight must have shape ({channels}, 1, kernel_size) (depthwise) for x of shape "
                          f"{tuple(x.shape)}, got {tuple(conv_weight.shape)}")
-    if isinstance(dilation, bool) or not isinstance(dilation, numbers.Integral) or dilation < 1:
+    if not is_int(dilation) or dilation < 1:
         raise ValueError(f"dilation must be a positive int, got {dilation!r}")
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps!r}")

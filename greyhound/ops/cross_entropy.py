@@ -8,7 +8,6 @@ Gluon kernel does both (greyhound/ops/_ce_gluon.py): each persistent program str
 twice, the second sweep from L2, so HBM sees the logits once (docs/perf/cross_entropy.md, session 14).
 """
 import functools
-import numbers
 from typing import NamedTuple, Optional
 
 import torch
@@ -18,7 +17,7 @@ import triton.language as tl
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
 from greyhound.ops import _ce_gluon
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int, is_real
 
 __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_reference"]
 
@@ -601,19 +600,19 @@ def _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square
     """The options' checks; returns ignore_index as a Python int (numpy integers are taken too; the float options
     go on through float())."""
     check_choice("reduction", reduction, REDUCTIONS)
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
+    if not is_int(ignore_index):
         raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
     if not -2**63 <= ignore_index < 2**63:
         raise ValueError(f"ignore_index must fit in int64 (the targets' widest dtype), got {ignore_index}")
     for name, value in (("label_smoothing", label_smoothing), ("lse_square_scale", lse_square_scale)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if not is_real(value):
             raise TypeError(f"{name} must be a float, got {type(value).__name__}")
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
     if not 0.0 <= lse_square_scale < float("inf"):
         raise ValueError(f"lse_square_scale must be a finite float >= 0, got {lse_square_scale}")
     if softcap is not None:
-        if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
+        if not is_real(softcap):
             raise TypeError(f"softcap must be None or a float, got {type(softcap).__name__}")
         if not 0.0 < softcap < float("inf"):
             raise ValueError(f"softcap must be None or a finite float > 0, got {softcap}")

@@ -30,7 +30,6 @@ the weight gradient is one GEMM over every row (cuBLAS's fp32 accumulator, round
 fp32 V x H sum ever exists. The x gradient sums over the chunks in fp32 (half of it inside its own storage).
 Four GEMMs instead of three; peak extra memory: the gradients + BT*H*2 + one chunk (GRAD_VOCAB_CHUNK_BYTES).
 """
-import numbers
 from typing import Optional
 
 import torch
@@ -39,7 +38,7 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int
 from greyhound.ops import _lce_gluon
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
@@ -763,8 +762,7 @@ def chunked_linear_cross_entropy(
     check_tensor("target", target, dtypes=TARGET_DTYPES, ndim=1, like=x)
     if target.shape[0] != x.shape[0]:
         raise ValueError(f"target must have one entry per row of x ({x.shape[0]}), got shape {tuple(target.shape)}")
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral)
-                                   or chunk_size < 1):
+    if chunk_size is not None and (not is_int(chunk_size) or chunk_size < 1):
         raise ValueError(f"chunk_size must be None or a positive int, got {chunk_size!r}")
     chunk_size = None if chunk_size is None else int(chunk_size)
     ignore_index = _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)

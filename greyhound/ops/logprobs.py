@@ -12,7 +12,6 @@ only the saved row normalisers), so grad_W of each slice is one full-depth GEMM 
 rows × H, is accumulated in fp32 across slices.
 """
 import math
-import numbers
 from typing import Optional
 
 import torch
@@ -21,7 +20,7 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device
+from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device, is_int, is_real
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 
 LOG2E = 1.4426950408889634
@@ -270,7 +269,7 @@ def _flat_grad(grad):
 # Argument checks
 # ----------------------------------------------------------------------------------------------------------------
 def _check_temperature(temperature):
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+    if not is_real(temperature):
         raise TypeError(f"temperature must be a positive float, got {type(temperature).__name__}")
     if not (math.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a positive finite float, got {temperature!r}")
@@ -547,7 +546,7 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
     if chunk_size is None:
         chunk_size = _tuning.get(TUNING_OP, "linear_chunk_rows",
                                  _auto_chunk_rows(n_rows, weight.shape[0], hidden.element_size()))
-    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
+    elif not is_int(chunk_size) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
     chunk_size = int(chunk_size)
     logprob, _, _, entropy = _library.call(

@@ -14,7 +14,6 @@ Non-square matrices iterate on the Gram matrix instead (`method="gram"`, Gram Ne
 m × m and symmetric, X is touched four times in all (see `_gram_iteration`).
 """
 import math
-import numbers
 
 import torch
 import triton
@@ -22,7 +21,7 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int, is_real
 
 DEFAULT_STEPS = 5
 # Keller Jordan's Muon (github.com/KellerJordan/Muon, zeropower_via_newtonschulz5): the same polynomial every step.
@@ -331,7 +330,7 @@ def _check_matrices(G):
 
 
 def _check_steps(steps):
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+    if not is_int(steps):
         raise TypeError(f"steps must be a positive int (or None for the default), got {type(steps).__name__}")
     if steps < 1:
         raise ValueError(f"steps must be a positive int (or None for the default), got {steps!r}")
@@ -354,7 +353,7 @@ def _coefficient_schedule(coefficients, steps):
     schedule = []
     for i, triple in enumerate(coefficients):
         if not isinstance(triple, (list, tuple)) or len(triple) != 3 or not all(
-                isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) for v in triple):
+                is_real(v) and math.isfinite(v) for v in triple):
             raise ValueError(f"coefficients[{i}] must be an (a, b, c) tuple of 3 finite numbers, got {triple!r}")
         schedule.append(tuple(float(v) for v in triple))
     if steps is not None and _check_steps(steps) != len(schedule):
@@ -364,7 +363,7 @@ def _coefficient_schedule(coefficients, steps):
 
 
 def _check_eps(eps):
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+    if not is_real(eps):
         raise TypeError(f"eps must be a finite float >= 0, got {type(eps).__name__}")
     if not (math.isfinite(eps) and eps >= 0):
         raise ValueError(f"eps must be a finite float >= 0, got {eps!r}")
