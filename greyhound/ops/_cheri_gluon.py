@@ -249,7 +249,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
-              balance=False, late_residual=False):
+              balance=False, late_residual=False, x_prefetch=0):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -264,10 +264,13 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     fit, "poly2" the degree-2 one (bf16 dots; neither with `pipeline`). With `thread_release` every consumer thread
     releases a ring slot with an arrive of its own instead of one arrive a warp group (see _release). With `balance`
     (not with pingpong 2) a last round of at most one tile a CTA runs one tile a CTA (see lone_tiles). With
-    `late_residual` (pingpong 1 or 2) each tile's residual is loaded after its last GEMM, not issued before it."""
+    `late_residual` (pingpong 1 or 2) each tile's residual is loaded after its last GEMM, not issued before it. With
+    `x_prefetch` > 0 (z_producer) the z producer asks L2 for each tile's x `x_prefetch` groups before computing it."""
     batch, channels, length = x.shape
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
                                z_producer, pingpong, b1_mma, balance)
+    if why_not is None and x_prefetch and not z_producer:
+        why_not = f"x_prefetch (the z producer's L2 prefetch of x) runs with the z producer (layout gluon_wsz) only"
     if why_not is not None:
         raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
@@ -284,7 +287,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
-        num_warps=num_warps)
+        X_PREFETCH=int(x_prefetch), num_warps=num_warps)
 
 
 def lone_tiles(num_tiles, programs, consumers=2):
@@ -1104,15 +1107,31 @@ if available():
                     count += 1
 
     @gluon.jit
+    def _prefetch_x_rows(x_ptr, tile, num_tiles, L, C: gl.constexpr, BLOCK_L: gl.constexpr, WARPS: gl.constexpr):
+        """(ws_x_prefetch) Ask L2 for the line of x that tile `tile` (when it exists) starts in, in each of its C rows,
+        one `prefetch.global.L2` a thread and row: at 64 positions of 2 bytes a tile that line holds the whole tile's
+        row when L is a multiple of 64 (the conv's halo before it is the previous tile's, which this CTA's z producer
+        prefetched too when it is the group's second tile). Nothing waits for it and nothing is written. Session 24's form
+        (one cp.async.bulk.prefetch.L2 a row, halo included) takes a uniform address, so ptxas issued it lane by lane in
+        a loop, and with two addresses a row the z producer spilled more (offline, sm_90a)."""
+        if tile < num_tiles:
+            num_l_blocks = gl.cdiv(L, BLOCK_L)
+            rows = gl.arange(0, C, layout=gl.BlockedLayout([1], [32], [WARPS], [0]))
+            offsets = ((tile // num_l_blocks).to(gl.int64) * C + rows) * L + (tile % num_l_blocks) * BLOCK_L
+            gl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l",
+                                      [(x_ptr + offsets).to(gl.int64)], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
     def _ws_z_producer(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                        num_tiles, CONSUMERS: gl.constexpr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                        DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
-                       WARPS: gl.constexpr, BALANCE: gl.constexpr):
+                       WARPS: gl.constexpr, BALANCE: gl.constexpr, X_PREFETCH: gl.constexpr = 0):
         """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
         group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
         that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
         tile, as the consumers do. x's loads and the arithmetic come before the wait, so they run while the slot's
-        previous tile is still in use."""
+        previous tile is still in use. With X_PREFETCH > 0, after each tile it asks L2 for the x of the same
+        consumer's tile X_PREFETCH groups later (_prefetch_x_rows)."""
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
@@ -1124,6 +1143,9 @@ if available():
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile,
                         count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE)
+                if X_PREFETCH > 0:  # (after the tile, where its registers are free: before it, the z producer spilled)
+                    _prefetch_x_rows(x_ptr, CONSUMERS * (group + X_PREFETCH * gl.num_programs(0)) + consumer,
+                                     num_tiles, L, C, BLOCK_L, WARPS)
                 count += 1
         if BALANCE:  # this CTA's lone group, if it has one (the lone groups are one round): consumer 0's tile alone
             group = lone_start + first
@@ -1161,7 +1183,7 @@ if available():
         PRODUCER_REGS: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
         GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
-        LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr,
+        LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1250,7 +1272,7 @@ if available():
                                 num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
-                                  num_warps, BALANCE)),
+                                  num_warps, BALANCE, X_PREFETCH)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])

@@ -97,6 +97,10 @@ _tuning.register(
                             "after its last GEMM (as before session 33) instead of issued before it. Default: on in "
                             "gluon_wsz on the pingpong schedule for fp16 dots (session 36, H200, N=512: 0.3828 against "
                             "0.3888 ms), off for bf16 (0.3872 against 0.3775)"),
+    ws_x_prefetch=(int, "layout gluon_wsz: the z producer asks L2 for each tile's x this many of the CTA's groups "
+                        "before computing it (cp.async.bulk.prefetch.L2, one a channel row); 0 (the default): none. "
+                        "Session 37's profile had the z producer's x loads at 47% of its stall samples and the "
+                        "consumers waiting for z"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1151,6 +1155,13 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_thread_release = _tuning.get(TUNING_OP, "ws_thread_release")
     ws_balance = _tuning.get(TUNING_OP, "ws_balance")
     ws_late_residual = _tuning.get(TUNING_OP, "ws_late_residual")
+    ws_x_prefetch = _tuning.get(TUNING_OP, "ws_x_prefetch")
+    if ws_x_prefetch is not None and layout != "gluon_wsz":
+        raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch applies to the gluon_wsz layout only; this call runs "
+                         f"layout {layout}")
+    if ws_x_prefetch is not None and not 0 <= ws_x_prefetch <= 8:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [0, 8] (0: none), got "
+                         f"{ws_x_prefetch}")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
                         ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance),
                         ("ws_late_residual", ws_late_residual)):
@@ -1177,7 +1188,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                                                                                         block_e),
                           thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
-                          late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual))
+                          late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual),
+                          x_prefetch=ws_x_prefetch or 0)
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
