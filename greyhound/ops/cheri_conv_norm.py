@@ -98,7 +98,8 @@ _tuning.register(
                             "gluon_wsz on the pingpong schedule for fp16 dots (session 36, H200, N=512: 0.3828 against "
                             "0.3888 ms), off for bf16 (0.3872 against 0.3775)"),
     ws_x_prefetch=(int, "layout gluon_wsz: the z producer asks L2 for each tile's x this many of the CTA's groups "
-                        "before computing it (cp.async.bulk.prefetch.L2, one a channel row); 0 (the default): none. "
+                        "before computing it (prefetch.global.L2, one a thread and channel row), 1..8; not set (the "
+                        "default): none. "
                         "Session 37's profile had the z producer's x loads at 47% of its stall samples and the "
                         "consumers waiting for z"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
@@ -1159,9 +1160,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     if ws_x_prefetch is not None and layout != "gluon_wsz":
         raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch applies to the gluon_wsz layout only; this call runs "
                          f"layout {layout}")
-    if ws_x_prefetch is not None and not 0 <= ws_x_prefetch <= 8:
-        raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [0, 8] (0: none), got "
-                         f"{ws_x_prefetch}")
+    if ws_x_prefetch is not None and not 1 <= ws_x_prefetch <= 8:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [1, 8] (not set: none), "
+                         f"got {ws_x_prefetch}")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
                         ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance),
                         ("ws_late_residual", ws_late_residual)):

@@ -727,6 +727,22 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
             with pytest.raises(ValueError, match=f"ws_late_residual applies to the pingpong and turns schedules only; "
                                                  f"this call runs ws_schedule={schedule}"):
                 cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "fp16", False, 4, "poly")
+    # the z producer's L2 prefetch of x: off unless asked for, gluon_wsz only, 1..8 groups ahead
+    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
+                                "poly").kwargs["x_prefetch"] == 0
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=2):
+        assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
+                                    "poly").kwargs["x_prefetch"] == 2
+        with pytest.raises(ValueError, match="ws_x_prefetch applies to the gluon_wsz layout only; this call runs "
+                                             "layout gluon_ws"):
+            cheri_ops._make_plan((64, 32, 4, 3, "gluon_ws", None), x, 512, 3, "bf16", False, 4, "poly")
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=9):
+        with pytest.raises(ValueError, match=r"ws_x_prefetch is a number of groups ahead in \[1, 8\] \(not set: none\), "
+                                             r"got 9"):
+            cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
+    with pytest.raises(ValueError, match="ws_x_prefetch must be a positive int, got 0"):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0):
+            pass
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert cheri_ops._make_plan((64, 32, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
                                 "poly").kwargs["b1_mma"] is False
@@ -1180,6 +1196,27 @@ def test_gpu_late_residual_changes_no_bit(dtype, length, schedule):
     assert torch.equal(outs[True], outs[False])
     ref = fp64_twin(block).reference_forward(x[-2:].double())
     assert max_abs(outs[True][-2:], ref) < HALF_BOUNDS[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ahead", [1, 2])
+@pytest.mark.parametrize("length", [1024, 1000])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_x_prefetch_changes_no_bit(dtype, length, ahead):
+    """ws_x_prefetch only asks L2 for lines the z producer reads later (prefetch.global.L2 writes nothing): the same
+    output bit for bit, whole and ragged L, with lone last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU)."""
+    from greyhound import _tuning
+    block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
+    x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
+    outs = {}
+    with torch.no_grad():
+        outs[0] = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
+        with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=ahead):
+            outs[ahead] = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4,
+                                                           config=(64, 64, 4, 4, "gluon_wsz"))
+    assert torch.equal(outs[ahead], outs[0])
+    ref = fp64_twin(block).reference_forward(x[-2:].double())
+    assert max_abs(outs[ahead][-2:], ref) < HALF_BOUNDS[dtype]
 
 
 @pytest.mark.gpu
@@ -1726,7 +1763,8 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 3, False, 2, False, True, 5), (32, 6, True, 2, False, True, 6), (64, 4, True, 2, False, True, 7),
     (64, 3, False, 2, False, True, 8), (32, 4, True, 2, True, False, 9), (32, 3, True, 3, False, False, 9),
     (64, 4, True, 2, False, True, 10), (64, 3, False, 2, False, True, 11), (32, 3, True, 3, False, False, 12),
-    (64, 4, True, 2, False, True, 13), (64, 4, False, 2, False, True, 13), (64, 4, True, 2, False, True, 14)])
+    (64, 4, True, 2, False, True, 13), (64, 4, False, 2, False, True, 13), (64, 4, True, 2, False, True, 14),
+    (64, 4, True, 2, False, True, 15), (64, 4, False, 2, False, True, 15)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -1735,7 +1773,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # the ring slots, 9 that release on the pipelined or one-chunk consumers: one warp-group barrier fewer a chunk;
     # 10, 11 and 12: 3, the tail schedule and three one-chunk consumers with lone last-round tiles, ws_balance;
     # 13: the bf16 default, 10 with the degree-2 GELU; 14: the fp16 default, 10 with the residual loaded after the
-    # last GEMM, ws_late_residual)
+    # last GEMM, ws_late_residual; 15: 13 with the z producer's L2 prefetch of x, ws_x_prefetch)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1753,10 +1791,13 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_WARPS=4,
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168,
-                      PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1}.get(pingpong, pingpong),
-                      Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3}.get(pingpong, 6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14), THREAD_RELEASE=pingpong in (7, 8, 9),
-                      BALANCE=pingpong >= 10, LATE_RESIDUAL=pingpong == 14, num_warps=4)
+                      PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
+                                15: 1}.get(pingpong, pingpong),
+                      Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
+                                              15: 2}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15), THREAD_RELEASE=pingpong in (7, 8, 9),
+                      BALANCE=pingpong >= 10, LATE_RESIDUAL=pingpong == 14, X_PREFETCH=2 if pingpong == 15 else 0,
+                      num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -1764,6 +1805,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     assert ring + (4 if z_producer else consumers) * 64 * 128 * 2 <= facts["shared"] <= 232448
     assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6, 8, 11) else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
+    # the L2 prefetch is in the PTX with it only (the z producer's, one a thread and row)
+    assert (facts["l2_prefetches"] > 0) == (pingpong == 15), facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
 
