@@ -1,0 +1,33 @@
+#!/bin/bash
+# Session 37 call 3 (log 157): the z producer's L2 prefetch of x (ws_x_prefetch, 1 and 2 groups ahead) beside the
+# default and ring 3, bit-equality first (N=64 and ragged L), then sweep CLI, one process a dtype, N=512/64.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
+S=$SECONDS
+rm -rf /tmp/t && git clone -q .carry/repo.bundle /tmp/t && (cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1)
+nvidia-smi --query-gpu=uuid,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
+cd /tmp/t && export PYTHONPATH=/tmp/site:/tmp/t PYTHONUNBUFFERED=1
+timeout 120 python3 - > $OUT/equal.log 2>&1 <<'PY'
+import torch
+from greyhound import CheriBlock, _tuning
+import greyhound.ops.cheri_conv_norm as ops
+torch.manual_seed(0)
+for dtype in (torch.bfloat16, torch.float16):
+    block = CheriBlock(128, 3, 4, 4, device="cuda").to(dtype).eval()
+    for n, L in ((64, 1024), (40, 1000), (512, 1024)):
+        x = torch.randn(n, 128, L, device="cuda", dtype=dtype)
+        with torch.no_grad():
+            ref = block(x)
+            for d in (1, 2):
+                with _tuning.override(ops.TUNING_OP, ws_x_prefetch=d):
+                    out = block(x)
+                print(dtype, n, L, "prefetch", d, "bit-equal", torch.equal(out, ref), flush=True)
+PY
+echo "equal rc=$? t=$((SECONDS-S))"; cat $OUT/equal.log | tail -12
+W="layout=gluon_wsz,block_l=64,warps=4,block_e=64"
+sweep() {
+  timeout 150 python3 -m benchmarks cheri_block --mode forward --batch-size 512,64 --n-filters 128 --seq-len 1024 --dtype $2 --providers "$3" --no-csv > $OUT/$1.log 2>&1
+  echo "$1 rc=$? t=$((SECONDS-S))"; grep -E '^  greyhound' $OUT/$1.log | sed -E 's/  +/ /g; s/layout=gluon_wsz,block_l=64,warps=4,block_e=64,//; s/ forward batch_size=([0-9]+).*dtype=[a-z0-9]+ / N=\1 /' | cut -c1-120
+}
+sweep prefetch-bf16 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_x_prefetch=2],greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=3,ws_x_prefetch=1]"
+sweep prefetch-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_x_prefetch=2]"
+sweep prefetch-bf16-2 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_x_prefetch=2]"
