@@ -1,6 +1,9 @@
 #!/bin/bash
-# Session 37 call 3 (log 157): the z producer's L2 prefetch of x (ws_x_prefetch, 1 and 2 groups ahead) beside the
-# default and ring 3, bit-equality first (N=64 and ragged L), then sweep CLI, one process a dtype, N=512/64.
+# PLANNED, NOT YET RUN (written in session 37, whose device loans were paused after call 2). The z producer's L2
+# prefetch of x (ws_x_prefetch, 1 and 2 groups ahead) beside the default and ring 3: bit-equality first (N=64, ragged L,
+# N=512), then the sweep CLI, one process a dtype, N=512/64, bf16 twice. Prediction (docs/perf/cheri_block.md, session
+# 37): -3 to -6% at N=512. Copy to .carry/cmd.sh and rename to the next log number (157) when it runs; ~150 s. If it
+# pays: make it gluon_wsz's default, run tests/nn/test_cheri_block.py -k x_prefetch on the GPU, then asv of the tip.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 S=$SECONDS
 rm -rf /tmp/t && git clone -q .carry/repo.bundle /tmp/t && (cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1)
