@@ -270,7 +270,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
                                z_producer, pingpong, b1_mma, balance)
     if why_not is None and x_prefetch and not z_producer:
-        why_not = f"x_prefetch (the z producer's L2 prefetch of x) runs with the z producer (layout gluon_wsz) only"
+        why_not = "x_prefetch (the z producer's L2 prefetch of x) runs with the z producer (layout gluon_wsz) only"
     if why_not is not None:
         raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
