@@ -661,97 +661,83 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     # the pipelined consumers: off unless asked for, and only for the warp-specialised layouts
     from greyhound import _tuning
     x = torch.randn(2, 128, 256)
+
+    def plan_of(layout, stages=4, mode="bf16", block_e=64, max_registers=None):  # the plan of a 64-position tile
+        return cheri_ops._make_plan((64, block_e, 4, stages, layout, max_registers), x, 512, 3, mode, False, 4, "poly")
+
     for layout in ("gluon_ws", "gluon_ws3"):
-        plan = cheri_ops._make_plan((64, 32, 4, 4, layout, None), x, 512, 3, "bf16", False, 4, "poly")
+        plan = plan_of(layout, block_e=32)
         assert plan.kwargs["pipeline"] is False and plan.kwargs["consumers"] == {"gluon_ws": 2, "gluon_ws3": 3}[layout]
         assert plan.kwargs["z_producer"] is False
         with _tuning.override(cheri_ops.TUNING_OP, ws_pipeline=True):
-            assert cheri_ops._make_plan((64, 32, 4, 4, layout, None), x, 512, 3, "bf16", False, 4,
-                                        "poly").kwargs["pipeline"] is True
+            assert plan_of(layout, block_e=32).kwargs["pipeline"] is True
     with _tuning.override(cheri_ops.TUNING_OP, ws_pipeline=True):
         with pytest.raises(ValueError, match="ws_pipeline applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts only; "
                                              "this call runs layout gluon"):
-            cheri_ops._make_plan((64, 32, 4, 3, "gluon", 168), x, 512, 3, "bf16", False, 4, "poly")
+            plan_of("gluon", stages=3, block_e=32, max_registers=168)
     # the z producer's layout: two consumers beside it
-    plan = cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
+    plan = plan_of("gluon_wsz")
     assert plan.kwargs["z_producer"] is True and plan.kwargs["consumers"] == 2 and plan.kwargs["pipeline"] is False
     assert plan.kwargs["pingpong"] == 1  # its default schedule; one chunk at a time by name
     assert plan.kwargs["b1_mma"] is True  # b1 by wgmma: on with the pingpong schedule, off by name or elsewhere
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=False):
-        assert cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                    "poly").kwargs["b1_mma"] is False
+        assert plan_of("gluon_wsz", stages=3).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
         with pytest.raises(ValueError, match="b1_mma applies to the gluon_wsz layout only; this call runs layout "
                                              "gluon_ws"):
-            cheri_ops._make_plan((64, 64, 4, 3, "gluon_ws", None), x, 512, 3, "bf16", False, 4, "poly")
+            plan_of("gluon_ws", stages=3)
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="chunk"):
-        plan = cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
+        plan = plan_of("gluon_wsz", stages=3)
         assert plan.kwargs["pingpong"] == 0 and plan.kwargs["b1_mma"] is False
     # lone last-round tiles: on by default where measured (gluon_wsz on the ping-pong schedule), off on the others
     # unless asked for, and off when asked to be
     assert plan.kwargs["balance"] is False
-    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                "poly").kwargs["balance"] is True
-    assert cheri_ops._make_plan((64, 32, 4, 3, "gluon_ws", None), x, 512, 3, "bf16", False, 4,
-                                "poly").kwargs["balance"] is False
+    assert plan_of("gluon_wsz").kwargs["balance"] is True
+    assert plan_of("gluon_ws", stages=3, block_e=32).kwargs["balance"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_balance=False):
-        assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                    "poly").kwargs["balance"] is False
+        assert plan_of("gluon_wsz").kwargs["balance"] is False
     for schedule in ("tail", "turns"):
         with _tuning.override(cheri_ops.TUNING_OP, ws_schedule=schedule):
-            assert cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                        "poly").kwargs["balance"] is False
+            assert plan_of("gluon_wsz", stages=3).kwargs["balance"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_balance=True):
-        assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_ws", None), x, 512, 3, "bf16", False, 4,
-                                    "poly").kwargs["balance"] is True
+        assert plan_of("gluon_ws").kwargs["balance"] is True
     # the residual's load after the last GEMM: by default gluon_wsz's on the ping-pong schedule with fp16 dots (where
     # it was measured faster), not with bf16 dots (slower) nor on the other layouts; the ping-pong and turns schedules
     # only
-    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "fp16", False, 4,
-                                "poly").kwargs["late_residual"] is True
-    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                "poly").kwargs["late_residual"] is False
-    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_ws", None), x, 512, 3, "fp16", False, 4,
-                                "poly").kwargs["late_residual"] is False
+    assert plan_of("gluon_wsz", mode="fp16").kwargs["late_residual"] is True
+    assert plan_of("gluon_wsz").kwargs["late_residual"] is False
+    assert plan_of("gluon_ws", mode="fp16").kwargs["late_residual"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=False):
-        assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "fp16", False, 4,
-                                    "poly").kwargs["late_residual"] is False
+        assert plan_of("gluon_wsz", mode="fp16").kwargs["late_residual"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=True):
-        assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                    "poly").kwargs["late_residual"] is True
+        assert plan_of("gluon_wsz").kwargs["late_residual"] is True
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="tail"):  # the default stays off where it cannot run
-        assert cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "fp16", False, 4,
-                                    "poly").kwargs["late_residual"] is False
+        assert plan_of("gluon_wsz", stages=3, mode="fp16").kwargs["late_residual"] is False
     for schedule in ("tail", "chunk"):
         with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=True, ws_schedule=schedule):
             with pytest.raises(ValueError, match=f"ws_late_residual applies to the pingpong and turns schedules only; "
                                                  f"this call runs ws_schedule={schedule}"):
-                cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "fp16", False, 4, "poly")
+                plan_of("gluon_wsz", stages=3, mode="fp16")
     # the z producer's L2 prefetch of x: off unless asked for, gluon_wsz only, 1..8 groups ahead
-    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                "poly").kwargs["x_prefetch"] == 0
+    assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 0
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=2):
-        assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                    "poly").kwargs["x_prefetch"] == 2
+        assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 2
         with pytest.raises(ValueError, match="ws_x_prefetch applies to the gluon_wsz layout only; this call runs "
                                              "layout gluon_ws"):
-            cheri_ops._make_plan((64, 32, 4, 3, "gluon_ws", None), x, 512, 3, "bf16", False, 4, "poly")
+            plan_of("gluon_ws", stages=3, block_e=32)
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=9):
         with pytest.raises(ValueError, match=r"ws_x_prefetch is a number of groups ahead in \[1, 8\] \(not set: none\), "
                                              r"got 9"):
-            cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4, "poly")
+            plan_of("gluon_wsz")
     with pytest.raises(ValueError, match="ws_x_prefetch must be a positive int, got 0"):
         with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0):
             pass
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
-    assert cheri_ops._make_plan((64, 32, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                "poly").kwargs["b1_mma"] is False
+    assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
-        assert cheri_ops._make_plan((64, 32, 4, 4, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                    "poly").kwargs["b1_mma"] is True
+        assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is True
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="turns"):
-        assert cheri_ops._make_plan((64, 64, 4, 3, "gluon_wsz", None), x, 512, 3, "bf16", False, 4,
-                                    "poly").kwargs["pingpong"] == 2
+        assert plan_of("gluon_wsz", stages=3).kwargs["pingpong"] == 2
 
 
 def test_tuning_override_errors_name_the_tunable(device):
