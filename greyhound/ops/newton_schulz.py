@@ -401,12 +401,13 @@ def _check_compute_dtype(compute_dtype, G, gram=False):
 # ----------------------------------------------------------------------------------------------------------------
 def _normalised(G, norm_scale, eps, compute_dtype):
     """(X [B, m, n] contiguous in compute_dtype with m <= n, transposed): G / (norm_scale · ‖G‖_F + eps) per matrix,
-    the norm and the division in fp32."""
+    the norm and the division in fp64: an fp32 sum of squares overflows once ‖G‖_F passes ~1.8e19 (the norm reads
+    inf and X all zeros), an fp64 one holds any finite G. The same two passes over G as in fp32, with fp64 arithmetic."""
     transposed = G.size(-2) > G.size(-1)
     matrices = G.reshape(-1, *G.shape[-2:])
     if transposed:
         matrices = matrices.mT
-    norm = torch.linalg.vector_norm(matrices, dim=(-2, -1), keepdim=True, dtype=torch.float32)
+    norm = torch.linalg.vector_norm(matrices, dim=(-2, -1), keepdim=True, dtype=torch.float64)
     x = torch.empty(matrices.shape, dtype=compute_dtype, device=G.device)
     torch.div(matrices, norm * norm_scale + eps, out=x)
     return x, transposed
@@ -433,7 +434,8 @@ def newton_schulz(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype
     in the standard iteration, as Muon; fp16 for fp16 G, and fp16 for every G in the Gram iteration, as
     gram-newton-schulz, whose recurrence bf16 rounding hurts; torch.float32 for a full-fp32 iteration, the only
     choice besides fp16 on the CPU interpreter); every product
-    accumulates in fp32 and adds its a·X / b·A term in fp32 before one rounding; the norm is taken in fp32.
+    accumulates in fp32 and adds its a·X / b·A term in fp32 before one rounding; the norm and the division by it
+    are taken in fp64, so any finite G normalises (an fp32 norm overflows past ‖G‖_F ~1.8e19)
     """
     check_tensor("G", G, dtypes=FLOAT_DTYPES)
     _check_matrices(G)
@@ -525,12 +527,13 @@ def _newton_schulz_fake(G, coefficients, norm_scale, eps, compute_dtype, gram):
 
 def newton_schulz_reference(G, *, steps=None, coefficients="muon", eps=1e-7, compute_dtype=None):
     """Plain PyTorch, the same iteration: matmuls and axpys in compute_dtype (default as newton_schulz's; fp64 for an
-    fp64 G), the norm in fp32 (fp64 for fp64 G). With bf16 it is Muon's zeropower_via_newtonschulz5."""
+    fp64 G), the norm and the division in fp64. With bf16 it is Muon's zeropower_via_newtonschulz5 except there: Muon's
+    fp32-accumulated norm overflows past ‖G‖_F ~1.8e19 and returns zeros."""
     schedule, norm_scale = _coefficient_schedule(coefficients, steps)
     compute_dtype = compute_dtype or _default_compute_dtype(G.dtype)
     transposed = G.size(-2) > G.size(-1)
     X = G.mT if transposed else G
-    norm = torch.linalg.vector_norm(X, dim=(-2, -1), keepdim=True, dtype=torch.promote_types(G.dtype, torch.float32))
+    norm = torch.linalg.vector_norm(X, dim=(-2, -1), keepdim=True, dtype=torch.float64)
     X = (X / (norm * norm_scale + eps)).to(compute_dtype)
     for a, b, c in schedule:
         A = X @ X.mT

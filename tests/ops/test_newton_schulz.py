@@ -192,6 +192,21 @@ def test_layouts_empty_batch_and_zero_matrix(device, monkeypatch):
     assert torch.equal(newton_schulz(torch.zeros(5, 7, device=device), **FP32), torch.zeros(5, 7, device=device))
 
 
+@pytest.mark.parametrize("method", ["standard", "gram"])
+@pytest.mark.parametrize("scale_exponent", [70, 125, -70])
+def test_normalisation_holds_any_finite_scale(device, method, scale_exponent):
+    """G · 2^k normalises to G's X (a power of two is exact in fp32): past ‖G‖_F ~1.8e19 an fp32 sum of squares
+    overflowed, the norm read inf and the result was all zeros. 2^125 puts the norm itself past fp32's range."""
+    G = torch.randn(24, 40, device=device)
+    scaled = G * 2.0**scale_exponent
+    assert torch.isfinite(scaled).all()
+    expect = newton_schulz(G, method=method, eps=0.0, **FP32)
+    out = newton_schulz(scaled, method=method, eps=0.0, **FP32)
+    assert out.abs().max() > 0.1 and rel_err(out, expect) < 1e-6
+    ref = newton_schulz_reference(scaled, eps=0.0, compute_dtype=torch.float32)
+    assert rel_err(ref, newton_schulz_reference(G, eps=0.0, compute_dtype=torch.float32)) < 1e-6
+
+
 @pytest.mark.parametrize("bad, error, words", [
     (dict(G=torch.randn(5)), ValueError, "G must be a matrix"),
     (dict(G=torch.tensor(1.0)), ValueError, "G must be a matrix"),
