@@ -678,7 +678,7 @@ def cross_entropy_with_grad(
     ignore_index = _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
     V = logits.shape[1]
     needs_grad = torch.is_grad_enabled() and logits.requires_grad
-    if logits.stride(1) != 1:
+    if logits.stride(1) != 1 and V > 1:  # a single class has no stride to speak of (e.g. a (1, BT) tensor's .mT)
         if inplace_backward and needs_grad:
             raise ValueError(
                 f"logits must have unit stride along the vocabulary for inplace_backward=True, got strides "

@@ -198,6 +198,25 @@ def test_inplace_backward_writes_gradient_into_logits(device, small_blocks):
     assert rel_err(hidden.grad, ref_hidden.grad) < 1e-5 and rel_err(weight.grad, ref_weight.grad) < 1e-5
 
 
+def test_inplace_backward_with_a_single_class_of_any_stride(device):
+    """V = 1: the loss is 0 and the gradient 0 for every kept row. A (1, BT) tensor's .mT has strides (1, BT); its
+    class stride means nothing, and inplace_backward used to refuse it as not unit-stride."""
+    rows = 9
+    source = torch.randn(1, rows, device=device)
+    target = torch.zeros(rows, dtype=torch.int64, device=device)
+    target[3] = -100
+    leaf = source.clone().requires_grad_()
+    logits = leaf.mT * 2.0  # strides (1, 9)
+    assert logits.stride(1) != 1
+    loss = cross_entropy_with_grad(logits, target, inplace_backward=True)
+    loss.backward()
+    ref_leaf = source.double().requires_grad_()
+    expected = cross_entropy_reference(ref_leaf.mT * 2.0, target)
+    expected.backward()
+    assert abs(loss.item() - expected.item()) < 1e-6
+    assert torch.allclose(leaf.grad.double(), ref_leaf.grad, atol=1e-6)
+
+
 def test_inplace_backward_bumps_version_for_other_users(device):
     logits = torch.randn(6, 80, device=device).requires_grad_()
     target = torch.randint(0, 80, (6,), device=device)
