@@ -31,7 +31,7 @@ and the caller falls back to the plain Triton kernel otherwise (or when this ker
 """
 import triton.language
 
-from greyhound._launch import FastLaunch, cdiv, multiprocessor_count
+from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
 from greyhound.ops._gluon import async_copy, async_load as _async_load, cta_barrier as _cta_barrier, gl, gluon
 from greyhound.ops._gluon import reinterpret as _reinterpret, warn_fallback as _warn_fallback, why_not_hopper
 
@@ -162,17 +162,19 @@ def default_consumer_regs(consumers, z_producer=False):
     return _WSZ_CONSUMER_REGS if z_producer else ws_consumer_regs(consumers)
 
 
-def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False, tail=False):
+def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False, tail=False, conv_taps=0):
     """The z ring's depth beside a weight ring of `stages` slots: _Z_STAGES (two tiles a consumer) where the H200's
     shared memory holds it, else as many as fit (a ring of 5 at 64 hidden columns and C=128 runs with 3 z slots); 0
     when not even one a consumer fits. With `tail` (ws_schedule tail) beside two double buffers of the hidden operand
-    (BLOCK_L, BLOCK_E) a consumer."""
+    (BLOCK_L, BLOCK_E) a consumer; with `conv_taps` K > 0 (ws_conv_smem) beside the conv's K taps in fp32 (rows padded
+    to a power of 2: 2 KiB at K=3, C=128; 231564 bytes in all at ring 4, Triton 3.6)."""
     # bf16/fp16 weight rings, b1 (fp32), the layout conversions' scratch (a tile) and the barriers: 215180 bytes in
     # all at (64, 64, ring 4, 4 z slots), 247980 at ring 5 (Triton 3.6, H200)
     # (b1: fp32, or with b1_mma a (block_e, 16) bf16/fp16 block a chunk; the chunks padded to a power of 2)
     b1_chunks = 1 << (hidden_width // block_e - 1).bit_length()
     others = (stages * 2 * block_e * channels * 2 + b1_chunks * block_e * (32 if b1_mma else 4)
-              + block_l * channels * 2 + 1024 + (4 * block_l * block_e * 2 if tail else 0))
+              + block_l * channels * 2 + 1024 + (4 * block_l * block_e * 2 if tail else 0)
+              + next_power_of_2(conv_taps) * channels * 4)
     fits = (232448 - others) // (block_l * channels * 2)
     return min(_Z_STAGES, fits) if fits >= 2 else 0
 
@@ -183,7 +185,7 @@ def z_producer_regs(consumer_regs):
 
 
 def schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, consumers, pipeline=False,
-                     z_producer=False, pingpong=0, b1_mma=False, balance=False):
+                     z_producer=False, pingpong=0, b1_mma=False, balance=False, conv_taps=0):
     """Why the warp-specialised kernel cannot run this set of partitions and consumer schedule (a string), or None:
     the refusals unsupported_ws (the layouts' check) and launch_ws (a direct call) share."""
     if consumers not in (2, 3):
@@ -200,7 +202,9 @@ def schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, con
                f"z_producer={z_producer}, pingpong={pingpong}"
     if pingpong == 3 and not z_producer:
         return "its tail schedule (ws_schedule=tail) runs in layout gluon_wsz only"
-    if z_producer and not z_stages(stages, block_e, channels, hidden_width, block_l, b1_mma, pingpong == 3):
+    if conv_taps and not z_producer:
+        return "the conv's taps in shared memory (ws_conv_smem) are read by the z producer: layout gluon_wsz only"
+    if z_producer and not z_stages(stages, block_e, channels, hidden_width, block_l, b1_mma, pingpong == 3, conv_taps):
         return f"its weight ring of {stages} slots of {block_e} hidden columns leaves no room in the H200's shared " \
                f"memory for the z producer's ring (a tile a consumer, {block_l} x {channels}): fewer num_stages or " \
                f"hidden columns"
@@ -225,7 +229,7 @@ def schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, con
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
                    consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0, b1_mma=False,
-                   balance=False):
+                   balance=False, conv_taps=0):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu, True)
     if why_not is not None:
@@ -236,7 +240,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
     if num_warps != 4:
         return f"its consumers are one warp group each (num_warps 4), got num_warps={num_warps}"
     why_not = schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, consumers, pipeline, z_producer,
-                               pingpong, b1_mma, balance)
+                               pingpong, b1_mma, balance, conv_taps)
     if why_not is not None:
         return why_not
     most = ws_consumer_regs(consumers, z_producer)
@@ -249,7 +253,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
-              balance=False, late_residual=False, x_prefetch=0):
+              balance=False, late_residual=False, x_prefetch=0, conv_smem=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -265,10 +269,12 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     releases a ring slot with an arrive of its own instead of one arrive a warp group (see _release). With `balance`
     (not with pingpong 2) a last round of at most one tile a CTA runs one tile a CTA (see lone_tiles). With
     `late_residual` (pingpong 1 or 2) each tile's residual is loaded after its last GEMM, not issued before it. With
-    `x_prefetch` > 0 (z_producer) the z producer asks L2 for each tile's x `x_prefetch` groups before computing it."""
+    `x_prefetch` > 0 (z_producer) the z producer asks L2 for each tile's x `x_prefetch` groups before computing it.
+    With `conv_smem` (z_producer) the conv's taps go to shared memory once and the z producer reads them there."""
     batch, channels, length = x.shape
+    conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
-                               z_producer, pingpong, b1_mma, balance)
+                               z_producer, pingpong, b1_mma, balance, conv_taps)
     if why_not is None and x_prefetch and not z_producer:
         why_not = "x_prefetch (the z producer's L2 prefetch of x) runs with the z producer (layout gluon_wsz) only"
     if why_not is not None:
@@ -282,12 +288,12 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
         CONSUMERS=consumers, CONSUMER_REGS=consumer_regs, PRODUCER_WARPS=_PRODUCER_WARPS,
         PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
-        Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma, pingpong == 3)
+        Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma, pingpong == 3, conv_taps)
         if z_producer else 1,
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
-        X_PREFETCH=int(x_prefetch), num_warps=num_warps)
+        X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), num_warps=num_warps)
 
 
 def lone_tiles(num_tiles, programs, consumers=2):
@@ -541,13 +547,17 @@ if available():
     @gluon.jit
     def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
                         C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr, EVEN_L: gl.constexpr,
-                        BLOCK_L: gl.constexpr, TILE: gl.constexpr):
+                        BLOCK_L: gl.constexpr, TILE: gl.constexpr, conv_smem=None, CONV_SMEM: gl.constexpr = False):
         """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE, and
-        the conv output's mean and rstd per position (what a training forward saves)."""
+        the conv output's mean and rstd per position (what a training forward saves). With CONV_SMEM the conv's taps
+        come from `conv_smem` (_stage_conv_taps) instead of the (C, 1, K) weight in global memory."""
         y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
         for k in gl.static_range(KERNEL_SIZE):
             shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
-            w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
+            if CONV_SMEM:
+                w_tap = conv_smem.slice(k * C, C).load(gl.SliceLayout(0, TILE))
+            else:
+                w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
             tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
             if k == KERNEL_SIZE - 1:
                 x_tap = _load_x_tile(tap_ptrs, in_range, EVEN_L)
@@ -1122,16 +1132,31 @@ if available():
                                       [(x_ptr + offsets).to(gl.int64)], dtype=gl.int32, is_pure=False, pack=1)
 
     @gluon.jit
+    def _stage_conv_taps(conv_w_ptr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr, num_warps: gl.constexpr):
+        """(ws_conv_smem) The conv's (C, 1, K) weight as K fp32 rows of C (one flat buffer) in shared memory, one load and one store by
+        the whole CTA before the partitions start (as b1): the z producer then reads each tap by 16-byte vectors, where
+        the weight's own layout (stride K between channels) took 2-byte loads, every tile. Those were 38% of the z
+        producer's L1 sectors (9.4M of its 24.4M tag requests, 9.4M sectors over the ideal) in session 37's profile."""
+        ROWS: gl.constexpr = _next_power_of_2(KERNEL_SIZE)  # (gl.arange's length; the rows past K are not read)
+        offsets = gl.arange(0, ROWS * C, layout=gl.BlockedLayout([1], [32], [num_warps], [0]))
+        tap = offsets // C
+        weight = gl.load(conv_w_ptr + (offsets % C) * KERNEL_SIZE + tap, mask=tap < KERNEL_SIZE, other=0.0)
+        return gl.allocate_shared_memory(gl.float32, [ROWS * C], gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
+                                         weight.to(gl.float32))
+
+    @gluon.jit
     def _ws_z_producer(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                        num_tiles, CONSUMERS: gl.constexpr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                        DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
-                       WARPS: gl.constexpr, BALANCE: gl.constexpr, X_PREFETCH: gl.constexpr = 0):
+                       WARPS: gl.constexpr, BALANCE: gl.constexpr, X_PREFETCH: gl.constexpr = 0, conv_smem=None,
+                       CONV_SMEM: gl.constexpr = False):
         """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
         group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
         that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
         tile, as the consumers do. x's loads and the arithmetic come before the wait, so they run while the slot's
         previous tile is still in use. With X_PREFETCH > 0, after each tile it asks L2 for the x of the same
-        consumer's tile X_PREFETCH groups later (_prefetch_x_rows)."""
+        consumer's tile X_PREFETCH groups later (_prefetch_x_rows). With CONV_SMEM the conv's taps come from
+        `conv_smem` (_stage_conv_taps)."""
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
@@ -1142,7 +1167,8 @@ if available():
             for consumer in gl.static_range(CONSUMERS):
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile,
-                        count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE)
+                        count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE,
+                        conv_smem, CONV_SMEM)
                 if X_PREFETCH > 0:  # (after the tile, where its registers are free: before it, the z producer spilled)
                     _prefetch_x_rows(x_ptr, CONSUMERS * (group + X_PREFETCH * gl.num_programs(0)) + consumer,
                                      num_tiles, L, C, BLOCK_L, WARPS)
@@ -1152,19 +1178,21 @@ if available():
             if group < num_groups:
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                         group + (CONSUMERS - 1) * lone_start, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION,
-                        EVEN_L, BLOCK_L, Z_STAGES, TILE)
+                        EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM)
 
     @gluon.jit
     def _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,
                 offs_c, num_l_blocks, C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
-                EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr, TILE: gl.constexpr):
+                EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr, TILE: gl.constexpr, conv_smem,
+                CONV_SMEM: gl.constexpr):
         """The z producer's `count`-th tile (`tile`): its conv + LayerNorm into slot count % Z_STAGES of the z ring once
         that slot is free, then z_ready[slot] completes."""
         n = tile // num_l_blocks
         offs_l = (tile % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
         in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
         z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr,
-                                  gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
+                                  gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE,
+                                  conv_smem, CONV_SMEM)
         slot = count % Z_STAGES
         # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier, pass at once)
         mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
@@ -1184,6 +1212,7 @@ if available():
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
         GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
         LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
+        CONV_SMEM: gl.constexpr = False,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1257,6 +1286,11 @@ if available():
         if PINGPONG == 2:
             for c in gl.static_range(CONSUMERS):
                 mbarrier.init(turn.index(c), count=1)  # the other consumer's arrival
+        if CONV_SMEM:
+            gl.static_assert(Z_PRODUCER, "the conv's taps in shared memory: the z producer reads them")
+            conv_smem = _stage_conv_taps(conv_w_ptr, C, KERNEL_SIZE, num_warps)
+        else:  # (not read)
+            conv_smem = b1_smem
         # (explicit tuples: a tuple built by + turns its constexprs into tensors)
         if Z_PRODUCER:
             gl.warp_specialize([
@@ -1272,7 +1306,7 @@ if available():
                                 num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
-                                  num_warps, BALANCE, X_PREFETCH)),
+                                  num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])

@@ -102,6 +102,10 @@ _tuning.register(
                         "default): none. "
                         "Session 37's profile had the z producer's x loads at 47% of its stall samples and the "
                         "consumers waiting for z"),
+    ws_conv_smem=(bool, "layout gluon_wsz: the conv's (C, 1, K) weight goes to shared memory once, as K fp32 rows, "
+                        "and the z producer reads each tap there by 16-byte vectors instead of re-reading it from "
+                        "global memory by 2-byte loads every tile (38% of its L1 sectors in session 37's profile). "
+                        "Default: off (not yet measured)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1160,6 +1164,10 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     if ws_x_prefetch is not None and layout != "gluon_wsz":
         raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch applies to the gluon_wsz layout only; this call runs "
                          f"layout {layout}")
+    ws_conv_smem = _tuning.get(TUNING_OP, "ws_conv_smem")
+    if ws_conv_smem is not None and layout != "gluon_wsz":
+        raise ValueError(f"tuning: {TUNING_OP}.ws_conv_smem applies to the gluon_wsz layout only; this call runs "
+                         f"layout {layout}")
     if ws_x_prefetch is not None and not 1 <= ws_x_prefetch <= 8:
         raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [1, 8] (not set: none), "
                          f"got {ws_x_prefetch}")
@@ -1190,7 +1198,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
                           late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual),
-                          x_prefetch=ws_x_prefetch or 0)
+                          x_prefetch=ws_x_prefetch or 0, conv_smem=bool(ws_conv_smem))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1334,7 +1342,8 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     bool(tuning.get("ws_pipeline")), z_producer,
                     _ws_pingpong(layout, tuning.get("ws_schedule")),
                     _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e),
-                    _ws_balance(layout, tuning.get("ws_schedule"), tuning.get("ws_balance")))
+                    _ws_balance(layout, tuning.get("ws_schedule"), tuning.get("ws_balance")),
+                    kernel_size if z_producer and tuning.get("ws_conv_smem") else 0)
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

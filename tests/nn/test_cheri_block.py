@@ -732,6 +732,13 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with pytest.raises(ValueError, match="ws_x_prefetch must be a positive int, got 0"):
         with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0):
             pass
+    # the conv's taps in shared memory: off unless asked for, gluon_wsz only
+    assert plan_of("gluon_wsz").kwargs["conv_smem"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_conv_smem=True):
+        assert plan_of("gluon_wsz").kwargs["conv_smem"] is True
+        with pytest.raises(ValueError, match="ws_conv_smem applies to the gluon_wsz layout only; this call runs "
+                                             "layout gluon_ws"):
+            plan_of("gluon_ws", stages=3, block_e=32)
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
@@ -1185,24 +1192,27 @@ def test_gpu_late_residual_changes_no_bit(dtype, length, schedule):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("ahead", [1, 2])
+@pytest.mark.parametrize("variant", [dict(ws_x_prefetch=1), dict(ws_x_prefetch=2), dict(ws_conv_smem=True)],
+                         ids=["x_prefetch1", "x_prefetch2", "conv_smem"])
+@pytest.mark.parametrize("kernel_size", [3, 5])
 @pytest.mark.parametrize("length", [1024, 1000])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_gpu_x_prefetch_changes_no_bit(dtype, length, ahead):
-    """ws_x_prefetch only asks L2 for lines the z producer reads later (prefetch.global.L2 writes nothing): the same
-    output bit for bit, whole and ragged L, with lone last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU)."""
+def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, variant):
+    """The z producer's variants change where its inputs come from, not what it computes: ws_x_prefetch only asks L2
+    for lines it reads later (prefetch.global.L2 writes nothing), ws_conv_smem reads the same fp32 taps from shared
+    memory (K=5: rows padded to 8, and 3 z slots). The same output bit for bit, whole and ragged L, with lone
+    last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU)."""
     from greyhound import _tuning
-    block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
+    block = make_block(128, kernel_size, 4, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
-    outs = {}
+    config = (64, 64, 4, 4, "gluon_wsz")
     with torch.no_grad():
-        outs[0] = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
-        with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=ahead):
-            outs[ahead] = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4,
-                                                           config=(64, 64, 4, 4, "gluon_wsz"))
-    assert torch.equal(outs[ahead], outs[0])
+        expected = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, **variant):
+            out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
+    assert torch.equal(out, expected)
     ref = fp64_twin(block).reference_forward(x[-2:].double())
-    assert max_abs(outs[ahead][-2:], ref) < HALF_BOUNDS[dtype]
+    assert max_abs(out[-2:], ref) < HALF_BOUNDS[dtype]
 
 
 @pytest.mark.gpu
@@ -1553,6 +1563,18 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     with pytest.raises(ValueError, match="launch_ws: .* weight ring of 6 slots of 64 hidden columns leaves no room"):
         gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 6, z_producer=True)
     assert gluon_module.z_stages(8, 32, 128, 512) == 4
+    # the conv's taps in shared memory (ws_conv_smem): K fp32 rows of C, padded to a power of 2 (2 KiB at K=3 or 4, 4 KiB
+    # at K=5): ring 4 keeps its 4 z slots at K <= 4 (231564 bytes, Triton 3.6) and drops to 3 at K=5; z producer only
+    assert [gluon_module.z_stages(4, 64, 128, 512, 64, True, False, k) for k in (0, 3, 4, 5)] == [4, 4, 4, 3]
+    assert gluon_module.z_stages(5, 64, 128, 512, 64, True, False, 3) == 2
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4, "poly2", 2, 152, False, True, 1,
+                                       True, True, 3) is None
+    assert "the conv's taps in shared memory (ws_conv_smem) are read by the z producer: layout gluon_wsz only" in \
+        gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4, "poly", 2, 232, False, False, 1,
+                                    False, False, 3)
+    with pytest.raises(ValueError, match=r"launch_ws: .* \(ws_conv_smem\) are read by the z producer"):
+        gluon_module.launch_ws(x, x, torch.randn(128, 1, 3), *weights[1:], 4, 1e-5, 64, 64, 4, 4, pingpong=1,
+                               conv_smem=True)
     # the ping-pong schedules (ws_schedule pingpong / turns: launch_ws's pingpong 1 / 2)
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 152, False, True, 2) is None
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly", 2, 232, False, False, 1) is None
@@ -1750,7 +1772,8 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 3, False, 2, False, True, 8), (32, 4, True, 2, True, False, 9), (32, 3, True, 3, False, False, 9),
     (64, 4, True, 2, False, True, 10), (64, 3, False, 2, False, True, 11), (32, 3, True, 3, False, False, 12),
     (64, 4, True, 2, False, True, 13), (64, 4, False, 2, False, True, 13), (64, 4, True, 2, False, True, 14),
-    (64, 4, True, 2, False, True, 15), (64, 4, False, 2, False, True, 15)])
+    (64, 4, True, 2, False, True, 15), (64, 4, False, 2, False, True, 15), (64, 4, True, 2, False, True, 16),
+    (64, 4, False, 2, False, True, 16)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -1759,7 +1782,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # the ring slots, 9 that release on the pipelined or one-chunk consumers: one warp-group barrier fewer a chunk;
     # 10, 11 and 12: 3, the tail schedule and three one-chunk consumers with lone last-round tiles, ws_balance;
     # 13: the bf16 default, 10 with the degree-2 GELU; 14: the fp16 default, 10 with the residual loaded after the
-    # last GEMM, ws_late_residual; 15: 13 with the z producer's L2 prefetch of x, ws_x_prefetch)
+    # last GEMM, ws_late_residual; 15: 13 with the z producer's L2 prefetch of x, ws_x_prefetch; 16: 13 with the
+    # conv's taps in shared memory, ws_conv_smem)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1778,12 +1802,12 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
-                                15: 1}.get(pingpong, pingpong),
+                                15: 1, 16: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
-                                              15: 2}.get(pingpong, 6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15), THREAD_RELEASE=pingpong in (7, 8, 9),
-                      BALANCE=pingpong >= 10, LATE_RESIDUAL=pingpong == 14, X_PREFETCH=2 if pingpong == 15 else 0,
-                      num_warps=4)
+                                              15: 2, 16: 2}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16),
+                      THREAD_RELEASE=pingpong in (7, 8, 9), BALANCE=pingpong >= 10, LATE_RESIDUAL=pingpong == 14,
+                      X_PREFETCH=2 if pingpong == 15 else 0, CONV_SMEM=pingpong == 16, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -1793,6 +1817,10 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
     # the L2 prefetch is in the PTX with it only (the z producer's, one a thread and row)
     assert (facts["l2_prefetches"] > 0) == (pingpong == 15), facts
+    # the z producer's 2-byte reloads of the conv weight, every tile, are gone with the taps in shared memory (the
+    # only 2-byte loads left are masked: b1's, and the taps' one staging load)
+    if z_producer:
+        assert (facts["plain_b16_loads"] == 0) == (pingpong == 16), facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
 

@@ -1,9 +1,11 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN (written in session 37, whose device loans were paused after call 2). The z producer's L2
-# prefetch of x (ws_x_prefetch, 1 and 2 groups ahead) beside the default and ring 3: bit-equality first (N=64, ragged L,
-# N=512), then the sweep CLI, one process a dtype, N=512/64, bf16 twice. Prediction (docs/perf/cheri_block.md, session
-# 37): -3 to -6% at N=512. Copy to .carry/cmd.sh and rename to the next log number (157) when it runs; ~150 s. If it
-# pays: make it gluon_wsz's default, run tests/nn/test_cheri_block.py -k x_prefetch on the GPU, then asv of the tip.
+# PLANNED, NOT YET RUN (written in session 37, extended in session 38; no device was lent to either after session 37's
+# call 2). Two variants of the z producer beside the default: its L2 prefetch of x (ws_x_prefetch, 1 and 2 groups
+# ahead) and the conv's taps in shared memory (ws_conv_smem), alone and together. Bit-equality first (N=64, ragged L,
+# N=512), then the sweep CLI, one process a dtype, N=512/64, bf16 twice. Predictions (docs/perf/cheri_block.md,
+# sessions 37 and 38): prefetch -3 to -6% at N=512; conv taps in shared memory -3 to -6% at N=512, level at N=64.
+# Copy to .carry/cmd.sh and rename to the next log number when it runs; ~200 s. For a variant that pays: make it
+# gluon_wsz's default, run tests/nn/test_cheri_block.py -k z_producer_variants on the GPU, then asv of the tip.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 S=$SECONDS
 rm -rf /tmp/t && git clone -q .carry/repo.bundle /tmp/t && (cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1)
@@ -20,10 +22,11 @@ for dtype in (torch.bfloat16, torch.float16):
         x = torch.randn(n, 128, L, device="cuda", dtype=dtype)
         with torch.no_grad():
             ref = block(x)
-            for d in (1, 2):
-                with _tuning.override(ops.TUNING_OP, ws_x_prefetch=d):
+            for variant in (dict(ws_x_prefetch=1), dict(ws_x_prefetch=2), dict(ws_conv_smem=True),
+                            dict(ws_conv_smem=True, ws_x_prefetch=1)):
+                with _tuning.override(ops.TUNING_OP, **variant):
                     out = block(x)
-                print(dtype, n, L, "prefetch", d, "bit-equal", torch.equal(out, ref), flush=True)
+                print(dtype, n, L, variant, "bit-equal", torch.equal(out, ref), flush=True)
 PY
 echo "equal rc=$? t=$((SECONDS-S))"; cat $OUT/equal.log | tail -12
 W="layout=gluon_wsz,block_l=64,warps=4,block_e=64"
@@ -31,6 +34,6 @@ sweep() {
   timeout 150 python3 -m benchmarks cheri_block --mode forward --batch-size 512,64 --n-filters 128 --seq-len 1024 --dtype $2 --providers "$3" --no-csv > $OUT/$1.log 2>&1
   echo "$1 rc=$? t=$((SECONDS-S))"; grep -E '^  greyhound' $OUT/$1.log | sed -E 's/  +/ /g; s/layout=gluon_wsz,block_l=64,warps=4,block_e=64,//; s/ forward batch_size=([0-9]+).*dtype=[a-z0-9]+ / N=\1 /' | cut -c1-120
 }
-sweep prefetch-bf16 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_x_prefetch=2],greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=3,ws_x_prefetch=1]"
-sweep prefetch-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_x_prefetch=2]"
-sweep prefetch-bf16-2 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_x_prefetch=2]"
+sweep z-bf16 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_x_prefetch=2],greyhound-megakernel[$W,stages=4,ws_conv_smem=1],greyhound-megakernel[$W,stages=4,ws_conv_smem=1,ws_x_prefetch=1],greyhound-megakernel[$W,stages=3]"
+sweep z-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_conv_smem=1],greyhound-megakernel[$W,stages=4,ws_conv_smem=1,ws_x_prefetch=1]"
+sweep z-bf16-2 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_conv_smem=1],greyhound-megakernel[$W,stages=4,ws_conv_smem=1,ws_x_prefetch=1]"
