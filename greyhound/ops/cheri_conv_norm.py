@@ -399,13 +399,42 @@ def _conv_norm_bwd_dx_kernel(
              dx.to(dx_ptr.dtype.element_ty), mask=tile_mask)
 
 
+@triton.jit
+def _conv_norm_param_grads_kernel(
+    partials_ptr, dgamma_ptr, dbeta_ptr, dconv_b_ptr, dconv_w_ptr, num_partials,
+    C: tl.constexpr, KERNEL_SIZE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    """The parameter gradients from _conv_norm_bwd_dy_kernel's per-program partial sums (P, 3 + K, C) fp32: row
+    `program_id(1)` of every program summed in fp32 for BLOCK_C channels, then stored once in its gradient's own dtype:
+    dgamma, dbeta, dconv_b (C,) and, for rows 3 + k, tap k of dconv_w (C, 1, K). One launch writes the four separate
+    tensors (what a sum over the partials and four casting copies did in five)."""
+    row = tl.program_id(1)
+    offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask_c = offs_c < C
+    acc = tl.zeros([BLOCK_C], dtype=tl.float32)
+    for first in range(0, num_partials, BLOCK_P):
+        offs_p = first + tl.arange(0, BLOCK_P)
+        acc += tl.sum(tl.load(partials_ptr + (offs_p.to(tl.int64)[:, None] * (3 + KERNEL_SIZE) + row) * C
+                              + offs_c[None, :], mask=(offs_p < num_partials)[:, None] & mask_c[None, :], other=0.0),
+                      axis=0)
+    if row == 0:
+        tl.store(dgamma_ptr + offs_c, acc.to(dgamma_ptr.dtype.element_ty), mask=mask_c)
+    elif row == 1:
+        tl.store(dbeta_ptr + offs_c, acc.to(dbeta_ptr.dtype.element_ty), mask=mask_c)
+    elif row == 2:
+        tl.store(dconv_b_ptr + offs_c, acc.to(dconv_b_ptr.dtype.element_ty), mask=mask_c)
+    else:
+        tl.store(dconv_w_ptr + offs_c * KERNEL_SIZE + (row - 3), acc.to(dconv_w_ptr.dtype.element_ty), mask=mask_c)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Launchers and autograd for conv + LayerNorm
 # ----------------------------------------------------------------------------------------------------------
 # Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
 # launch key instead of on every call.
-_run_conv_norm_fwd, _run_conv_norm_bwd_dy, _run_conv_norm_bwd_dx = map(
-    FastLaunch, (_conv_norm_fwd_kernel, _conv_norm_bwd_dy_kernel, _conv_norm_bwd_dx_kernel))
+_run_conv_norm_fwd, _run_conv_norm_bwd_dy, _run_conv_norm_bwd_dx, _run_conv_norm_param_grads = map(
+    FastLaunch, (_conv_norm_fwd_kernel, _conv_norm_bwd_dy_kernel, _conv_norm_bwd_dx_kernel,
+                 _conv_norm_param_grads_kernel))
 
 
 def _uses_triton(x):
@@ -471,9 +500,10 @@ def _conv_norm_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, dilati
 
 
 def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, dilation, residual_grad=None,
-                        block_l=None, num_warps=None, target_programs=None, dx_block_l=None):
+                        block_l=None, num_warps=None, target_programs=None, dx_block_l=None, grad_dtypes=None):
     """(dx, dconv_w, dconv_b, dgamma, dbeta) for dz of shape (N, L, C); dx += residual_grad when given.
-    Parameter gradients come back in fp32 (callers cast); dx in x's dtype."""
+    dx in x's dtype; the parameter gradients are four separate contiguous tensors in `grad_dtypes` (those of dconv_w,
+    dconv_b, dgamma, dbeta; default fp32), summed in fp32 and rounded once."""
     batch, channels, length = x.shape
     x, dz, conv_weight = x.contiguous(), dz.contiguous(), conv_weight.contiguous()
     kernel_size = conv_weight.shape[2]
@@ -508,9 +538,15 @@ def _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, 
         KERNEL_SIZE=kernel_size, DILATION=dilation, HAS_RESIDUAL=residual_grad is not None, BLOCK_C=dx_block_c,
         BLOCK_L=dx_block_l, num_warps=4,
     )
-    sums = partials.sum(dim=0)
-    dgamma, dbeta, dconv_b = sums[0], sums[1], sums[2]
-    dconv_w = sums[3:].t().reshape(channels, 1, kernel_size)
+    w_dtype, b_dtype, gamma_dtype, beta_dtype = grad_dtypes or (torch.float32,) * 4
+    dconv_w = torch.empty((channels, 1, kernel_size), device=x.device, dtype=w_dtype)
+    dconv_b, dgamma, dbeta = (torch.empty(channels, device=x.device, dtype=dtype)
+                              for dtype in (b_dtype, gamma_dtype, beta_dtype))
+    param_block_c = min(block_c, 32)
+    _run_conv_norm_param_grads[(cdiv(channels, param_block_c), 3 + kernel_size)](
+        partials, dgamma, dbeta, dconv_b, dconv_w, num_programs,
+        C=channels, KERNEL_SIZE=kernel_size, BLOCK_P=64, BLOCK_C=param_block_c, num_warps=4,
+    )
     return dx, dconv_w, dconv_b, dgamma, dbeta
 
 
@@ -540,15 +576,8 @@ def _conv_norm_bwd(dz: torch.Tensor, x: torch.Tensor, conv_weight: torch.Tensor,
     params = (x, conv_weight, conv_bias, norm_weight, norm_bias)
     if x.numel() == 0:
         return tuple(torch.zeros(p.shape, dtype=p.dtype, device=p.device) for p in params)
-    dx, *param_grads = _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, dilation)
-    # the parameter sums are views of one fp32 tensor: copies, so that no two outputs alias
-    return (dx, *(_fresh_copy(g, p) for g, p in zip(param_grads, params[1:])))
-
-
-def _fresh_copy(grad, like):
-    """`grad` copied into a new contiguous tensor of `like`'s dtype (the parameter gradients of _conv_norm_backward
-    are small views of one fp32 tensor; .to(memory_format=...) would keep a 3-D view as it is)."""
-    return torch.empty(like.shape, dtype=like.dtype, device=like.device).copy_(grad)
+    return _conv_norm_backward(dz, x, conv_weight, conv_bias, norm_weight, mean, rstd, dilation,
+                               grad_dtypes=tuple(p.dtype for p in params[1:]))
 
 
 @_conv_norm_bwd.register_fake
@@ -1555,12 +1584,9 @@ def _cheri_block_bwd(grad_out: torch.Tensor, x: torch.Tensor, conv_weight: torch
     del grad_pre, z
     dx, dconv_w, dconv_b, dgamma, dbeta = _conv_norm_backward(
         grad_z.view(batch, length, channels), x, conv_weight, conv_bias, norm_weight, mean, rstd, dilation,
-        residual_grad=grad_out)
+        residual_grad=grad_out, grad_dtypes=(conv_weight.dtype, conv_bias.dtype, norm_weight.dtype, norm_bias.dtype))
     grads = (dx, dconv_w, dconv_b, dgamma, dbeta, grad_fc1_weight, grad_fc1_bias, grad_fc2_weight, grad_fc2_bias)
-    params = (x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
-    # the conv and LayerNorm parameter gradients are views of one tensor: fresh copies (no two outputs may alias)
-    return tuple((g if i == 0 or i >= 5 else _fresh_copy(g, p)) if need else x.new_empty(0)
-                 for i, (g, p, need) in enumerate(zip(grads, params, needs_grad)))
+    return tuple(g if need else x.new_empty(0) for g, need in zip(grads, needs_grad))
 
 
 @_cheri_block_bwd.register_fake

@@ -127,6 +127,33 @@ def test_conv_norm_backward_across_tiles_matches_fp64(device, programs, length):
         assert rel_err(grad, leaf.grad) < 1e-5, name
 
 
+def test_conv_norm_parameter_gradients_each_in_its_own_dtype(device):
+    """The parameter gradients are reduced from the per-program partials in fp32 and stored once, each as its own
+    contiguous tensor in its parameter's dtype (one launch: no fp32 sum followed by casting copies), also when the
+    parameters' dtypes differ; neither aliases another (a registered op's outputs may not)."""
+    channels, dilation = 24, 2
+    x = torch.randn(3, channels, 50, device=device, requires_grad=True)
+    dtypes = (torch.bfloat16, torch.float16, torch.float32, torch.bfloat16)
+    params = [(torch.randn(channels, 1, 3, device=device) * 0.5).to(dtypes[0]),
+              (0.1 * torch.randn(channels, device=device)).to(dtypes[1]),
+              (1 + 0.3 * torch.randn(channels, device=device)).to(dtypes[2]),
+              (0.2 * torch.randn(channels, device=device)).to(dtypes[3])]
+    leaves = [p.detach().clone().requires_grad_() for p in params]
+    z = cheri_ops.conv_norm(x, *leaves, dilation=dilation)
+    dz = torch.randn_like(z)
+    z.backward(dz)
+    refs = [t.detach().double().requires_grad_() for t in (x, *params)]
+    y = cheri_ops.causal_depthwise_conv(refs[0], refs[1], refs[2], dilation)
+    torch.nn.functional.layer_norm(y.transpose(1, 2), (channels,), refs[3], refs[4], 1e-5).backward(dz.double())
+    assert rel_err(x.grad, refs[0].grad) < 1e-5
+    storages = {x.grad.untyped_storage().data_ptr()}
+    for leaf, ref, dtype in zip(leaves, refs[1:], dtypes):
+        assert leaf.grad.dtype == dtype and leaf.grad.shape == leaf.shape and leaf.grad.is_contiguous()
+        assert rel_err(leaf.grad, ref.grad) < {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}[dtype]
+        storages.add(leaf.grad.untyped_storage().data_ptr())
+    assert len(storages) == 5
+
+
 # ------------------------------------------------------------------------------------------------ megakernel
 @pytest.mark.parametrize("fp32_dot", ["bf16x3", "tf32x3", "ieee"])
 def test_megakernel_fp32_agrees_with_training_forward(device, fp32_dot):
