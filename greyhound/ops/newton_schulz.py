@@ -262,8 +262,14 @@ def _input_precision(dtype):
     return "ieee" if dtype == torch.float32 else None
 
 
-def _batch_slices(batch):
-    return [slice(start, min(batch, start + MAX_GRID_BATCH)) for start in range(0, batch, MAX_GRID_BATCH)]
+def _batch_parts(batch, *tensors):
+    """The tensors (batch first; None passes through) cut into batches the grid's third axis can launch: the tensors
+    themselves when the batch fits. (Slicing is a dispatched op: sliced at every launch, a (16, 1024, 1024) call made 40
+    slices for its 15 launches, host time that a small call's benchmark measures.)"""
+    if batch <= MAX_GRID_BATCH:
+        return (tensors, )
+    return [tuple(None if t is None else t[start:start + MAX_GRID_BATCH] for t in tensors)
+            for start in range(0, batch, MAX_GRID_BATCH)]
 
 
 def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, config=None):
@@ -272,10 +278,9 @@ def _launch_symmetric_product(x, out, alpha=1.0, beta=0.0, addend=None, config=N
     batch, size, depth = x.shape
     block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
     tiles = cdiv(size, block)
-    for part in _batch_slices(batch):
-        x_part, out_part = x[part], out[part]
+    for x_part, out_part, addend_part in _batch_parts(batch, x, out, addend):
         _run_symmetric_product[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
-            x_part, out_part if addend is None else addend[part], out_part, size, depth,
+            x_part, out_part if addend is None else addend_part, out_part, size, depth,
             *x_part.stride(), *out_part.stride(), alpha, beta,
             HAS_ADDEND=addend is not None, INPUT_PRECISION=_input_precision(x.dtype), BLOCK=block, BLOCK_K=block_k,
             num_warps=num_warps, num_stages=num_stages,
@@ -290,10 +295,9 @@ def _launch_gram_product(x, out, alpha=1.0, beta=0.0, addend=None, y=None, gamma
     y = x if y is None else y
     block, block_k, num_warps, num_stages = config or _symmetric_config(size, depth, x.dtype)
     tiles = cdiv(size, block)
-    for part in _batch_slices(batch):
-        x_part, y_part, out_part = x[part], y[part], out[part]
+    for x_part, y_part, out_part, addend_part in _batch_parts(batch, x, y, out, addend):
         _run_gram_product[(tiles * (tiles + 1) // 2, 1, x_part.shape[0])](
-            x_part, y_part, out_part if addend is None else addend[part], out_part, size, depth,
+            x_part, y_part, out_part if addend is None else addend_part, out_part, size, depth,
             *x_part.stride(), *y_part.stride(), *out_part.stride(), alpha, beta, 0.0 if gamma is None else gamma,
             HAS_ADDEND=addend is not None, HAS_IDENTITY=gamma is not None, INPUT_PRECISION=_input_precision(x.dtype),
             BLOCK=block, BLOCK_K=block_k, num_warps=num_warps, num_stages=num_stages,
@@ -306,8 +310,7 @@ def _launch_apply(poly, x, out, alpha, config=None):
     batch, rows, cols = x.shape
     block_m, block_n, block_k, group_m, num_warps, num_stages = config or _apply_config(rows, cols, x.dtype)
     tiles = cdiv(rows, block_m) * cdiv(cols, block_n)
-    for part in _batch_slices(batch):
-        poly_part, x_part, out_part = poly[part], x[part], out[part]
+    for poly_part, x_part, out_part in _batch_parts(batch, poly, x, out):
         _run_symmetric_apply[(tiles, 1, x_part.shape[0])](
             poly_part, x_part, out_part, rows, cols, *poly_part.stride(), *x_part.stride(), *out_part.stride(),
             alpha, INPUT_PRECISION=_input_precision(x.dtype), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
@@ -408,8 +411,10 @@ def _normalised(G, norm_scale, eps, compute_dtype):
     if transposed:
         matrices = matrices.mT
     norm = torch.linalg.vector_norm(matrices, dim=(-2, -1), keepdim=True, dtype=torch.float64)
+    if norm_scale != 1.0:  # (Muon's scale is 1: one small op fewer)
+        norm.mul_(norm_scale)
     x = torch.empty(matrices.shape, dtype=compute_dtype, device=G.device)
-    torch.div(matrices, norm * norm_scale + eps, out=x)
+    torch.div(matrices, norm.add_(eps), out=x)
     return x, transposed
 
 
@@ -471,16 +476,24 @@ def _newton_schulz_op(G: torch.Tensor, coefficients: list[float], norm_scale: fl
 
 def _standard_iteration(x, schedule, result):
     """X ← B X + a·X with A = X Xᵀ and B = c·A Aᵀ + b·A, three launches a step; the last writes `result`."""
-    batch, rows, _ = x.shape
+    batch, rows, cols = x.shape
     gram = torch.empty(batch, rows, rows, dtype=x.dtype, device=x.device)
     poly = torch.empty_like(gram)
     x_next = torch.empty_like(x) if len(schedule) > 1 else None
+    wide, square, apply = _configs(rows, cols, x.dtype)  # once a call, not at every launch
     for step, (a, b, c) in enumerate(schedule):
-        _launch_symmetric_product(x, gram)  # A = X Xᵀ
-        _launch_symmetric_product(gram, poly, alpha=c, beta=b, addend=gram)  # B = c·A Aᵀ + b·A
+        _launch_symmetric_product(x, gram, config=wide)  # A = X Xᵀ
+        _launch_symmetric_product(gram, poly, alpha=c, beta=b, addend=gram, config=square)  # B = c·A Aᵀ + b·A
         last = step == len(schedule) - 1
-        _launch_apply(poly, x, result if last else x_next, alpha=a)  # X' = B X + a·X
+        _launch_apply(poly, x, result if last else x_next, alpha=a, config=apply)  # X' = B X + a·X
         x, x_next = x_next, x
+
+
+def _configs(rows, cols, dtype):
+    """The iterations' launch configs for X of (rows, cols): the products with K = cols (X Xᵀ) and K = rows (the
+    square ones), and the apply."""
+    return (_symmetric_config(rows, cols, dtype), _symmetric_config(rows, rows, dtype),
+            _apply_config(rows, cols, dtype))
 
 
 def _gram_restarts(steps):
@@ -491,33 +504,34 @@ def _gram_iteration(x, schedule, result):
     """Gram Newton-Schulz: with R = X Xᵀ, one step maps X to P X, P = c·R² + b·R + a·I, and R to P R P, so after k
     steps X_k = Q X with Q = P_k ··· P_1 (all polynomials in R: symmetric, commuting). Every product is m × m and
     symmetric (one triangle computed); X (m × n) is read for R, multiplied by Q at each restart and at the end."""
-    batch, rows, _ = x.shape
-    square = dict(dtype=x.dtype, device=x.device)
-    R, step_buffer, Q, spare = (torch.empty(batch, rows, rows, **square) for _ in range(4))
+    batch, rows, cols = x.shape
+    like = dict(dtype=x.dtype, device=x.device)
+    R, step_buffer, Q, spare = (torch.empty(batch, rows, rows, **like) for _ in range(4))
+    wide, square, apply = _configs(rows, cols, x.dtype)  # once a call, not at every launch
     x_next = None
     have_q = False
     restarts = _gram_restarts(len(schedule))
-    _launch_gram_product(x, R)  # R = X Xᵀ
+    _launch_gram_product(x, R, config=wide)  # R = X Xᵀ
     for step, (a, b, c) in enumerate(schedule):
         if step in restarts:  # X ← Q X, R ← X Xᵀ, Q ← I
             x_next = torch.empty_like(x) if x_next is None else x_next
-            _launch_apply(Q, x, x_next, alpha=0.0)
+            _launch_apply(Q, x, x_next, alpha=0.0, config=apply)
             x, x_next = x_next, x
-            _launch_gram_product(x, R)
+            _launch_gram_product(x, R, config=wide)
             have_q = False
         # P = c·R R + b·R + a·I
-        _launch_gram_product(R, step_buffer, alpha=c, beta=b, addend=R, gamma=a)
+        _launch_gram_product(R, step_buffer, alpha=c, beta=b, addend=R, gamma=a, config=square)
         if have_q:
-            _launch_gram_product(Q, spare, y=step_buffer)  # Q ← Q P
+            _launch_gram_product(Q, spare, y=step_buffer, config=square)  # Q ← Q P
             Q, spare = spare, Q
             poly = step_buffer
         else:
             Q, step_buffer = step_buffer, Q  # Q = P; the old Q buffer holds the next step's P
             poly, have_q = Q, True
         if step < len(schedule) - 1 and step + 1 not in restarts:
-            _launch_gram_product(R, spare, y=poly)  # R P
-            _launch_gram_product(poly, R, y=spare)  # R ← P (R P)
-    _launch_apply(Q, x, result, alpha=0.0)  # X_k = Q X, in G's dtype and layout
+            _launch_gram_product(R, spare, y=poly, config=square)  # R P
+            _launch_gram_product(poly, R, y=spare, config=square)  # R ← P (R P)
+    _launch_apply(Q, x, result, alpha=0.0, config=apply)  # X_k = Q X, in G's dtype and layout
 
 
 @_newton_schulz_op.register_fake
