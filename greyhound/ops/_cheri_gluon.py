@@ -1133,10 +1133,11 @@ if available():
 
     @gluon.jit
     def _stage_conv_taps(conv_w_ptr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr, num_warps: gl.constexpr):
-        """(ws_conv_smem) The conv's (C, 1, K) weight as K fp32 rows of C (one flat buffer) in shared memory, one load and one store by
-        the whole CTA before the partitions start (as b1): the z producer then reads each tap by 16-byte vectors, where
-        the weight's own layout (stride K between channels) took 2-byte loads, every tile. Those were 38% of the z
-        producer's L1 sectors (9.4M of its 24.4M tag requests, 9.4M sectors over the ideal) in session 37's profile."""
+        """(ws_conv_smem) The conv's (C, 1, K) weight as K fp32 rows of C (one flat buffer) in shared memory, one load
+        and one store by the whole CTA before the partitions start (as b1): the z producer then reads each tap by
+        16-byte vectors, where the weight's own layout (stride K between channels) took 2-byte loads, every tile.
+        Those were 9.4M of the z producer's 24.3M L1 tag requests (and 9.4M sectors over the ideal) in session 37's
+        profile."""
         ROWS: gl.constexpr = _next_power_of_2(KERNEL_SIZE)  # (gl.arange's length; the rows past K are not read)
         offsets = gl.arange(0, ROWS * C, layout=gl.BlockedLayout([1], [32], [num_warps], [0]))
         tap = offsets // C

@@ -405,7 +405,7 @@ def _check_compute_dtype(compute_dtype, G, gram=False):
 def _normalised(G, norm_scale, eps, compute_dtype):
     """(X [B, m, n] contiguous in compute_dtype with m <= n, transposed): G / (norm_scale · ‖G‖_F + eps) per matrix,
     the norm and the division in fp64: an fp32 sum of squares overflows once ‖G‖_F passes ~1.8e19 (the norm reads
-    inf and X all zeros), an fp64 one holds any finite G. The same two passes over G as in fp32, with fp64 arithmetic."""
+    inf and X all zeros), an fp64 one holds any finite G. The same two passes over G as in fp32, in fp64 arithmetic."""
     transposed = G.size(-2) > G.size(-1)
     matrices = G.reshape(-1, *G.shape[-2:])
     if transposed:

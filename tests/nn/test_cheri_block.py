@@ -1590,8 +1590,9 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     with pytest.raises(ValueError, match="launch_ws: .* weight ring of 6 slots of 64 hidden columns leaves no room"):
         gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 6, z_producer=True)
     assert gluon_module.z_stages(8, 32, 128, 512) == 4
-    # the conv's taps in shared memory (ws_conv_smem): K fp32 rows of C, padded to a power of 2 (2 KiB at K=3 or 4, 4 KiB
-    # at K=5): ring 4 keeps its 4 z slots at K <= 4 (231564 bytes, Triton 3.6) and drops to 3 at K=5; z producer only
+    # the conv's taps in shared memory (ws_conv_smem): K fp32 rows of C, padded to a power of 2 (2 KiB at K=3 or 4,
+    # 4 KiB at K=5): ring 4 keeps its 4 z slots at K <= 4 (231564 bytes, Triton 3.6) and drops to 3 at K=5; z producer
+    # only
     assert [gluon_module.z_stages(4, 64, 128, 512, 64, True, False, k) for k in (0, 3, 4, 5)] == [4, 4, 4, 3]
     assert gluon_module.z_stages(5, 64, 128, 512, 64, True, False, 3) == 2
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4, "poly2", 2, 152, False, True, 1,
