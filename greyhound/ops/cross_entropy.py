@@ -205,13 +205,36 @@ def _scale_rows_kernel(grad_ptr, grad_row_stride, scale_ptr, scale_stride, n_row
             tl.store(grad_row + offsets, (grad * scale).to(grad_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _target_stats_kernel(target_ptr, stats_ptr, n, V, ignore_index, ATOMIC: tl.constexpr, CHUNK: tl.constexpr,
+                         BLOCK: tl.constexpr):
+    """Over CHUNK targets a program: stats[0] = how many are not ignore_index (int64), stats[1] = 1 when one of those
+    is outside [0, V), else 0. One program stores them; with ATOMIC several add into a zeroed stats."""
+    start = tl.program_id(0) * CHUNK
+    end = tl.minimum(start + CHUNK, n)
+    kept_count = tl.zeros([BLOCK], dtype=tl.int64)
+    bad = tl.zeros([BLOCK], dtype=tl.int64)
+    for first in range(start, end, BLOCK):
+        offs = first + tl.arange(0, BLOCK)
+        t = tl.load(target_ptr + offs, mask=offs < end, other=0).to(tl.int64)
+        kept = (offs < end) & (t != ignore_index)
+        kept_count += kept.to(tl.int64)
+        bad = tl.maximum(bad, (kept & ((t < 0) | (t >= V))).to(tl.int64))
+    if ATOMIC:
+        tl.atomic_add(stats_ptr, tl.sum(kept_count, axis=0))
+        tl.atomic_max(stats_ptr + 1, tl.max(bad, axis=0))
+    else:
+        tl.store(stats_ptr, tl.sum(kept_count, axis=0))
+        tl.store(stats_ptr + 1, tl.max(bad, axis=0))
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Launchers
 # ----------------------------------------------------------------------------------------------------------------
 # Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
 # launch key instead of on every call.
-_run_cross_entropy, _run_gradient, _run_scale_rows = map(FastLaunch, (_cross_entropy_kernel, _gradient_kernel,
-                                                                      _scale_rows_kernel))
+_run_cross_entropy, _run_gradient, _run_scale_rows, _run_target_stats = map(
+    FastLaunch, (_cross_entropy_kernel, _gradient_kernel, _scale_rows_kernel, _target_stats_kernel))
 
 
 class _Config(NamedTuple):
@@ -438,6 +461,25 @@ def _raise_if_flagged(flag: Optional[torch.Tensor], target: torch.Tensor, V: int
         _check_targets(target, V, ignore_index)
 
 
+_TARGET_CHUNK = 65536  # targets a program of _target_stats_kernel counts (one program, no atomics, up to this many)
+
+
+def _valid_targets(target: torch.Tensor, V: int, ignore_index: int, check_target: bool = True) -> torch.Tensor:
+    """The number of targets that are not ignore_index, a 0-d int64 device tensor (the mean's divisor), counted by one
+    kernel that also flags a kept target outside [0, V); then, unless _checking_targets says not to, one host sync
+    reads the flag and a bad target raises (_check_targets' error). What it replaces: that check's six element-wise
+    and reduction launches before its sync, then two more for the count. (The callers' inputs passed
+    check_triton_device.)"""
+    n = target.numel()
+    programs = max(1, cdiv(n, _TARGET_CHUNK))
+    stats = (torch.zeros if programs > 1 else torch.empty)(2, dtype=torch.int64, device=target.device)
+    _run_target_stats[(programs,)](target, stats, n, V, ignore_index, ATOMIC=programs > 1, CHUNK=_TARGET_CHUNK,
+                                   BLOCK=1024, num_warps=4)
+    if _checking_targets(target, check_target) and stats[1].item():
+        _check_targets(target, V, ignore_index)  # raises, with an example and a count
+    return stats[0]
+
+
 def _check_targets(target: torch.Tensor, V: int, ignore_index: int, check_target: bool = True) -> None:
     """A device check and one host sync before any kernel, unless _checking_targets says not to."""
     if not _checking_targets(target, check_target):
@@ -481,15 +523,12 @@ def _cross_entropy_fwd(logits: torch.Tensor, target: torch.Tensor, reduction: in
     per-token loss [rows] for "none" (then the per_token_loss slot is a 0-element tensor: outputs must not alias);
     grad is d loss / d logits (mean's 1 / n_valid included) with `with_grad`, else a 0-element tensor."""
     V = logits.shape[1]
-    if with_grad:
-        # before the kernels (a sync after them left the GPU idle while the host ran backward: 2.42 vs 1.99 ms
-        # full on the H200)
-        _check_targets(target, V, ignore_index, check_target)
-        bad_target_flag = None
-    else:  # set by the loss kernel and read after it: one launch before it, one sync on a finished kernel
-        bad_target_flag = _target_flag(target, check_target)
+    # with a gradient the targets are checked before the kernels (a sync after them left the GPU idle while the host
+    # ran backward: 2.42 vs 1.99 ms full on the H200); without, the loss kernel flags them and one sync on the finished
+    # kernel reads the flag
+    n_valid = _valid_targets(target, V, ignore_index, check_target and with_grad)
+    bad_target_flag = None if with_grad else _target_flag(target, check_target)
     reduction = REDUCTIONS[reduction]
-    n_valid = (target != ignore_index).sum()
     grad = torch.empty_like(logits) if with_grad else None
     grad_scale = 1.0 / n_valid.float() if with_grad and reduction == "mean" else 1.0
     per_token_loss, lse = _cross_entropy_rows(
@@ -552,11 +591,11 @@ _cross_entropy_eager = _library.twin(_cross_entropy_fwd, _cross_entropy_setup_co
 class _InplaceCrossEntropyFunction(torch.autograd.Function):
     """inplace_backward=True with a gradient, in eager mode only: the gradient is written into `logits` itself.
     (A torch.library op cannot both mutate an input and carry autograd, so under torch.compile the wrapper takes
-    the registered op instead, whose gradient has its own buffer.) Targets are checked by the caller."""
+    the registered op instead, whose gradient has its own buffer.) Targets are checked, and counted (n_valid), by the
+    caller."""
 
     @staticmethod
-    def forward(ctx, logits, target, reduction, ignore_index, label_smoothing, softcap, lse_square_scale):
-        n_valid = (target != ignore_index).sum()
+    def forward(ctx, logits, target, n_valid, reduction, ignore_index, label_smoothing, softcap, lse_square_scale):
         grad_scale = 1.0 / n_valid.float() if reduction == "mean" else 1.0
         per_token_loss, lse = _cross_entropy_rows(
             logits, target, logits, grad_scale, ignore_index=ignore_index, label_smoothing=label_smoothing,
@@ -580,7 +619,7 @@ class _InplaceCrossEntropyFunction(torch.autograd.Function):
         grad = grad.detach()
         if grad_loss is not None:
             _scale_rows_(grad, grad_loss)  # a no-op on the device for loss.backward()'s grad_output of 1
-        return grad, None, None, None, None, None, None
+        return grad, None, None, None, None, None, None, None
 
 
 class CrossEntropyOutput(NamedTuple):
@@ -693,10 +732,10 @@ def cross_entropy_with_grad(
         )
     target = target.contiguous()
     if needs_grad and inplace_backward and not torch.compiler.is_compiling():
-        # before the kernels: they overwrite the logits
-        _check_targets(target, V, ignore_index, check_target)
+        n_valid = _valid_targets(target, V, ignore_index, check_target)  # checked before the kernels overwrite logits
         loss, per_token_loss, lse = _InplaceCrossEntropyFunction.apply(
-            logits, target, reduction, ignore_index, float(label_smoothing), softcap, float(lse_square_scale))
+            logits, target, n_valid, reduction, ignore_index, float(label_smoothing), softcap,
+            float(lse_square_scale))
     else:
         loss, per_token_loss, lse, _ = _library.call(
             _cross_entropy_fwd, _cross_entropy_eager, logits, target, _reduction_code(reduction), ignore_index,

@@ -48,7 +48,7 @@ from greyhound.ops.cross_entropy import (
     _online_lse_step,
     _tanh,
     _check_options,
-    _check_targets,
+    _valid_targets,
     _cross_entropy_rows,
     _cross_entropy_scale_grad_,
     _grad_scale_arg,
@@ -566,10 +566,10 @@ def _linear_cross_entropy_fwd(
     slot is a 0-element tensor: outputs must not alias). Gradients (for "mean"/"sum", where `needs_grad` asks,
     unless `grad_vocab`: then the backward op makes them) are of the reduced loss; the others are 0-element."""
     V = weight.shape[0]
-    _check_targets(target, V, ignore_index, check_target)  # one sync, before the chunks (work queues behind it)
+    # counted and checked (one sync) before the chunks: their work queues behind it
+    n_valid = _valid_targets(target, V, ignore_index, check_target)
     options = _options(ignore_index, label_smoothing, softcap, lse_square_scale)
     reduction = REDUCTIONS[reduction]
-    n_valid = (target != ignore_index).sum()
     grads = (None, None, None)
     if _grads_in_backward(reduction, grad_vocab) or not any(needs_grad):
         per_token_loss, lse, *_ = _chunked_loss_and_grads(

@@ -316,6 +316,34 @@ def test_unchecked_path_never_syncs(device, small_blocks, monkeypatch):
     assert rel_err(loss, expected) < 1e-5 and rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
 
 
+@pytest.mark.parametrize("chunk", [65536, 7])
+@pytest.mark.parametrize("target_dtype", [torch.int64, torch.int32])
+def test_valid_targets_counts_and_checks_in_one_kernel(device, monkeypatch, chunk, target_dtype):
+    """One kernel counts the targets that are not ignore_index and flags a kept one outside [0, V); the check then
+    reads the flag in one host sync. With a small chunk several programs add into the count (atomics): a bad target
+    in the last chunk still raises, and an ignored one past V never does."""
+    monkeypatch.setattr(ce, "_TARGET_CHUNK", chunk)
+    V, ignore_index = 40, -100
+    target = torch.randint(0, V, (53,), device=device).to(target_dtype)
+    target[[3, 17, 52]] = ignore_index
+    n_valid = ce._valid_targets(target, V, ignore_index)
+    assert n_valid.dtype == torch.int64 and n_valid.item() == 50
+    syncs = []
+    monkeypatch.setattr(torch.Tensor, "item", lambda t: syncs.append(1) or 0)
+    ce._valid_targets(target, V, ignore_index)
+    assert len(syncs) == 1
+    monkeypatch.undo()
+    monkeypatch.setattr(ce, "_TARGET_CHUNK", chunk)
+    target[51] = V
+    with pytest.raises(ValueError, match=r"target must hold class indices in \[0, 40\) or ignore_index=-100, got 40 "
+                                         r"\(1 of 53 entries out of range\)"):
+        ce._valid_targets(target, V, ignore_index)
+    assert ce._valid_targets(target, V, ignore_index, check_target=False).item() == 50  # counted, not checked
+    relabelled = torch.where(target == ignore_index, V, target)  # V as the ignore_index: 4 ignored, no error
+    assert ce._valid_targets(relabelled, V, V).item() == 49
+    assert ce._valid_targets(target[:0], V, ignore_index).item() == 0
+
+
 def test_kernel_flags_bad_targets(device):
     logits, target = make_inputs(6, 50, torch.float32, device, ignored=(0,))
     flag = ce._target_flag(target, True)
