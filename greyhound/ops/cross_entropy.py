@@ -461,7 +461,9 @@ def _raise_if_flagged(flag: Optional[torch.Tensor], target: torch.Tensor, V: int
         _check_targets(target, V, ignore_index)
 
 
-_TARGET_CHUNK = 65536  # targets a program of _target_stats_kernel counts (one program, no atomics, up to this many)
+# Targets a program of _target_stats_kernel counts, 4096 a step: one program, no atomics, up to this many (BT = 8192
+# is two steps, ~as long on the device as the two launches it replaces); beyond, programs of this many add atomically.
+_TARGET_CHUNK, _TARGET_BLOCK = 16384, 4096
 
 
 def _valid_targets(target: torch.Tensor, V: int, ignore_index: int, check_target: bool = True) -> torch.Tensor:
@@ -474,7 +476,7 @@ def _valid_targets(target: torch.Tensor, V: int, ignore_index: int, check_target
     programs = max(1, cdiv(n, _TARGET_CHUNK))
     stats = (torch.zeros if programs > 1 else torch.empty)(2, dtype=torch.int64, device=target.device)
     _run_target_stats[(programs,)](target, stats, n, V, ignore_index, ATOMIC=programs > 1, CHUNK=_TARGET_CHUNK,
-                                   BLOCK=1024, num_warps=4)
+                                   BLOCK=_TARGET_BLOCK, num_warps=8)
     if _checking_targets(target, check_target) and stats[1].item():
         _check_targets(target, V, ignore_index)  # raises, with an example and a count
     return stats[0]
@@ -530,7 +532,7 @@ def _cross_entropy_fwd(logits: torch.Tensor, target: torch.Tensor, reduction: in
     bad_target_flag = None if with_grad else _target_flag(target, check_target)
     reduction = REDUCTIONS[reduction]
     grad = torch.empty_like(logits) if with_grad else None
-    grad_scale = 1.0 / n_valid.float() if with_grad and reduction == "mean" else 1.0
+    grad_scale = n_valid.float().reciprocal_() if with_grad and reduction == "mean" else 1.0
     per_token_loss, lse = _cross_entropy_rows(
         logits, target, grad, grad_scale, ignore_index=ignore_index, label_smoothing=label_smoothing,
         softcap=softcap or None, lse_square_scale=lse_square_scale, bad_target_flag=bad_target_flag,
@@ -596,7 +598,7 @@ class _InplaceCrossEntropyFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, target, n_valid, reduction, ignore_index, label_smoothing, softcap, lse_square_scale):
-        grad_scale = 1.0 / n_valid.float() if reduction == "mean" else 1.0
+        grad_scale = n_valid.float().reciprocal_() if reduction == "mean" else 1.0
         per_token_loss, lse = _cross_entropy_rows(
             logits, target, logits, grad_scale, ignore_index=ignore_index, label_smoothing=label_smoothing,
             softcap=softcap, lse_square_scale=lse_square_scale,

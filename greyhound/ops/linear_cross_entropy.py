@@ -577,7 +577,7 @@ def _linear_cross_entropy_fwd(
             "vocab" if vocab_schedule else "rows")
     else:
         # clamped: with every token ignored d loss / d logits is 0, and 0 * inf would be nan
-        grad_scale = 1.0 / n_valid.clamp_min(1).float() if reduction == "mean" else 1.0
+        grad_scale = n_valid.clamp_min(1).float().reciprocal_() if reduction == "mean" else 1.0
         per_token_loss, lse, *grads = _chunked_loss_and_grads(
             x, weight, bias, target, grad_scale, tuple(needs_grad), chunk_size or None, options)
     loss = _reduce(per_token_loss, n_valid, reduction)

@@ -316,7 +316,7 @@ def test_unchecked_path_never_syncs(device, small_blocks, monkeypatch):
     assert rel_err(loss, expected) < 1e-5 and rel_err(leaf.grad, ref_leaf.grad) < TOLERANCE[torch.bfloat16]
 
 
-@pytest.mark.parametrize("chunk", [65536, 7])
+@pytest.mark.parametrize("chunk", [16384, 7])
 @pytest.mark.parametrize("target_dtype", [torch.int64, torch.int32])
 def test_valid_targets_counts_and_checks_in_one_kernel(device, monkeypatch, chunk, target_dtype):
     """One kernel counts the targets that are not ignore_index and flags a kept one outside [0, V); the check then
