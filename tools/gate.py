@@ -64,6 +64,7 @@ PRIOR_BETWEEN = 0.01  # between-process noise per run assumed where the history 
 CONTROL_MAJORITY = 0.5  # this share of controls moving the same way is machine or environment drift
 Z_CONTROL = 2.0  # a control beyond this many of its standard deviations has moved (and explains what moved with it)
 ENVIRONMENT_KEYS = ("gpu_name", "gpu_driver", "cuda", "torch", "triton", "python")
+RISE_FIRST, RISE_LAST, RISE_MIN = 3, 10, 0.10  # rise_within_run: the first 3 samples against the last 10, beyond 10%
 
 
 class GateError(Exception):
@@ -112,6 +113,7 @@ class Verdict:
     history: int  # successive differences behind sigma
     control: str = ""
     control_change: float = float("nan")
+    note: str = ""  # what the samples themselves say (rise_within_run), for a reader; never changes the status
 
 
 @dataclass
@@ -224,6 +226,19 @@ def series_threshold(series, base, head, history):
     return max(Z * sigma, floor, toggle_range(series, history, base)), sigma, n
 
 
+def rise_within_run(samples):
+    """(first, last, rise) when a run's samples, in the order they were taken, end more than RISE_MIN above where they
+    started (median of the last RISE_LAST against the median of the first RISE_FIRST), else None. The harness times its
+    samples back to back behind a ~1 ms head start: a host slower than the GPU keeps up for the first few samples, then
+    every sample reads the host's time (session 37: newton_schulz (16, 1024, 1024) read 0.90 ms for four samples, then
+    1.08-1.19, on unchanged device code); a clock falling as the GPU heats reads the same way, more gently."""
+    if not samples or len(samples) < RISE_FIRST + RISE_LAST:
+        return None
+    first, last = statistics.median(samples[:RISE_FIRST]), statistics.median(samples[-RISE_LAST:])
+    rise = last / first - 1
+    return (first, last, rise) if rise > RISE_MIN else None
+
+
 def controls_of(series, base, head):
     """The peers of the same benchmark, mode and shape measured in both runs."""
     return [other for other in base.values
@@ -262,6 +277,13 @@ def judge(base, head, history):
             verdict.status = "regression" if series.is_greyhound else "drift"
         elif r < -threshold:
             verdict.status = "improvement" if series.is_greyhound else "drift"
+        if verdict.status == "regression":
+            rise = rise_within_run(head.values[series][1])
+            if rise and not rise_within_run(base.values[series][1]):
+                first, last, step = rise
+                verdict.note = (f"HEAD's samples rose {step:+.0%} within its run ({first * 1e3:.4g} -> {last * 1e3:.4g} "
+                                f"ms, BASE's did not): a host that fell behind the GPU, or a falling clock, reads so "
+                                f"on unchanged code; its first samples are the device's time")
         verdicts.append(verdict)
     report = Report(verdicts)
     moves = list(drifted.values())
@@ -323,6 +345,8 @@ def format_report(report, base, head):
                      f"{math.expm1(verdict.threshold):.2%}, noise {verdict.sigma:.2%} from {verdict.history} "
                      f"diffs)  {verdict.series.label()}{control}"
                      + (f"  [{verdict.series.env}]" if several_envs else ""))
+        if verdict.note:
+            lines.append(f"      {verdict.note}")
     for line in (report.drift, report.environment):
         if line:
             lines.append(f"  {line}")

@@ -62,6 +62,28 @@ def test_a_5_percent_slowdown_at_the_measured_noise_is_caught():
     assert caught / total >= 0.95
 
 
+def test_a_regression_whose_samples_rise_within_the_run_says_so():
+    """A host that falls behind the GPU: HEAD's first samples at the device's time, the rest at the host's (+25%). The
+    gate still flags it (the verdict never changes), and the report says what the samples show; a slowdown spread over
+    every sample gets no such note."""
+    rng = random.Random(7)
+    history = _history(rng)
+    head = _run("head", rng, date=99)
+    series = next(s for s in head.values if s.is_greyhound and s.benchmark == BENCH and "'full'" in s.combo)
+    level = head.values[series][0]
+    stepped = [level * (1.0 if i < 4 else 1.25) * math.exp(rng.gauss(0, 0.002)) for i in range(20)]
+    head.values[series] = (sorted(stepped)[10], stepped, False)
+    report = gate.judge(history[-1], head, history)
+    verdict = next(v for v in report.verdicts if v.series == series)
+    assert verdict.status == "regression" and "samples rose +25% within its run" in verdict.note
+    lines = gate.format_report(report, "b" * 8, "h" * 8)
+    assert any("a host that fell behind the GPU" in line for line in lines)
+    slow = _run("slow", rng, date=99, factor={"'greyhound'": 1.25})
+    for verdict in gate.judge(history[-1], slow, history).regressions:
+        assert verdict.note == ""
+    assert gate.rise_within_run([1.0] * 12) is None and gate.rise_within_run([1.0] * 5) is None
+
+
 def test_a_noisy_series_gets_a_wider_threshold_from_its_own_history():
     rng = random.Random(3)
     quiet, noisy = _history(rng, between=0.002), _history(rng, between=0.03)
