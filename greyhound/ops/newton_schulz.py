@@ -14,6 +14,7 @@ Non-square matrices iterate on the Gram matrix instead (`method="gram"`, Gram Ne
 m × m and symmetric, X is touched four times in all (see `_gram_iteration`).
 """
 import math
+import struct
 
 import torch
 import triton
@@ -223,11 +224,49 @@ def _symmetric_apply_kernel(
 
 # ----------------------------------------------------------------------------------------------------------------
 # Launchers
+@triton.jit
+def _sum_squares_kernel(x_ptr, partial_ptr, numel, num_chunks, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
+    """partial[b, c] = the sum of squares of x[b, c * CHUNK: (c + 1) * CHUNK] in fp64, for x (B, numel) contiguous in
+    its own float dtype (read once, widened in registers): grid (B, num_chunks)."""
+    matrix, chunk = tl.program_id(0).to(tl.int64), tl.program_id(1)
+    row = x_ptr + matrix * numel
+    end = tl.minimum((chunk + 1) * CHUNK, numel)
+    acc = tl.zeros([BLOCK], dtype=tl.float64)
+    for first in range(chunk * CHUNK, end, BLOCK):
+        offs = first + tl.arange(0, BLOCK)
+        value = tl.load(row + offs, mask=offs < end, other=0.0).to(tl.float64)
+        acc += value * value
+    tl.store(partial_ptr + matrix * num_chunks + chunk, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def _norm_divisor_kernel(partial_ptr, divisor_ptr, num_chunks, scale_hi, scale_lo, eps_hi, eps_lo,
+                         BLOCK: tl.constexpr):
+    """divisor[b] = norm_scale · sqrt(sum of partial[b, :]) + eps, in fp64: a program a matrix. (A float argument
+    reaches a kernel in fp32, so norm_scale and eps come as two fp32 halves each, _fp32_pair, summed in fp64.)"""
+    matrix = tl.program_id(0).to(tl.int64)
+    acc = tl.zeros([BLOCK], dtype=tl.float64)
+    for first in range(0, num_chunks, BLOCK):
+        offs = first + tl.arange(0, BLOCK)
+        acc += tl.load(partial_ptr + matrix * num_chunks + offs, mask=offs < num_chunks, other=0.0)
+    norm_scale = tl.cast(scale_hi, tl.float64) + tl.cast(scale_lo, tl.float64)
+    eps = tl.cast(eps_hi, tl.float64) + tl.cast(eps_lo, tl.float64)
+    tl.store(divisor_ptr + matrix, norm_scale * tl.sqrt(tl.sum(acc, axis=0)) + eps)
+
+
+def _fp32_pair(value):
+    """(hi, lo), both exact in fp32, with hi + lo = value to ~2^-48 relative (hi: value rounded to fp32)."""
+    hi = struct.unpack("f", struct.pack("f", value))[0]
+    return hi, struct.unpack("f", struct.pack("f", value - hi))[0]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
 # launch key instead of on every call.
-_run_symmetric_product, _run_gram_product, _run_symmetric_apply = map(
-    FastLaunch, (_symmetric_product_kernel, _gram_product_kernel, _symmetric_apply_kernel))
+_run_symmetric_product, _run_gram_product, _run_symmetric_apply, _run_sum_squares, _run_norm_divisor = map(
+    FastLaunch, (_symmetric_product_kernel, _gram_product_kernel, _symmetric_apply_kernel, _sum_squares_kernel,
+                 _norm_divisor_kernel))
+NORM_CHUNK = 65536  # elements a program of _sum_squares_kernel reads: (16, 1024, 1024) makes 256 programs
 
 
 def _block(extent, cap):
@@ -405,16 +444,24 @@ def _check_compute_dtype(compute_dtype, G, gram=False):
 def _normalised(G, norm_scale, eps, compute_dtype):
     """(X [B, m, n] contiguous in compute_dtype with m <= n, transposed): G / (norm_scale · ‖G‖_F + eps) per matrix,
     the norm and the division in fp64: an fp32 sum of squares overflows once ‖G‖_F passes ~1.8e19 (the norm reads
-    inf and X all zeros), an fp64 one holds any finite G. The same two passes over G as in fp32, in fp64 arithmetic."""
+    inf and X all zeros), an fp64 one holds any finite G. The sum of squares is a Triton kernel that reads G once in
+    its own dtype (torch's vector_norm with dtype=float64 first copies G to fp64: 4x a bf16 G's bytes, written and read
+    again); the division computes in fp64 as it reads, writing X in compute_dtype."""
     transposed = G.size(-2) > G.size(-1)
     matrices = G.reshape(-1, *G.shape[-2:])
+    batch, numel = matrices.shape[0], matrices.shape[1] * matrices.shape[2]
+    flat = matrices.reshape(batch, numel)  # (a copy only for a G whose matrices are not contiguous)
+    chunks = cdiv(numel, NORM_CHUNK)
+    partial = torch.empty(batch, chunks, dtype=torch.float64, device=G.device)
+    divisor = torch.empty(batch, 1, 1, dtype=torch.float64, device=G.device)
+    # (the batch on the grid's first axis, which holds 2**31 - 1; the chunks on its second: at most 2**31 / CHUNK)
+    _run_sum_squares[(batch, chunks)](flat, partial, numel, chunks, CHUNK=NORM_CHUNK, BLOCK=2048, num_warps=8)
+    _run_norm_divisor[(batch,)](partial, divisor, chunks, *_fp32_pair(norm_scale), *_fp32_pair(eps), BLOCK=256,
+                                num_warps=4)
     if transposed:
         matrices = matrices.mT
-    norm = torch.linalg.vector_norm(matrices, dim=(-2, -1), keepdim=True, dtype=torch.float64)
-    if norm_scale != 1.0:  # (Muon's scale is 1: one small op fewer)
-        norm.mul_(norm_scale)
     x = torch.empty(matrices.shape, dtype=compute_dtype, device=G.device)
-    torch.div(matrices, norm.add_(eps), out=x)
+    torch.div(matrices, divisor, out=x)
     return x, transposed
 
 

@@ -183,8 +183,11 @@ def test_layouts_empty_batch_and_zero_matrix(device, monkeypatch):
     base = torch.randn(3, 50, 44, device=device)
     for G in (base[:, ::2, :], base.mT, base[1]):  # strided rows, a transposed view (m > n flips), one matrix
         assert rel_err(newton_schulz(G, **FP32), newton_schulz_reference(G.double())) < FP32_TOLERANCE
+    unsliced = newton_schulz(base, method="gram", steps=8, **FP32)
     monkeypatch.setattr(ops, "MAX_GRID_BATCH", 2)  # batches beyond the grid's third axis go in slices
     assert rel_err(newton_schulz(base, **FP32), newton_schulz_reference(base.double())) < FP32_TOLERANCE
+    # the Gram iteration's products (two operands, an addend) and restarts, sliced the same way: the same bits
+    assert torch.equal(newton_schulz(base, method="gram", steps=8, **FP32), unsliced)
     leaf = base[0].clone().requires_grad_()  # forward only: read, not differentiated
     assert not newton_schulz(leaf, **FP32).requires_grad
     empty = newton_schulz(torch.randn(0, 4, 6, device=device), **FP32)
@@ -192,11 +195,15 @@ def test_layouts_empty_batch_and_zero_matrix(device, monkeypatch):
     assert torch.equal(newton_schulz(torch.zeros(5, 7, device=device), **FP32), torch.zeros(5, 7, device=device))
 
 
+@pytest.mark.parametrize("chunk", [65536, 2])
 @pytest.mark.parametrize("method", ["standard", "gram"])
 @pytest.mark.parametrize("scale_exponent", [70, 125, -70])
-def test_normalisation_holds_any_finite_scale(device, method, scale_exponent):
+def test_normalisation_holds_any_finite_scale(device, monkeypatch, method, scale_exponent, chunk):
     """G · 2^k normalises to G's X (a power of two is exact in fp32): past ‖G‖_F ~1.8e19 an fp32 sum of squares
-    overflowed, the norm read inf and the result was all zeros. 2^125 puts the norm itself past fp32's range."""
+    overflowed, the norm read inf and the result was all zeros. 2^125 puts the norm itself past fp32's range. With
+    chunks of 2 elements the fp64 sum of squares runs 480 programs a matrix, and the divisor kernel sums their partials
+    over two of its 256-wide steps."""
+    monkeypatch.setattr(ops, "NORM_CHUNK", chunk)
     G = torch.randn(24, 40, device=device)
     scaled = G * 2.0**scale_exponent
     assert torch.isfinite(scaled).all()
