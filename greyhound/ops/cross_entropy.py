@@ -482,11 +482,20 @@ def _valid_targets(target: torch.Tensor, V: int, ignore_index: int, check_target
     return stats[0]
 
 
+def _kept(target: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    """target != ignore_index compared exactly, as the kernels do (in int64): torch compares an int32 tensor with a
+    Python int outside int32's range after wrapping it (int32 targets != 2**32 read as != 0)."""
+    info = torch.iinfo(target.dtype)
+    if not info.min <= ignore_index <= info.max:
+        return torch.ones_like(target, dtype=torch.bool)
+    return target != ignore_index
+
+
 def _check_targets(target: torch.Tensor, V: int, ignore_index: int, check_target: bool = True) -> None:
     """A device check and one host sync before any kernel, unless _checking_targets says not to."""
     if not _checking_targets(target, check_target):
         return
-    bad = ((target < 0) | (target >= V)) & (target != ignore_index)
+    bad = ((target < 0) | (target >= V)) & _kept(target, ignore_index)
     if bool(bad.any()):
         example = int(target[bad][0])
         raise ValueError(
@@ -769,7 +778,7 @@ def cross_entropy_reference(
     if softcap is not None:
         z = softcap * torch.tanh(z / softcap)
     lse = torch.logsumexp(z, dim=-1)
-    valid = target != ignore_index
+    valid = _kept(target, ignore_index)
     z_target = z.gather(1, torch.where(valid, target, 0).long()[:, None])[:, 0]
     per_token_loss = lse - (1.0 - label_smoothing) * z_target
     if label_smoothing > 0:

@@ -53,6 +53,7 @@ from greyhound.ops.cross_entropy import (
     _cross_entropy_scale_grad_,
     _grad_scale_arg,
     _hand_out_once,
+    _kept,
     _outputs,
     _reduce,
     _run_gradient,
@@ -331,7 +332,7 @@ def _finish_vocab_loss(running_max, running_sum, target_z, sum_z, target, V, ign
         loss = loss - label_smoothing * sum_z / V
     if lse_square_scale > 0:
         loss = loss + lse_square_scale * lse * lse
-    valid = target != ignore_index
+    valid = _kept(target, ignore_index)
     bad = valid & ((target < 0) | (target >= V))  # never in any chunk: nan, as the loss kernel gives
     nan = torch.full_like(lse, float("nan"))
     per_token_loss = torch.where(bad, nan, torch.where(valid, loss, torch.zeros_like(loss)))
@@ -661,7 +662,7 @@ def _linear_cross_entropy_backward(ctx, grad_loss, *_grads_of_non_differentiable
         x, weight, bias, target, lse = ctx.saved_tensors
         if ctx.reduction == "mean":  # clamped: with every token ignored d loss / d logits is 0 (0 * inf is nan)
             ignore_index = ctx.options[0]
-            grad_loss = grad_loss / (target != ignore_index).sum().clamp_min(1)
+            grad_loss = grad_loss / _kept(target, ignore_index).sum().clamp_min(1)
         grads = _library.run(_linear_cross_entropy_bwd, eager, x, weight, bias, target, lse, grad_loss,
                              ctx.chunk_size, *ctx.options, ctx.grad_vocab, needs)
     else:

@@ -78,6 +78,29 @@ def test_int32_target_and_scalar_grad_output(device):
     check_against_reference(x, weight, bias, target, grad_output=torch.tensor(-1.75), chunk_size=5)
 
 
+@pytest.mark.parametrize("grad_schedule", [None, "vocab"])
+def test_int32_targets_against_an_ignore_index_outside_int32(device, grad_schedule):
+    """An ignore_index no int32 target can equal ignores nothing, in every count and mask: the loss and gradients equal
+    those of the same targets in int64 (torch's own int32 != 2**32 compares against 0); and an int32 target of -100
+    with ignore_index 2**32 - 100 is out of range, so it raises."""
+    x, weight, _, target = make_inputs(8, 16, 10, torch.float32, device)
+    target[[0, 3]] = 0
+    options = dict(ignore_index=2**32, chunk_size=3)
+    if grad_schedule:
+        options["grad_schedule"] = grad_schedule
+    results = []
+    for dtype in (torch.int64, torch.int32):
+        leaf = x.clone().requires_grad_()
+        loss = chunked_linear_cross_entropy(leaf, weight, target.to(dtype), **options)
+        loss.backward()
+        results.append((loss.detach(), leaf.grad))
+    assert torch.allclose(results[0][0], results[1][0], rtol=1e-6) and torch.allclose(results[0][1], results[1][1])
+    bad = target.to(torch.int32)
+    bad[5] = -100
+    with pytest.raises(ValueError, match="target must hold class indices"):
+        chunked_linear_cross_entropy(x, weight, bad, ignore_index=2**32 - 100)
+
+
 @pytest.mark.parametrize("which", ["x", "weight", "bias"])
 def test_only_some_inputs_need_grad(device, which):
     x, weight, bias, target = make_inputs(12, 8, 90, torch.float32, device, with_bias=True)
