@@ -278,12 +278,14 @@ def judge(base, head, history):
         elif r < -threshold:
             verdict.status = "improvement" if series.is_greyhound else "drift"
         if verdict.status == "regression":
-            rise = rise_within_run(head.values[series][1])
-            if rise and not rise_within_run(base.values[series][1]):
+            rise, base_samples = rise_within_run(head.values[series][1]), base.values[series][1]
+            base_read = bool(base_samples) and len(base_samples) >= RISE_FIRST + RISE_LAST
+            if rise and not (base_read and rise_within_run(base_samples)):
                 first, last, step = rise
+                against = ", BASE's did not" if base_read else ""  # (BASE without samples: nothing to compare)
                 verdict.note = (f"HEAD's samples rose {step:+.0%} within its run ({first * 1e3:.4g} -> {last * 1e3:.4g} "
-                                f"ms, BASE's did not): a host that fell behind the GPU, or a falling clock, reads so "
-                                f"on unchanged code; its first samples are the device's time")
+                                f"ms{against}): a host that fell behind the GPU, or a falling clock, reads so on "
+                                f"unchanged code; its first samples are the device's time")
         verdicts.append(verdict)
     report = Report(verdicts)
     moves = list(drifted.values())

@@ -127,6 +127,24 @@ def test_conv_norm_backward_across_tiles_matches_fp64(device, programs, length):
         assert rel_err(grad, leaf.grad) < 1e-5, name
 
 
+def test_conv_norm_parameter_gradients_over_many_partials_and_channel_blocks(device):
+    """The parameter-gradient kernel's own loops: 120 per-program partials (past its 64-row step) and 100 channels
+    (four 32-channel programs, the last one masked), K=5 taps, against fp64."""
+    channels, kernel_size, dilation = 100, 5, 2
+    block = make_block(channels, kernel_size, dilation, device=device)
+    params = [p.detach() for p in (block.conv.weight, block.conv.bias, block.norm.weight, block.norm.bias)]
+    x = torch.randn(40, channels, 40, device=device)
+    z, mean, rstd = cheri_ops._conv_norm_forward(x, *params, dilation, 1e-5, save_stats=True, block_l=16)
+    dz = torch.randn_like(z)
+    grads = cheri_ops._conv_norm_backward(dz, x, params[0], params[1], params[2], mean, rstd, dilation, block_l=16,
+                                          target_programs=120)
+    leaves = [t.double().requires_grad_() for t in (x, *params)]
+    y = cheri_ops.causal_depthwise_conv(leaves[0], leaves[1], leaves[2], dilation)
+    torch.nn.functional.layer_norm(y.transpose(1, 2), (channels,), leaves[3], leaves[4], 1e-5).backward(dz.double())
+    for name, grad, leaf in zip(("x", "conv_w", "conv_b", "gamma", "beta"), grads, leaves):
+        assert grad.shape == leaf.shape and rel_err(grad, leaf.grad) < 1e-5, name
+
+
 def test_conv_norm_parameter_gradients_each_in_its_own_dtype(device):
     """The parameter gradients are reduced from the per-program partials in fp32 and stored once, each as its own
     contiguous tensor in its parameter's dtype (one launch: no fp32 sum followed by casting copies), also when the

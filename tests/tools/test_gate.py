@@ -82,6 +82,10 @@ def test_a_regression_whose_samples_rise_within_the_run_says_so():
     for verdict in gate.judge(history[-1], slow, history).regressions:
         assert verdict.note == ""
     assert gate.rise_within_run([1.0] * 12) is None and gate.rise_within_run([1.0] * 5) is None
+    base = history[-1]
+    base.values[series] = (base.values[series][0], None, False)  # BASE without samples: no claim about them
+    verdict = next(v for v in gate.judge(base, head, history).verdicts if v.series == series)
+    assert "within its run" in verdict.note and "BASE's did not" not in verdict.note
 
 
 def test_a_noisy_series_gets_a_wider_threshold_from_its_own_history():
