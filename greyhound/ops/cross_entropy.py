@@ -210,7 +210,7 @@ def _target_stats_kernel(target_ptr, stats_ptr, n, V, ignore_index, ATOMIC: tl.c
                          BLOCK: tl.constexpr):
     """Over CHUNK targets a program: stats[0] = how many are not ignore_index (int64), stats[1] = 1 when one of those
     is outside [0, V), else 0. One program stores them; with ATOMIC several add into a zeroed stats."""
-    start = tl.program_id(0) * CHUNK
+    start = tl.program_id(0).to(tl.int64) * CHUNK  # (int64: start + CHUNK may pass 2**31 - 1)
     end = tl.minimum(start + CHUNK, n)
     kept_count = tl.zeros([BLOCK], dtype=tl.int64)
     bad = tl.zeros([BLOCK], dtype=tl.int64)

@@ -228,7 +228,7 @@ def _symmetric_apply_kernel(
 def _sum_squares_kernel(x_ptr, partial_ptr, numel, num_chunks, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
     """partial[b, c] = the sum of squares of x[b, c * CHUNK: (c + 1) * CHUNK] in fp64, for x (B, numel) contiguous in
     its own float dtype (read once, widened in registers): grid (B, num_chunks)."""
-    matrix, chunk = tl.program_id(0).to(tl.int64), tl.program_id(1)
+    matrix, chunk = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64)  # (the last chunk's end: 2**31)
     row = x_ptr + matrix * numel
     end = tl.minimum((chunk + 1) * CHUNK, numel)
     acc = tl.zeros([BLOCK], dtype=tl.float64)
