@@ -254,6 +254,9 @@ def _norm_divisor_kernel(partial_ptr, divisor_ptr, num_chunks, scale_hi, scale_l
     tl.store(divisor_ptr + matrix, norm_scale * tl.sqrt(tl.sum(acc, axis=0)) + eps)
 
 
+_FP32_TINY, _FP32_MAX = 2.0**-126, 3.4028234663852886e38  # fp32's smallest normal and largest finite values
+
+
 def _fp32_pair(value):
     """(hi, lo), both exact in fp32, with hi + lo = value to ~2^-48 relative (hi: value rounded to fp32)."""
     hi = struct.unpack("f", struct.pack("f", value))[0]
@@ -450,14 +453,20 @@ def _normalised(G, norm_scale, eps, compute_dtype):
     transposed = G.size(-2) > G.size(-1)
     matrices = G.reshape(-1, *G.shape[-2:])
     batch, numel = matrices.shape[0], matrices.shape[1] * matrices.shape[2]
-    flat = matrices.reshape(batch, numel)  # (a copy only for a G whose matrices are not contiguous)
+    flat = matrices.reshape(batch, numel)  # the kernel reads (batch, numel) rows of unit stride: a view often is not
+    if not flat.is_contiguous():  # (a strided or expanded G: copied once, which vector_norm's strides never needed)
+        flat = flat.contiguous()
     chunks = cdiv(numel, NORM_CHUNK)
     partial = torch.empty(batch, chunks, dtype=torch.float64, device=G.device)
     divisor = torch.empty(batch, 1, 1, dtype=torch.float64, device=G.device)
     # (the batch on the grid's first axis, which holds 2**31 - 1; the chunks on its second: at most 2**31 / CHUNK)
     _run_sum_squares[(batch, chunks)](flat, partial, numel, chunks, CHUNK=NORM_CHUNK, BLOCK=2048, num_warps=8)
-    _run_norm_divisor[(batch,)](partial, divisor, chunks, *_fp32_pair(norm_scale), *_fp32_pair(eps), BLOCK=256,
-                                num_warps=4)
+    # eps reaches the kernel as two fp32 halves where fp32 holds it as a normal number; else it is added here in fp64
+    in_kernel = eps == 0.0 or _FP32_TINY <= eps <= _FP32_MAX
+    _run_norm_divisor[(batch,)](partial, divisor, chunks, *_fp32_pair(norm_scale),
+                                *_fp32_pair(eps if in_kernel else 0.0), BLOCK=256, num_warps=4)
+    if not in_kernel:
+        divisor.add_(eps)
     if transposed:
         matrices = matrices.mT
     x = torch.empty(matrices.shape, dtype=compute_dtype, device=G.device)

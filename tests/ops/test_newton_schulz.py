@@ -183,6 +183,12 @@ def test_layouts_empty_batch_and_zero_matrix(device, monkeypatch):
     base = torch.randn(3, 50, 44, device=device)
     for G in (base[:, ::2, :], base.mT, base[1]):  # strided rows, a transposed view (m > n flips), one matrix
         assert rel_err(newton_schulz(G, **FP32), newton_schulz_reference(G.double())) < FP32_TOLERANCE
+    # views whose (batch, m * n) reshape is itself a strided view: every other matrix, every third column, an expanded
+    # batch, and one matrix 1e6 times smaller than the rest (each matrix's own norm)
+    scaled = base.clone()
+    scaled[2] *= 1e-6
+    for G in (base[::2], torch.randn(30, 120, device=device)[:, ::3], base[:1].expand(3, 50, 44), scaled[::2]):
+        assert rel_err(newton_schulz(G, **FP32), newton_schulz_reference(G.double())) < FP32_TOLERANCE
     unsliced = newton_schulz(base, method="gram", steps=8, **FP32)
     monkeypatch.setattr(ops, "MAX_GRID_BATCH", 2)  # batches beyond the grid's third axis go in slices
     assert rel_err(newton_schulz(base, **FP32), newton_schulz_reference(base.double())) < FP32_TOLERANCE
@@ -212,6 +218,18 @@ def test_normalisation_holds_any_finite_scale(device, monkeypatch, method, scale
     assert out.abs().max() > 0.1 and rel_err(out, expect) < 1e-6
     ref = newton_schulz_reference(scaled, eps=0.0, compute_dtype=torch.float32)
     assert rel_err(ref, newton_schulz_reference(G, eps=0.0, compute_dtype=torch.float32)) < 1e-6
+
+
+@pytest.mark.parametrize("eps", [1e-50, 1e-40, 1e-7, 1e300])
+def test_any_finite_eps(device, eps):
+    """eps goes to the divisor kernel as two fp32 halves where fp32 holds it as a normal number, else it is added in
+    fp64 after the kernel: a zero matrix stays zero for any eps > 0, and a huge eps only shrinks X."""
+    zero = torch.zeros(6, 9, device=device)
+    assert torch.equal(newton_schulz(zero, eps=eps, **FP32), zero)
+    G = torch.randn(6, 9, device=device)
+    out = newton_schulz(G, eps=eps, **FP32)
+    assert torch.isfinite(out).all()
+    assert rel_err(out, newton_schulz_reference(G.double(), eps=eps)) < FP32_TOLERANCE
 
 
 @pytest.mark.parametrize("bad, error, words", [
