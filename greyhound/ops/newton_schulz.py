@@ -222,8 +222,6 @@ def _symmetric_apply_kernel(
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=tile_mask)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Launchers
 @triton.jit
 def _sum_squares_kernel(x_ptr, partial_ptr, numel, num_chunks, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
     """partial[b, c] = the sum of squares of x[b, c * CHUNK: (c + 1) * CHUNK] in fp64, for x (B, numel) contiguous in
@@ -254,15 +252,8 @@ def _norm_divisor_kernel(partial_ptr, divisor_ptr, num_chunks, scale_hi, scale_l
     tl.store(divisor_ptr + matrix, norm_scale * tl.sqrt(tl.sum(acc, axis=0)) + eps)
 
 
-_FP32_TINY, _FP32_MAX = 2.0**-126, 3.4028234663852886e38  # fp32's smallest normal and largest finite values
-
-
-def _fp32_pair(value):
-    """(hi, lo), both exact in fp32, with hi + lo = value to ~2^-48 relative (hi: value rounded to fp32)."""
-    hi = struct.unpack("f", struct.pack("f", value))[0]
-    return hi, struct.unpack("f", struct.pack("f", value - hi))[0]
-
-
+# ----------------------------------------------------------------------------------------------------------------
+# Launchers
 # ----------------------------------------------------------------------------------------------------------------
 # Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
 # launch key instead of on every call.
@@ -444,6 +435,15 @@ def _check_compute_dtype(compute_dtype, G, gram=False):
 # ----------------------------------------------------------------------------------------------------------------
 # newton_schulz
 # ----------------------------------------------------------------------------------------------------------------
+_FP32_TINY, _FP32_MAX = 2.0**-126, 3.4028234663852886e38  # fp32's smallest normal and largest finite values
+
+
+def _fp32_pair(value):
+    """(hi, lo), both exact in fp32, with hi + lo = value to ~2^-48 relative (hi: value rounded to fp32)."""
+    hi = struct.unpack("f", struct.pack("f", value))[0]
+    return hi, struct.unpack("f", struct.pack("f", value - hi))[0]
+
+
 def _normalised(G, norm_scale, eps, compute_dtype):
     """(X [B, m, n] contiguous in compute_dtype with m <= n, transposed): G / (norm_scale · ‖G‖_F + eps) per matrix,
     the norm and the division in fp64: an fp32 sum of squares overflows once ‖G‖_F passes ~1.8e19 (the norm reads
