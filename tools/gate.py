@@ -226,13 +226,18 @@ def series_threshold(series, base, head, history):
     return max(Z * sigma, floor, toggle_range(series, history, base)), sigma, n
 
 
+def _enough_to_rise(samples):
+    """Whether a run has the samples rise_within_run reads (a memory series, or an old result file, has none)."""
+    return bool(samples) and len(samples) >= RISE_FIRST + RISE_LAST
+
+
 def rise_within_run(samples):
     """(first, last, rise) when a run's samples, in the order they were taken, end more than RISE_MIN above where they
     started (median of the last RISE_LAST against the median of the first RISE_FIRST), else None. The harness times its
     samples back to back behind a ~1 ms head start: a host slower than the GPU keeps up for the first few samples, then
     every sample reads the host's time (session 37: newton_schulz (16, 1024, 1024) read 0.90 ms for four samples, then
     1.08-1.19, on unchanged device code); a clock falling as the GPU heats reads the same way, more gently."""
-    if not samples or len(samples) < RISE_FIRST + RISE_LAST:
+    if not _enough_to_rise(samples):
         return None
     first, last = statistics.median(samples[:RISE_FIRST]), statistics.median(samples[-RISE_LAST:])
     rise = last / first - 1
@@ -279,7 +284,7 @@ def judge(base, head, history):
             verdict.status = "improvement" if series.is_greyhound else "drift"
         if verdict.status == "regression":
             rise, base_samples = rise_within_run(head.values[series][1]), base.values[series][1]
-            base_read = bool(base_samples) and len(base_samples) >= RISE_FIRST + RISE_LAST
+            base_read = _enough_to_rise(base_samples)
             if rise and not (base_read and rise_within_run(base_samples)):
                 first, last, step = rise
                 against = ", BASE's did not" if base_read else ""  # (BASE without samples: nothing to compare)
