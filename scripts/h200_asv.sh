@@ -24,7 +24,9 @@ gpu_log() {
 dir=/tmp/gh-$tag
 rm -rf "$dir" && git clone -q .carry/repo.bundle "$dir" && cd "$dir" || exit 1
 git checkout -q -B main origin/main && git checkout -q "${CHECKOUT:-main}" || exit 1
-machine=$(python3 -m tools.asv_machine --machine nvidia-h200) || exit 1
+# the results folder is named after the GPU model that ran (nvidia-h200, or nvidia-h100-80gb-hbm3 where the device tool
+# lends an H100 for an H200): never file one card's figures under the other's name. MACHINE=<name> overrides.
+machine=$(python3 -m tools.asv_machine ${MACHINE:+--machine "$MACHINE"}) || exit 1
 gpu_log "start"
 for spec in "$@"; do
   range=${spec%% *} regex=${spec#* }

@@ -1,12 +1,11 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN (written in session 37, extended in session 38; no device was lent to either after session 37's
-# call 2). Two variants of the z producer beside the default: its L2 prefetch of x (ws_x_prefetch, 1 and 2 groups
-# ahead) and the conv's taps in shared memory (ws_conv_smem), alone and together. Bit-equality first (N=64, ragged L,
-# N=512), then the sweep CLI, one process a dtype, N=512/64, bf16 twice. Predictions (docs/perf/cheri_block.md,
-# sessions 37 and 38): prefetch -3 to -6% at N=512; conv taps in shared memory -3 to -6% at N=512, level at N=64.
-# Copy to .carry/cmd.sh and rename to the next log number when it runs; ~200 s of sweeps, then up to 200 s of GPU
-# tests (newton_schulz, the Cheri training path). For a variant that pays: make it
-# gluon_wsz's default, run tests/nn/test_cheri_block.py -k z_producer_variants on the GPU, then asv of the tip.
+# Session 39, call 1 (planned in sessions 37-38 as planned-next-call1-z-producer.sh). Two variants of the z producer
+# beside the default: its L2 prefetch of x (ws_x_prefetch, 1 and 2 groups ahead) and the conv's taps in shared memory
+# (ws_conv_smem), alone and together. Bit-equality first (N=64, ragged L, N=512), then the sweep CLI, one process a
+# dtype, N=512/64, bf16 twice. Predictions (docs/perf/cheri_block.md, sessions 37 and 38): prefetch -3 to -6% at
+# N=512; conv taps in shared memory -3 to -6% at N=512, level at N=64. Then the GPU tests of session 38's other
+# changes: newton_schulz (fp64 norm), the Cheri training path (one-launch parameter gradients), the CE target
+# statistics kernel and the linear CE.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 S=$SECONDS
 rm -rf /tmp/t && git clone -q .carry/repo.bundle /tmp/t && (cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1)
@@ -40,6 +39,10 @@ sweep z-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x
 sweep z-bf16-2 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_x_prefetch=1],greyhound-megakernel[$W,stages=4,ws_conv_smem=1],greyhound-megakernel[$W,stages=4,ws_conv_smem=1,ws_x_prefetch=1]"
 # the GPU tests of session 38's other changes: newton_schulz (fp64 normalisation, slices only past the grid's limit)
 # and the Cheri training path (the backward's one-launch parameter gradients)
-PYTHONPATH=/tmp/site:/tmp/t timeout 200 python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE \
+PYTHONPATH=/tmp/site:/tmp/t timeout 130 python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE \
   tests/ops/test_newton_schulz.py tests/nn/test_cheri_block.py -k "newton or training_path" > $OUT/pytest-s38.log 2>&1
 echo "pytest rc=$? t=$((SECONDS-S))"; grep -E "passed|failed|FAILED|Error" $OUT/pytest-s38.log | tail -8 | cut -c1-300
+PYTHONPATH=/tmp/site:/tmp/t timeout 130 python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE \
+  tests/ops/test_linear_cross_entropy.py tests/ops/test_cross_entropy.py \
+  -k "linear or inplace or unchecked or upstream or vocabularies or large_vocab or int32" > $OUT/pytest-ce.log 2>&1
+echo "pytest-ce rc=$? t=$((SECONDS-S))"; grep -E "passed|failed|FAILED|Error" $OUT/pytest-ce.log | tail -8 | cut -c1-300
