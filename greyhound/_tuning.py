@@ -14,6 +14,10 @@ _TUNABLES = {}  # op -> {name: (type, help)}
 _ACTIVE = {}  # op -> {name: value} while an override is entered
 
 
+class NonNegativeInt(int):
+    """A tunable's type for a count where 0 means off (a plain `int` tunable must be positive)."""
+
+
 def register(op, **tunables):
     """Declare `op`'s tunables: name=(type, one-line help). Called once at the op module's import."""
     _TUNABLES[op] = dict(tunables)
@@ -70,11 +74,14 @@ def parse(op, values):
             out[name] = value.lower() in ("1", "true")
             continue
         try:
-            out[name] = kind(value)
+            out[name] = int(kind(value)) if kind is NonNegativeInt else kind(value)
         except (TypeError, ValueError):
-            raise ValueError(f"tuning: {op}.{name} must be {kind.__name__}, got {value!r}") from None
+            kind_name = "an int >= 0" if kind is NonNegativeInt else kind.__name__
+            raise ValueError(f"tuning: {op}.{name} must be {kind_name}, got {value!r}") from None
         if kind is int and out[name] <= 0:
             raise ValueError(f"tuning: {op}.{name} must be a positive int, got {value!r}")
+        if kind is NonNegativeInt and out[name] < 0:
+            raise ValueError(f"tuning: {op}.{name} must be an int >= 0 (0: off), got {value!r}")
     return out
 
 

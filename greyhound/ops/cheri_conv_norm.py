@@ -97,15 +97,16 @@ _tuning.register(
                             "after its last GEMM (as before session 33) instead of issued before it. Default: on in "
                             "gluon_wsz on the pingpong schedule for fp16 dots (session 36, H200, N=512: 0.3828 against "
                             "0.3888 ms), off for bf16 (0.3872 against 0.3775)"),
-    ws_x_prefetch=(int, "layout gluon_wsz: the z producer asks L2 for each tile's x this many of the CTA's groups "
-                        "before computing it (prefetch.global.L2, one a thread and channel row), 1..8; not set (the "
-                        "default): none. "
-                        "Session 37's profile had the z producer's x loads at 47% of its stall samples and the "
-                        "consumers waiting for z"),
+    ws_x_prefetch=(_tuning.NonNegativeInt,
+                   "layout gluon_wsz: the z producer asks L2 for each tile's x this many of the CTA's groups before "
+                   "computing it (prefetch.global.L2, one a thread and channel row), 0..8 (0: none). Default: 1 for "
+                   "bf16 dots, none for fp16 (session 39, one H100, N=512: with the conv's taps in shared memory bf16 "
+                   "0.3632 against 0.3655 ms; fp16 0.3873 against 0.3836)"),
     ws_conv_smem=(bool, "layout gluon_wsz: the conv's (C, 1, K) weight goes to shared memory once, as K fp32 rows, "
                         "and the z producer reads each tap there by 16-byte vectors instead of re-reading it from "
                         "global memory by 2-byte loads every tile (38% of its L1 sectors in session 37's profile). "
-                        "Default: off (not yet measured)"),
+                        "Default: on for bf16 dots where the taps leave the z ring as deep (session 39, one H100, "
+                        "N=512: 0.3655 against 0.3744 ms), off for fp16 (0.3836 against 0.3826)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1111,6 +1112,32 @@ def _ws_late_residual(layout, schedule, mode, late_residual):
     return bool(late_residual)
 
 
+def _ws_x_prefetch(layout, mode, x_prefetch):
+    """launch_ws's x_prefetch for a ws_x_prefetch tunable (None: 1 in gluon_wsz for bf16 dots, 0 elsewhere; session 39,
+    log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: with the conv's taps in shared memory 0.3632 /
+    0.3631 ms against 0.3655 / 0.3657 without the prefetch, alone 0.3748 / 0.3765 against the default's 0.3744 /
+    0.3762; fp16 slower with it: 0.3953 alone, 0.3873 with the taps, against 0.3826. 2 groups ahead: 0.3812)."""
+    if x_prefetch is None:
+        return 1 if layout == "gluon_wsz" and mode == "bf16" else 0
+    return x_prefetch
+
+
+def _ws_conv_taps(layout, mode, conv_smem, kernel_size, stages, block_e, channels, hidden_width, block_l, b1_mma,
+                  tail):
+    """The conv taps launch_ws stages in shared memory for a ws_conv_smem tunable: K, or 0 for none. None: on in
+    gluon_wsz for bf16 dots where the taps leave the z ring as deep as without them (session 39, log 157, one H100,
+    sweep CLI, one process, two rounds, N=512 bf16: 0.3655 / 0.3657 ms against 0.3744 / 0.3762; fp16 level, 0.3836
+    against 0.3826, so off; N=64 level within its host-bound spread). Asked for by name, on wherever gluon_wsz runs
+    (unsupported_ws refuses a shape where the taps leave no z ring)."""
+    if conv_smem is None:
+        if layout != "gluon_wsz" or mode != "bf16":
+            return 0
+        depth = functools.partial(_cheri_gluon.z_stages, stages, block_e, channels, hidden_width, block_l, b1_mma,
+                                  tail)
+        return kernel_size if depth(kernel_size) == depth() > 0 else 0
+    return kernel_size if conv_smem and layout == "gluon_wsz" else 0
+
+
 def _ws_b1_mma(layout, schedule, b1_mma, block_e):
     """launch_ws's b1_mma for a b1_mma tunable (None: on where it was measured and GPU-tested, gluon_wsz on the pingpong
     schedule at 64 hidden columns a chunk; session 32, H200 sweep CLI, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 ->
@@ -1197,9 +1224,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     if ws_conv_smem is not None and layout != "gluon_wsz":
         raise ValueError(f"tuning: {TUNING_OP}.ws_conv_smem applies to the gluon_wsz layout only; this call runs "
                          f"layout {layout}")
-    if ws_x_prefetch is not None and not 1 <= ws_x_prefetch <= 8:
-        raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [1, 8] (not set: none), "
-                         f"got {ws_x_prefetch}")
+    if ws_x_prefetch is not None and not 0 <= ws_x_prefetch <= 8:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [0, 8] (0: none; not "
+                         f"set: 1 for bf16 dots, none for fp16), got {ws_x_prefetch}")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
                         ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance),
                         ("ws_late_residual", ws_late_residual)):
@@ -1220,14 +1247,16 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     if layout in _GLUON_LAYOUTS:
         kwargs = {"block_l": block_l, "block_e": block_e, "num_warps": num_warps, "stages": num_stages}
         if layout in _WS_CONSUMERS:
+            pingpong = _ws_pingpong(layout, ws_schedule)
+            b1_by_mma = _ws_b1_mma(layout, ws_schedule, b1_mma, block_e)
+            conv_taps = _ws_conv_taps(layout, mode, ws_conv_smem, kernel_size, num_stages, block_e, channels,
+                                      hidden_width, block_l, b1_by_mma, pingpong == 3)
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
-                          z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu,
-                          pingpong=_ws_pingpong(layout, ws_schedule), b1_mma=_ws_b1_mma(layout, ws_schedule, b1_mma,
-                                                                                        block_e),
-                          thread_release=bool(ws_thread_release),
+                          z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu, pingpong=pingpong,
+                          b1_mma=b1_by_mma, thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
                           late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual),
-                          x_prefetch=ws_x_prefetch or 0, conv_smem=bool(ws_conv_smem))
+                          x_prefetch=_ws_x_prefetch(layout, mode, ws_x_prefetch), conv_smem=bool(conv_taps))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1372,7 +1401,10 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     _ws_pingpong(layout, tuning.get("ws_schedule")),
                     _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e),
                     _ws_balance(layout, tuning.get("ws_schedule"), tuning.get("ws_balance")),
-                    kernel_size if z_producer and tuning.get("ws_conv_smem") else 0)
+                    _ws_conv_taps(layout, mode, tuning.get("ws_conv_smem"), kernel_size, num_stages, block_e, channels,
+                                  hidden_width, block_l, _ws_b1_mma(layout, tuning.get("ws_schedule"),
+                                                                    tuning.get("b1_mma"), block_e),
+                                  _ws_pingpong(layout, tuning.get("ws_schedule")) == 3))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

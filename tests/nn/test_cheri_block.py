@@ -763,24 +763,50 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
             with pytest.raises(ValueError, match=f"ws_late_residual applies to the pingpong and turns schedules only; "
                                                  f"this call runs ws_schedule={schedule}"):
                 plan_of("gluon_wsz", stages=3, mode="fp16")
-    # the z producer's L2 prefetch of x: off unless asked for, gluon_wsz only, 1..8 groups ahead
-    assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 0
+    # the z producer's L2 prefetch of x: by default 1 group ahead in gluon_wsz with bf16 dots (measured faster there
+    # with the taps in shared memory), none with fp16 dots (slower); gluon_wsz only, 0..8 groups ahead (0: none)
+    assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 1
+    assert plan_of("gluon_wsz", mode="fp16").kwargs["x_prefetch"] == 0
+    assert plan_of("gluon_ws", stages=3, block_e=32).kwargs["x_prefetch"] == 0
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=2):
         assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 2
         with pytest.raises(ValueError, match="ws_x_prefetch applies to the gluon_wsz layout only; this call runs "
                                              "layout gluon_ws"):
             plan_of("gluon_ws", stages=3, block_e=32)
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0):
+        assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 0
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch="1"):
+        assert plan_of("gluon_wsz", mode="fp16").kwargs["x_prefetch"] == 1
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=9):
-        with pytest.raises(ValueError, match=r"ws_x_prefetch is a number of groups ahead in \[1, 8\] \(not set: none\), "
-                                             r"got 9"):
+        with pytest.raises(ValueError, match=r"ws_x_prefetch is a number of groups ahead in \[0, 8\] \(0: none; not "
+                                             r"set: 1 for bf16 dots, none for fp16\), got 9"):
             plan_of("gluon_wsz")
-    with pytest.raises(ValueError, match="ws_x_prefetch must be a positive int, got 0"):
-        with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0):
+    for bad in (-1, "-2"):
+        with pytest.raises(ValueError, match=r"ws_x_prefetch must be an int >= 0 \(0: off\), got "):
+            with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=bad):
+                pass
+    with pytest.raises(ValueError, match="ws_x_prefetch must be an int >= 0, got 'one'"):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch="one"):
             pass
-    # the conv's taps in shared memory: off unless asked for, gluon_wsz only
-    assert plan_of("gluon_wsz").kwargs["conv_smem"] is False
+    # the conv's taps in shared memory: by default on in gluon_wsz with bf16 dots where the taps leave the z ring as
+    # deep as without them, off with fp16 dots; asked for by name, gluon_wsz only
+    assert plan_of("gluon_wsz").kwargs["conv_smem"] is True
+    assert plan_of("gluon_wsz", mode="fp16").kwargs["conv_smem"] is False
+    assert plan_of("gluon_ws", stages=3, block_e=32).kwargs["conv_smem"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_conv_smem=False):
+        assert plan_of("gluon_wsz").kwargs["conv_smem"] is False
+    # K=5: 8 fp32 rows (4 KiB) beside a weight ring of 4 leave 3 z slots instead of 4, so the default leaves the taps
+    # in global memory; beside a ring of 3 the z ring keeps its 4 slots and the taps go to shared memory
+    def plan_k(kernel_size, stages):
+        return cheri_ops._make_plan((64, 64, 4, stages, "gluon_wsz", None), x, 512, kernel_size, "bf16", False, 4,
+                                    "poly")
+    assert plan_k(4, 4).kwargs["conv_smem"] is True and plan_k(5, 4).kwargs["conv_smem"] is False
+    assert plan_k(5, 3).kwargs["conv_smem"] is True
+    with _tuning.override(cheri_ops.TUNING_OP, ws_conv_smem=True):
+        assert plan_k(5, 4).kwargs["conv_smem"] is True
     with _tuning.override(cheri_ops.TUNING_OP, ws_conv_smem=True):
         assert plan_of("gluon_wsz").kwargs["conv_smem"] is True
+        assert plan_of("gluon_wsz", mode="fp16").kwargs["conv_smem"] is True
         with pytest.raises(ValueError, match="ws_conv_smem applies to the gluon_wsz layout only; this call runs "
                                              "layout gluon_ws"):
             plan_of("gluon_ws", stages=3, block_e=32)
@@ -1237,8 +1263,9 @@ def test_gpu_late_residual_changes_no_bit(dtype, length, schedule):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", [dict(ws_x_prefetch=1), dict(ws_x_prefetch=2), dict(ws_conv_smem=True)],
-                         ids=["x_prefetch1", "x_prefetch2", "conv_smem"])
+@pytest.mark.parametrize("variant", [dict(ws_x_prefetch=1), dict(ws_x_prefetch=2), dict(ws_conv_smem=True),
+                                     dict(ws_x_prefetch=1, ws_conv_smem=True)],
+                         ids=["x_prefetch1", "x_prefetch2", "conv_smem", "both"])
 @pytest.mark.parametrize("kernel_size", [3, 5])
 @pytest.mark.parametrize("length", [1024, 1000])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -1246,16 +1273,19 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
     """The z producer's variants change where its inputs come from, not what it computes: ws_x_prefetch only asks L2
     for lines it reads later (prefetch.global.L2 writes nothing), ws_conv_smem reads the same fp32 taps from shared
     memory (K=5: rows padded to 8, and 3 z slots). The same output bit for bit, whole and ragged L, with lone
-    last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU)."""
+    last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU). Against the kernel with both off (bf16's default has
+    both on), and the default against its variant."""
     from greyhound import _tuning
     block = make_block(128, kernel_size, 4, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
     config = (64, 64, 4, 4, "gluon_wsz")
     with torch.no_grad():
-        expected = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
-        with _tuning.override(cheri_ops.TUNING_OP, **variant):
-            out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
-    assert torch.equal(out, expected)
+        default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0, ws_conv_smem=False):
+            expected = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
+            with _tuning.override(cheri_ops.TUNING_OP, **variant):
+                out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
+    assert torch.equal(out, expected) and torch.equal(default, expected)
     ref = fp64_twin(block).reference_forward(x[-2:].double())
     assert max_abs(out[-2:], ref) < HALF_BOUNDS[dtype]
 

@@ -1,0 +1,17 @@
+#!/bin/bash
+# Session 39, call 2 (planned in session 38 as planned-next-call2-asv.sh, after call 1 made the bf16 default take the
+# conv's taps in shared memory and the L2 prefetch of x). First the GPU bit-equality of the z producer's variants
+# against the kernel with both off (and the new default against it). Then asv of the tip: CheriBlockSweep and the
+# tracked tier (peers in the same run), and the tracked tier of bfd782c (session 37's asv commit) on the same GPU, so
+# that tools.gate compares one machine's figures. Predictions: N=512 bf16 megakernel -3% against call 1's default
+# (0.3744 / 0.3762 ms on an H100); the Cheri training step's backward with four launches fewer: N=16 full-mode
+# greyhound-train 3-6% lower where host-bound; newton_schulz (16, 1024, 1024) bf16 level within its spread.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
+S=$SECONDS
+nvidia-smi --query-gpu=uuid,name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
+rm -rf /tmp/t && git clone -q .carry/repo.bundle /tmp/t && (cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1)
+(cd /tmp/t && PYTHONPATH=/tmp/site:/tmp/t timeout 100 python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE \
+  tests/nn/test_cheri_block.py -k "z_producer_variants" > $OUT/pytest-z.log 2>&1)
+echo "pytest rc=$? t=$((SECONDS-S))"; grep -E "passed|failed|FAILED|Error" $OUT/pytest-z.log | tail -6 | cut -c1-300
+TAG=s39 DEADLINE=$((580 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" "HEAD^! @tracked" "bfd782c^! @tracked"
+echo "asv rc=$? t=$((SECONDS-S))"; grep -E "^===|deadline|Error|error" $OUT/asv-s39.log | head -20 | cut -c1-200
