@@ -15,7 +15,7 @@ W="layout=gluon_wsz,block_l=64,warps=4,block_e=64"
 (cd /tmp/t && PYTHONPATH=/tmp/site:/tmp/t timeout 70 python3 -m benchmarks cheri_block --mode forward --batch-size 512 \
   --n-filters 128 --seq-len 1024 --dtype bfloat16 --no-csv --providers "greyhound-megakernel,greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=4,ws_x_prefetch=0,ws_conv_smem=0],greyhound-megakernel[$W,stages=3,ws_x_prefetch=0]" > $OUT/r-bf16.log 2>&1)
 echo "sweep rc=$? t=$((SECONDS-S))"; grep -E '^  greyhound' $OUT/r-bf16.log | sed -E 's/  +/ /g; s/layout=gluon_wsz,block_l=64,warps=4,block_e=64,//' | cut -c1-120
-TAG=s39 DEADLINE=$((515 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" "HEAD^! @tracked" "bfd782c^! @tracked"
+TAG=s39 DEADLINE=$((${LIMIT:-580} - 65 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" "HEAD^! @tracked" "bfd782c^! @tracked"
 echo "asv rc=$? t=$((SECONDS-S))"; grep -E "^===|deadline|Error|error" $OUT/asv-s39.log | head -20 | cut -c1-200
 # last, in what the asv deadline leaves: the new bf16 default and the combined variant against the kernel with both off
 (cd /tmp/t && PYTHONPATH=/tmp/site:/tmp/t timeout 60 python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE \
