@@ -11,10 +11,12 @@ S=$SECONDS
 nvidia-smi --query-gpu=uuid,name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
 rm -rf /tmp/t && git clone -q .carry/repo.bundle /tmp/t && (cd /tmp/t && git checkout -q -B main origin/main && git log --oneline -1)
 # ring 3 under the new bf16 default (sessions 37 and 39 both read ring 3 1.3-1.8% under ring 4 at the old default)
-W="layout=gluon_wsz,block_l=64,warps=4,block_e=64"
-(cd /tmp/t && PYTHONPATH=/tmp/site:/tmp/t timeout 70 python3 -m benchmarks cheri_block --mode forward --batch-size 512 \
-  --n-filters 128 --seq-len 1024 --dtype bfloat16 --no-csv --providers "greyhound-megakernel,greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=4,ws_x_prefetch=0,ws_conv_smem=0],greyhound-megakernel[$W,stages=3,ws_x_prefetch=0]" > $OUT/r-bf16.log 2>&1)
-echo "sweep rc=$? t=$((SECONDS-S))"; grep -E '^  greyhound' $OUT/r-bf16.log | sed -E 's/  +/ /g; s/layout=gluon_wsz,block_l=64,warps=4,block_e=64,//' | cut -c1-120
+if [[ -z ${NO_SWEEP:-} ]]; then  # NO_SWEEP=1: the asv runs only (a short lease)
+  W="layout=gluon_wsz,block_l=64,warps=4,block_e=64"
+  (cd /tmp/t && PYTHONPATH=/tmp/site:/tmp/t timeout 70 python3 -m benchmarks cheri_block --mode forward --batch-size 512 \
+    --n-filters 128 --seq-len 1024 --dtype bfloat16 --no-csv --providers "greyhound-megakernel,greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=4,ws_x_prefetch=0,ws_conv_smem=0],greyhound-megakernel[$W,stages=3,ws_x_prefetch=0]" > $OUT/r-bf16.log 2>&1)
+  echo "sweep rc=$? t=$((SECONDS-S))"; grep -E '^  greyhound' $OUT/r-bf16.log | sed -E 's/  +/ /g; s/layout=gluon_wsz,block_l=64,warps=4,block_e=64,//' | cut -c1-120
+fi
 TAG=s39 DEADLINE=$((${LIMIT:-580} - 65 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" "HEAD^! @tracked" "bfd782c^! @tracked"
 echo "asv rc=$? t=$((SECONDS-S))"; grep -E "^===|deadline|Error|error" $OUT/asv-s39.log | head -20 | cut -c1-200
 # last, in what the asv deadline leaves: the new bf16 default and the combined variant against the kernel with both off
