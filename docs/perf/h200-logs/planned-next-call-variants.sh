@@ -1,10 +1,9 @@
 #!/bin/bash
-# Session 39, call 3 (chained to call 2 on the same machine). Ring depth and fp16 variants around the new bf16 default
-# (the conv's taps in shared memory + the L2 prefetch of x), N=512 only (N=64 is host-bound), one process a dtype, the
-# old default beside them; then asv of bfd782c's CheriBlockSweep on this GPU (call 2 ran the tip's), so that tools.gate
-# compares the Cheri cells on one machine. Predictions: bf16 ring 3 with the taps level with ring 4 within 1% (session
-# 37: ring depth moves by about the spread); fp16 with the taps and no late residual level or slower (session 36's
-# late residual paid 1.5% there).
+# PLANNED, NOT YET RUN (session 39's call 3; no device time left). Ring depth and fp16 variants around the new bf16
+# default (the conv's taps in shared memory + the L2 prefetch of x), N=512 only, one process a dtype, the old default
+# beside them; then asv of bfd782c's CheriBlockSweep on the GPU that ran planned-next-call-asv.sh (same machine for
+# tools.gate). Predictions: bf16 ring 3 with the taps level with ring 4 within 1%; fp16 with the taps and no late
+# residual level or slower (session 36's late residual paid 1.5% there).
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 S=$SECONDS
 nvidia-smi --query-gpu=uuid,name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
@@ -17,5 +16,5 @@ sweep() {
 }
 sweep r-bf16 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=4,ws_x_prefetch=0,ws_conv_smem=0],greyhound-megakernel[$W,stages=3,ws_x_prefetch=0]"
 sweep r-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_conv_smem=1,ws_late_residual=0],greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=3,ws_conv_smem=1]"
-TAG=s39b DEADLINE=$((560 - (SECONDS - S))) bash scripts/h200_asv.sh "bfd782c^! CheriBlockSweep"
-echo "asv rc=$? t=$((SECONDS-S))"; grep -E "^===|deadline|Error|error" $OUT/asv-s39b.log | head -20 | cut -c1-200
+TAG=nextb DEADLINE=$((560 - (SECONDS - S))) bash scripts/h200_asv.sh "bfd782c^! CheriBlockSweep"
+echo "asv rc=$? t=$((SECONDS-S))"; grep -E "^===|deadline|Error|error" $OUT/asv-nextb.log | head -20 | cut -c1-200
