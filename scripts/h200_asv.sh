@@ -27,6 +27,10 @@ git checkout -q -B main origin/main && git checkout -q "${CHECKOUT:-main}" || ex
 # the results folder is named after the GPU model that ran (nvidia-h200, or nvidia-h100-80gb-hbm3 where the device tool
 # lends an H100 for an H200): never file one card's figures under the other's name. MACHINE=<name> overrides.
 machine=$(python3 -m tools.asv_machine ${MACHINE:+--machine "$MACHINE"}) || exit 1
+if [[ -z ${MACHINE:-} && $machine == cpu-* ]]; then  # nvidia-smi gave no GPU: never file GPU runs as a CPU machine
+  echo "h200_asv.sh: no GPU model from nvidia-smi (machine would be $machine); set MACHINE=<name> to run anyway" >&2
+  exit 1
+fi
 gpu_log "start"
 for spec in "$@"; do
   range=${spec%% *} regex=${spec#* }

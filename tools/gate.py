@@ -321,6 +321,45 @@ def unreadable_of(warnings, commit):
     return [line for line in warnings if Path(line.split(": ", 1)[0]).name.startswith(commit[:8])]
 
 
+def machine_names(results_dirs):
+    """The asv machines (results folders holding result files) of `results_dirs`, sorted."""
+    names = set()
+    for results_dir in map(Path, results_dirs):
+        try:
+            names.update(p.name for p in Path(results_dir).iterdir() if p.is_dir() and not p.name.startswith(".")
+                         and any(f.name != "machine.json" for f in p.glob("*.json")))
+        except OSError as err:
+            raise GateError(f"cannot list {results_dir}: {err}") from None
+    return sorted(names)
+
+
+def machine_of_pair(results_dirs, base, head, tier="tracked"):
+    """The machine to judge BASE -> HEAD on when --machine is not given: None where the results hold one machine (or
+    none: load_runs reports it), else the one machine that measured both commits (a GPU's figures are only ever
+    compared with the same GPU's); an error naming each machine's share where none or several did."""
+    names = machine_names(results_dirs)
+    if len(names) <= 1:
+        return None
+    both, have = [], []
+    for name in names:
+        runs = load_runs(results_dirs, name, tier=tier)
+        found = []
+        for ref in (base, head):
+            try:
+                found.append(resolve(runs, ref))
+            except GateError:
+                pass
+        have.append(f"{name}: {len(found)} of the two")
+        if len(found) == 2:
+            both.append(name)
+    if len(both) == 1:
+        print(f"tools.gate: machine {both[0]} (the only one of {', '.join(names)} with both commits)",
+              file=sys.stderr)
+        return both[0]
+    raise GateError(f"results of several machines ({'; '.join(have)}): "
+                    + ("choose one with --machine" if both else f"none measured both {base} and {head}"))
+
+
 def resolve(runs, ref, repo=".", unreadable=()):
     """A commit hash (any prefix) or git ref -> the full hash of a run in `runs`; the error names the result files
     that could not be read (`unreadable`: "path: problem" lines), one of which may hold it."""
@@ -431,7 +470,8 @@ def main(argv=None):
     parser.add_argument("base", nargs="?", help="base commit (hash prefix or git ref)")
     parser.add_argument("head", nargs="?", help="head commit (hash prefix or git ref)")
     parser.add_argument("--results", action="append", help="asv results directory (repeatable; default results)")
-    parser.add_argument("--machine", help="asv machine name (needed when the results hold several)")
+    parser.add_argument("--machine", help="asv machine name (default: the one machine, or the only one that "
+                                          "measured both commits)")
     parser.add_argument("--all-tiers", action="store_true", help="judge sweep series too (default: tracked only)")
     parser.add_argument("--evaluate", action="store_true",
                         help="A/A false alarms and 5%% sensitivity over consecutive commits with identical greyhound/")
@@ -441,9 +481,12 @@ def main(argv=None):
                              "the whole history: a machine with a short history")
     args = parser.parse_args(argv)
     warnings = []
+    tier = None if args.all_tiers else "tracked"
     try:
-        runs = load_runs(args.results or ["results"], args.machine, tier=None if args.all_tiers else "tracked",
-                         warnings=warnings)
+        machine = args.machine
+        if machine is None and not args.evaluate and args.base and args.head:
+            machine = machine_of_pair(args.results or ["results"], args.base, args.head, tier)
+        runs = load_runs(args.results or ["results"], machine, tier=tier, warnings=warnings)
         for line in warnings:
             print(f"tools.gate: warning: {line}", file=sys.stderr)
         if args.evaluate:

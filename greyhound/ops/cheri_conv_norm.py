@@ -100,13 +100,14 @@ _tuning.register(
     ws_x_prefetch=(_tuning.NonNegativeInt,
                    "layout gluon_wsz: the z producer asks L2 for each tile's x this many of the CTA's groups before "
                    "computing it (prefetch.global.L2, one a thread and channel row), 0..8 (0: none). Default: 1 for "
-                   "bf16 dots, none for fp16 (session 39, one H100, N=512: with the conv's taps in shared memory bf16 "
-                   "0.3632 against 0.3655 ms; fp16 0.3873 against 0.3836)"),
+                   "a bf16 model on the ping-pong schedule, none elsewhere (session 39, one H100, N=512: with the "
+                   "conv's taps in shared memory bf16 0.3632 against 0.3655 ms; fp16 0.3873 against 0.3836)"),
     ws_conv_smem=(bool, "layout gluon_wsz: the conv's (C, 1, K) weight goes to shared memory once, as K fp32 rows, "
                         "and the z producer reads each tap there by 16-byte vectors instead of re-reading it from "
                         "global memory by 2-byte loads every tile (38% of its L1 sectors in session 37's profile). "
-                        "Default: on for bf16 dots where the taps leave the z ring as deep (session 39, one H100, "
-                        "N=512: 0.3655 against 0.3744 ms), off for fp16 (0.3836 against 0.3826)"),
+                        "Default: on for a bf16 model on the ping-pong schedule where the taps leave the z ring as deep "
+                        "(session 39, one H100, N=512: 0.3655 against 0.3744 ms), off elsewhere (fp16: 0.3836 "
+                        "against 0.3826)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1112,28 +1113,37 @@ def _ws_late_residual(layout, schedule, mode, late_residual):
     return bool(late_residual)
 
 
-def _ws_x_prefetch(layout, mode, x_prefetch):
-    """launch_ws's x_prefetch for a ws_x_prefetch tunable (None: 1 in gluon_wsz for bf16 dots, 0 elsewhere; session 39,
+def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype):
+    """Where session 39 measured the z producer's conv taps in shared memory and L2 prefetch of x faster: gluon_wsz on
+    the ping-pong schedule with a bf16 model (not an fp32 model's bf16 dots: x of 4 bytes an element, unmeasured)."""
+    return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "bf16" and \
+        x_dtype == torch.bfloat16
+
+
+def _ws_x_prefetch(layout, schedule, mode, x_dtype, x_prefetch):
+    """launch_ws's x_prefetch for a ws_x_prefetch tunable (None: 1 in gluon_wsz on the ping-pong schedule for a bf16
+    model, 0 elsewhere; session 39,
     log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: with the conv's taps in shared memory 0.3632 /
     0.3631 ms against 0.3655 / 0.3657 without the prefetch, alone 0.3748 / 0.3765 against the default's 0.3744 /
     0.3762; fp16 slower with it: 0.3953 alone, 0.3873 with the taps, against 0.3826. 2 groups ahead: 0.3812)."""
     if x_prefetch is None:
-        return 1 if layout == "gluon_wsz" and mode == "bf16" else 0
+        return int(_wsz_bf16_pingpong(layout, schedule, mode, x_dtype))
     return x_prefetch
 
 
-def _ws_conv_taps(layout, mode, conv_smem, kernel_size, stages, block_e, channels, hidden_width, block_l, b1_mma,
-                  tail):
+def _ws_conv_taps(layout, schedule, mode, x_dtype, conv_smem, kernel_size, stages, block_e, channels, hidden_width,
+                  block_l, b1_mma):
     """The conv taps launch_ws stages in shared memory for a ws_conv_smem tunable: K, or 0 for none. None: on in
-    gluon_wsz for bf16 dots where the taps leave the z ring as deep as without them (session 39, log 157, one H100,
+    gluon_wsz on the ping-pong schedule for a bf16 model where the taps leave the z ring as deep as without them
+    (session 39, log 157, one H100,
     sweep CLI, one process, two rounds, N=512 bf16: 0.3655 / 0.3657 ms against 0.3744 / 0.3762; fp16 level, 0.3836
     against 0.3826, so off; N=64 level within its host-bound spread). Asked for by name, on wherever gluon_wsz runs
     (unsupported_ws refuses a shape where the taps leave no z ring)."""
     if conv_smem is None:
-        if layout != "gluon_wsz" or mode != "bf16":
+        if not _wsz_bf16_pingpong(layout, schedule, mode, x_dtype):
             return 0
         depth = functools.partial(_cheri_gluon.z_stages, stages, block_e, channels, hidden_width, block_l, b1_mma,
-                                  tail)
+                                  False)
         return kernel_size if depth(kernel_size) == depth() > 0 else 0
     return kernel_size if conv_smem and layout == "gluon_wsz" else 0
 
@@ -1249,14 +1259,15 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if layout in _WS_CONSUMERS:
             pingpong = _ws_pingpong(layout, ws_schedule)
             b1_by_mma = _ws_b1_mma(layout, ws_schedule, b1_mma, block_e)
-            conv_taps = _ws_conv_taps(layout, mode, ws_conv_smem, kernel_size, num_stages, block_e, channels,
-                                      hidden_width, block_l, b1_by_mma, pingpong == 3)
+            conv_taps = _ws_conv_taps(layout, ws_schedule, mode, x.dtype, ws_conv_smem, kernel_size, num_stages,
+                                      block_e, channels, hidden_width, block_l, b1_by_mma)
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu, pingpong=pingpong,
                           b1_mma=b1_by_mma, thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
                           late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual),
-                          x_prefetch=_ws_x_prefetch(layout, mode, ws_x_prefetch), conv_smem=bool(conv_taps))
+                          x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch),
+                          conv_smem=bool(conv_taps))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1401,10 +1412,9 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     _ws_pingpong(layout, tuning.get("ws_schedule")),
                     _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e),
                     _ws_balance(layout, tuning.get("ws_schedule"), tuning.get("ws_balance")),
-                    _ws_conv_taps(layout, mode, tuning.get("ws_conv_smem"), kernel_size, num_stages, block_e, channels,
-                                  hidden_width, block_l, _ws_b1_mma(layout, tuning.get("ws_schedule"),
-                                                                    tuning.get("b1_mma"), block_e),
-                                  _ws_pingpong(layout, tuning.get("ws_schedule")) == 3))
+                    _ws_conv_taps(layout, tuning.get("ws_schedule"), mode, x.dtype, tuning.get("ws_conv_smem"),
+                                  kernel_size, num_stages, block_e, channels, hidden_width, block_l,
+                                  _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e)))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

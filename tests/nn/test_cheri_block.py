@@ -707,8 +707,11 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     from greyhound import _tuning
     x = torch.randn(2, 128, 256)
 
-    def plan_of(layout, stages=4, mode="bf16", block_e=64, max_registers=None):  # the plan of a 64-position tile
-        return cheri_ops._make_plan((64, block_e, 4, stages, layout, max_registers), x, 512, 3, mode, False, 4, "poly")
+    def plan_of(layout, stages=4, mode="bf16", block_e=64, max_registers=None, x_dtype=None):  # a 64-position tile
+        # x of the model's dtype: bf16 for bf16 dots unless x_dtype says otherwise (an fp32 model's bf16 dots)
+        x_dtype = x_dtype or {"bf16": torch.bfloat16, "fp16": torch.float16}.get(mode, torch.float32)
+        return cheri_ops._make_plan((64, block_e, 4, stages, layout, max_registers), x.to(x_dtype), 512, 3, mode,
+                                    False, 4, "poly")
 
     for layout in ("gluon_ws", "gluon_ws3"):
         plan = plan_of(layout, block_e=32)
@@ -763,11 +766,17 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
             with pytest.raises(ValueError, match=f"ws_late_residual applies to the pingpong and turns schedules only; "
                                                  f"this call runs ws_schedule={schedule}"):
                 plan_of("gluon_wsz", stages=3, mode="fp16")
-    # the z producer's L2 prefetch of x: by default 1 group ahead in gluon_wsz with bf16 dots (measured faster there
-    # with the taps in shared memory), none with fp16 dots (slower); gluon_wsz only, 0..8 groups ahead (0: none)
+    # the z producer's L2 prefetch of x: by default 1 group ahead in gluon_wsz on the ping-pong schedule for a bf16
+    # model (measured faster there with the taps in shared memory); none for an fp16 model (slower), an fp32 model's
+    # bf16 dots or the other schedules (unmeasured); gluon_wsz only, 0..8 groups ahead (0: none)
     assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 1
     assert plan_of("gluon_wsz", mode="fp16").kwargs["x_prefetch"] == 0
+    assert plan_of("gluon_wsz", x_dtype=torch.float32).kwargs["x_prefetch"] == 0
     assert plan_of("gluon_ws", stages=3, block_e=32).kwargs["x_prefetch"] == 0
+    for schedule in ("tail", "turns", "chunk"):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_schedule=schedule):
+            plan = plan_of("gluon_wsz", stages=3)
+            assert plan.kwargs["x_prefetch"] == 0 and plan.kwargs["conv_smem"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=2):
         assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 2
         with pytest.raises(ValueError, match="ws_x_prefetch applies to the gluon_wsz layout only; this call runs "
@@ -788,18 +797,19 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with pytest.raises(ValueError, match="ws_x_prefetch must be an int >= 0, got 'one'"):
         with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch="one"):
             pass
-    # the conv's taps in shared memory: by default on in gluon_wsz with bf16 dots where the taps leave the z ring as
-    # deep as without them, off with fp16 dots; asked for by name, gluon_wsz only
+    # the conv's taps in shared memory: by default where the prefetch is (a bf16 model, gluon_wsz, ping-pong) and the
+    # taps leave the z ring as deep as without them; asked for by name, gluon_wsz only (any dtype, any schedule)
     assert plan_of("gluon_wsz").kwargs["conv_smem"] is True
     assert plan_of("gluon_wsz", mode="fp16").kwargs["conv_smem"] is False
+    assert plan_of("gluon_wsz", x_dtype=torch.float32).kwargs["conv_smem"] is False
     assert plan_of("gluon_ws", stages=3, block_e=32).kwargs["conv_smem"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_conv_smem=False):
         assert plan_of("gluon_wsz").kwargs["conv_smem"] is False
     # K=5: 8 fp32 rows (4 KiB) beside a weight ring of 4 leave 3 z slots instead of 4, so the default leaves the taps
     # in global memory; beside a ring of 3 the z ring keeps its 4 slots and the taps go to shared memory
     def plan_k(kernel_size, stages):
-        return cheri_ops._make_plan((64, 64, 4, stages, "gluon_wsz", None), x, 512, kernel_size, "bf16", False, 4,
-                                    "poly")
+        return cheri_ops._make_plan((64, 64, 4, stages, "gluon_wsz", None), x.bfloat16(), 512, kernel_size, "bf16",
+                                    False, 4, "poly")
     assert plan_k(4, 4).kwargs["conv_smem"] is True and plan_k(5, 4).kwargs["conv_smem"] is False
     assert plan_k(5, 3).kwargs["conv_smem"] is True
     with _tuning.override(cheri_ops.TUNING_OP, ws_conv_smem=True):
@@ -1273,8 +1283,8 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
     """The z producer's variants change where its inputs come from, not what it computes: ws_x_prefetch only asks L2
     for lines it reads later (prefetch.global.L2 writes nothing), ws_conv_smem reads the same fp32 taps from shared
     memory (K=5: rows padded to 8, and 3 z slots). The same output bit for bit, whole and ragged L, with lone
-    last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU). Against the kernel with both off (bf16's default has
-    both on), and the default against its variant."""
+    last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU). Against the kernel with both off, and the default
+    (for bf16 both on at K=3; at K=5 the prefetch alone, as the taps would cost a z slot) against it too."""
     from greyhound import _tuning
     block = make_block(128, kernel_size, 4, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
@@ -1849,7 +1859,7 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, True, 2, False, True, 10), (64, 3, False, 2, False, True, 11), (32, 3, True, 3, False, False, 12),
     (64, 4, True, 2, False, True, 13), (64, 4, False, 2, False, True, 13), (64, 4, True, 2, False, True, 14),
     (64, 4, True, 2, False, True, 15), (64, 4, False, 2, False, True, 15), (64, 4, True, 2, False, True, 16),
-    (64, 4, False, 2, False, True, 16)])
+    (64, 4, False, 2, False, True, 16), (64, 4, True, 2, False, True, 17), (64, 4, False, 2, False, True, 17)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -1857,9 +1867,10 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # degree-6 GELU and b1 by an FADD; 7 and 8: 3 and the tail schedule with every consumer thread releasing
     # the ring slots, 9 that release on the pipelined or one-chunk consumers: one warp-group barrier fewer a chunk;
     # 10, 11 and 12: 3, the tail schedule and three one-chunk consumers with lone last-round tiles, ws_balance;
-    # 13: the bf16 default, 10 with the degree-2 GELU; 14: the fp16 default, 10 with the residual loaded after the
-    # last GEMM, ws_late_residual; 15: 13 with the z producer's L2 prefetch of x, ws_x_prefetch; 16: 13 with the
-    # conv's taps in shared memory, ws_conv_smem)
+    # 13: session 36's bf16 default, 10 with the degree-2 GELU; 14: the fp16 default, 10 with the residual loaded
+    # after the last GEMM, ws_late_residual; 15: 13 with the z producer's L2 prefetch of x 2 groups ahead,
+    # ws_x_prefetch; 16: 13 with the conv's taps in shared memory, ws_conv_smem; 17: the bf16 default since session
+    # 39, 13 with both, the prefetch 1 group ahead)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1878,12 +1889,12 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
-                                15: 1, 16: 1}.get(pingpong, pingpong),
+                                15: 1, 16: 1, 17: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
-                                              15: 2, 16: 2}.get(pingpong, 6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16),
+                                              15: 2, 16: 2, 17: 2}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17),
                       THREAD_RELEASE=pingpong in (7, 8, 9), BALANCE=pingpong >= 10, LATE_RESIDUAL=pingpong == 14,
-                      X_PREFETCH=2 if pingpong == 15 else 0, CONV_SMEM=pingpong == 16, num_warps=4)
+                      X_PREFETCH={15: 2, 17: 1}.get(pingpong, 0), CONV_SMEM=pingpong in (16, 17), num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -1892,11 +1903,11 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6, 8, 11) else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
     # the L2 prefetch is in the PTX with it only (the z producer's, one a thread and row)
-    assert (facts["l2_prefetches"] > 0) == (pingpong == 15), facts
+    assert (facts["l2_prefetches"] > 0) == (pingpong in (15, 17)), facts
     # the z producer's 2-byte reloads of the conv weight, every tile, are gone with the taps in shared memory (the
     # only 2-byte loads left are masked: b1's, and the taps' one staging load)
     if z_producer:
-        assert (facts["plain_b16_loads"] == 0) == (pingpong == 16), facts
+        assert (facts["plain_b16_loads"] == 0) == (pingpong in (16, 17)), facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
 

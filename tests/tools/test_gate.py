@@ -189,6 +189,42 @@ def test_cli_exit_status_follows_the_verdict(tmp_path, capsys):
     assert "no results for '0badc0de'" in capsys.readouterr().err
 
 
+def _copy_machine(results, name, commits):
+    """A second machine folder holding `commits`' result files of nvidia-h200 (an H100 lent for an H200, say)."""
+    source, target = results / "nvidia-h200", results / name
+    target.mkdir()
+    (target / "machine.json").write_text(json.dumps({"machine": name, "version": 1}))
+    for commit in commits:
+        document = json.loads((source / f"{commit[:8]}-env.json").read_text())
+        document["params"]["machine"] = name
+        (target / f"{commit[:8]}-env.json").write_text(json.dumps(document))
+
+
+def test_the_cli_judges_a_pair_on_the_one_machine_that_measured_both(tmp_path, capsys):
+    # two GPUs' results in one folder: BASE -> HEAD is judged on the one machine that measured both commits (never one
+    # card against the other); where both or neither did, the error names each machine's share
+    rng = random.Random(12)
+    runs = [_run(f"{i:08x}", rng, date=i) for i in range(8)]
+    runs.append(_run("deadbeef", rng, date=99, factor={"'greyhound'": 1.07}))
+    results = _write_results(tmp_path, runs)
+    _copy_machine(results, "nvidia-h100-80gb-hbm3", [run.commit for run in runs[5:8]])
+    assert gate.main([runs[7].commit, "deadbeef", "--results", str(results)]) == 1
+    captured = capsys.readouterr()
+    assert "machine nvidia-h200 (the only one of nvidia-h100-80gb-hbm3, nvidia-h200 with both commits)" in captured.err
+    assert "PERFORMANCE REGRESSED" in captured.out
+    assert gate.main([runs[6].commit, runs[7].commit, "--results", str(results)]) == 2
+    assert ("results of several machines (nvidia-h100-80gb-hbm3: 2 of the two; nvidia-h200: 2 of the two): choose "
+            "one with --machine") in capsys.readouterr().err
+    assert gate.main([runs[6].commit, runs[7].commit, "--results", str(results), "--machine",
+                      "nvidia-h100-80gb-hbm3"]) == 0
+    assert gate.main([runs[1].commit, "0badc0de", "--results", str(results)]) == 2
+    assert ("nvidia-h100-80gb-hbm3: 0 of the two; nvidia-h200: 1 of the two): none measured both"
+            in capsys.readouterr().err)
+    assert gate.main([runs[7].commit, "deadbeef", "--results", str(results), "--machine",
+                      "nvidia-h100-80gb-hbm3"]) == 2
+    assert "no results for 'deadbeef'" in capsys.readouterr().err
+
+
 def test_the_cli_names_a_change_of_physical_gpu_from_gpus_csv(tmp_path, capsys):
     # scripts/h200_asv.sh records which GPU measured each commit; base and head on two GPUs are named (a kernel can
     # move between GPUs by more than its noise estimate), and on one GPU, or with a GPU unknown, nothing is said
