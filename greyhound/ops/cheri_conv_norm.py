@@ -1122,10 +1122,10 @@ def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype):
 
 def _ws_x_prefetch(layout, schedule, mode, x_dtype, x_prefetch):
     """launch_ws's x_prefetch for a ws_x_prefetch tunable (None: 1 in gluon_wsz on the ping-pong schedule for a bf16
-    model, 0 elsewhere; session 39,
-    log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: with the conv's taps in shared memory 0.3632 /
-    0.3631 ms against 0.3655 / 0.3657 without the prefetch, alone 0.3748 / 0.3765 against the default's 0.3744 /
-    0.3762; fp16 slower with it: 0.3953 alone, 0.3873 with the taps, against 0.3826. 2 groups ahead: 0.3812)."""
+    model, 0 elsewhere; session 39, log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: with the conv's
+    taps in shared memory 0.3632 / 0.3631 ms against 0.3655 / 0.3657 without the prefetch, alone 0.3748 / 0.3765
+    against the default's 0.3744 / 0.3762; fp16 slower with it: 0.3953 alone, 0.3873 with the taps, against 0.3826.
+    2 groups ahead: 0.3812)."""
     if x_prefetch is None:
         return int(_wsz_bf16_pingpong(layout, schedule, mode, x_dtype))
     return x_prefetch
@@ -1135,10 +1135,9 @@ def _ws_conv_taps(layout, schedule, mode, x_dtype, conv_smem, kernel_size, stage
                   block_l, b1_mma):
     """The conv taps launch_ws stages in shared memory for a ws_conv_smem tunable: K, or 0 for none. None: on in
     gluon_wsz on the ping-pong schedule for a bf16 model where the taps leave the z ring as deep as without them
-    (session 39, log 157, one H100,
-    sweep CLI, one process, two rounds, N=512 bf16: 0.3655 / 0.3657 ms against 0.3744 / 0.3762; fp16 level, 0.3836
-    against 0.3826, so off; N=64 level within its host-bound spread). Asked for by name, on wherever gluon_wsz runs
-    (unsupported_ws refuses a shape where the taps leave no z ring)."""
+    (session 39, log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: 0.3655 / 0.3657 ms against
+    0.3744 / 0.3762; fp16 level, 0.3836 against 0.3826, so off; N=64 level within its host-bound spread). Asked for
+    by name, on wherever gluon_wsz runs (unsupported_ws refuses a shape where the taps leave no z ring)."""
     if conv_smem is None:
         if not _wsz_bf16_pingpong(layout, schedule, mode, x_dtype):
             return 0
