@@ -1219,23 +1219,18 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_pipeline = _tuning.get(TUNING_OP, "ws_pipeline")
     ws_schedule = _tuning.get(TUNING_OP, "ws_schedule")  # (its value checked by run_fused, before any candidate)
     b1_mma = _tuning.get(TUNING_OP, "b1_mma")
-    if b1_mma is not None and layout != "gluon_wsz":
-        raise ValueError(f"tuning: {TUNING_OP}.b1_mma applies to the gluon_wsz layout only; this call runs layout "
-                         f"{layout}")
     ws_thread_release = _tuning.get(TUNING_OP, "ws_thread_release")
     ws_balance = _tuning.get(TUNING_OP, "ws_balance")
     ws_late_residual = _tuning.get(TUNING_OP, "ws_late_residual")
     ws_x_prefetch = _tuning.get(TUNING_OP, "ws_x_prefetch")
-    if ws_x_prefetch is not None and layout != "gluon_wsz":
-        raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch applies to the gluon_wsz layout only; this call runs "
-                         f"layout {layout}")
     ws_conv_smem = _tuning.get(TUNING_OP, "ws_conv_smem")
-    if ws_conv_smem is not None and layout != "gluon_wsz":
-        raise ValueError(f"tuning: {TUNING_OP}.ws_conv_smem applies to the gluon_wsz layout only; this call runs "
-                         f"layout {layout}")
+    for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem)):
+        if value is not None and layout != "gluon_wsz":
+            raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_wsz layout only; this call runs layout "
+                             f"{layout}")
     if ws_x_prefetch is not None and not 0 <= ws_x_prefetch <= 8:
         raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [0, 8] (0: none; not "
-                         f"set: 1 for bf16 dots, none for fp16), got {ws_x_prefetch}")
+                         f"set: 1 for a bf16 model on the ping-pong schedule, else none), got {ws_x_prefetch}")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
                         ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance),
                         ("ws_late_residual", ws_late_residual)):

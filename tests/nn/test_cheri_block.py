@@ -788,7 +788,7 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert plan_of("gluon_wsz", mode="fp16").kwargs["x_prefetch"] == 1
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=9):
         with pytest.raises(ValueError, match=r"ws_x_prefetch is a number of groups ahead in \[0, 8\] \(0: none; not "
-                                             r"set: 1 for bf16 dots, none for fp16\), got 9"):
+                                             r"set: 1 for a bf16 model on the ping-pong schedule, else none\), got 9"):
             plan_of("gluon_wsz")
     for bad in (-1, "-2"):
         with pytest.raises(ValueError, match=r"ws_x_prefetch must be an int >= 0 \(0: off\), got "):
