@@ -137,7 +137,7 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None):
     for results_dir in map(Path, results_dirs):
         try:
             benchmarks.update(load_benchmarks(results_dir))
-            machine_dirs = sorted(p for p in results_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+            machine_dirs = _machine_dirs(results_dir)
         except ExportError as err:
             raise GateError(str(err)) from None
         except OSError as err:
@@ -321,28 +321,34 @@ def unreadable_of(warnings, commit):
     return [line for line in warnings if Path(line.split(": ", 1)[0]).name.startswith(commit[:8])]
 
 
+def _machine_dirs(results_dir):
+    """The machine folders of one asv results directory (OSError when it cannot be listed)."""
+    return sorted(p for p in Path(results_dir).iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
 def machine_names(results_dirs):
     """The asv machines (results folders holding result files) of `results_dirs`, sorted."""
     names = set()
-    for results_dir in map(Path, results_dirs):
+    for results_dir in results_dirs:
         try:
-            names.update(p.name for p in Path(results_dir).iterdir() if p.is_dir() and not p.name.startswith(".")
-                         and any(f.name != "machine.json" for f in p.glob("*.json")))
+            names.update(p.name for p in _machine_dirs(results_dir)
+                         if any(f.name != "machine.json" for f in p.glob("*.json")))
         except OSError as err:
             raise GateError(f"cannot list {results_dir}: {err}") from None
     return sorted(names)
 
 
-def machine_of_pair(results_dirs, base, head, tier="tracked"):
-    """The machine to judge BASE -> HEAD on when --machine is not given: None where the results hold one machine (or
-    none: load_runs reports it), else the one machine that measured both commits (a GPU's figures are only ever
-    compared with the same GPU's); an error naming each machine's share where none or several did."""
+def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None):
+    """load_runs for judging BASE -> HEAD without --machine: the results' one machine, or where they hold several,
+    the one machine that measured both commits (a GPU's figures are only ever compared with the same GPU's); an error
+    naming each machine's share where none or several did. Each machine's results are read once."""
     names = machine_names(results_dirs)
     if len(names) <= 1:
-        return None
+        return load_runs(results_dirs, tier=tier, warnings=warnings)
     both, have = [], []
     for name in names:
-        runs = load_runs(results_dirs, name, tier=tier)
+        machine_warnings = []
+        runs = load_runs(results_dirs, name, tier=tier, warnings=machine_warnings)
         found = []
         for ref in (base, head):
             try:
@@ -351,11 +357,13 @@ def machine_of_pair(results_dirs, base, head, tier="tracked"):
                 pass
         have.append(f"{name}: {len(found)} of the two")
         if len(found) == 2:
-            both.append(name)
+            both.append((name, runs, machine_warnings))
     if len(both) == 1:
-        print(f"tools.gate: machine {both[0]} (the only one of {', '.join(names)} with both commits)",
-              file=sys.stderr)
-        return both[0]
+        name, runs, machine_warnings = both[0]
+        print(f"tools.gate: machine {name} (the only one of {', '.join(names)} with both commits)", file=sys.stderr)
+        if warnings is not None:
+            warnings.extend(machine_warnings)
+        return runs
     raise GateError(f"results of several machines ({'; '.join(have)}): "
                     + ("choose one with --machine" if both else f"none measured both {base} and {head}"))
 
@@ -483,10 +491,11 @@ def main(argv=None):
     warnings = []
     tier = None if args.all_tiers else "tracked"
     try:
-        machine = args.machine
-        if machine is None and not args.evaluate and args.base and args.head:
-            machine = machine_of_pair(args.results or ["results"], args.base, args.head, tier)
-        runs = load_runs(args.results or ["results"], machine, tier=tier, warnings=warnings)
+        results = args.results or ["results"]
+        if args.machine is None and not args.evaluate and args.base and args.head:
+            runs = runs_of_pair(results, args.base, args.head, tier, warnings)
+        else:
+            runs = load_runs(results, args.machine, tier=tier, warnings=warnings)
         for line in warnings:
             print(f"tools.gate: warning: {line}", file=sys.stderr)
         if args.evaluate:
