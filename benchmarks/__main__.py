@@ -79,7 +79,7 @@ def _tuning_help(suite):
     from greyhound import _tuning
     module = importlib.import_module(suite.tuning_module)
     declared = _tuning.tunables(getattr(module, "TUNING_OP", suite.kernel_name))
-    lines = [f"  {name} ({kind.__name__}): {text}" for name, (kind, text) in sorted(declared.items())]
+    lines = [f"  {name} ({_tuning.type_name(kind)}): {text}" for name, (kind, text) in sorted(declared.items())]
     return ("\n\nTuning variants force launch parameters for a whole combination, through the same gate and timer, "
             "e.g. --providers 'greyhound,greyhound[" + f"{sorted(declared)[0]}=...]':\n" + "\n".join(lines))
 

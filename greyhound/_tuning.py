@@ -18,6 +18,11 @@ class NonNegativeInt(int):
     """A tunable's type for a count where 0 means off (a plain `int` tunable must be positive)."""
 
 
+def type_name(kind):
+    """How a tunable's type reads in help and errors: `int`, `bool`, or `int >= 0` for a NonNegativeInt."""
+    return "int >= 0" if kind is NonNegativeInt else kind.__name__
+
+
 def register(op, **tunables):
     """Declare `op`'s tunables: name=(type, one-line help). Called once at the op module's import."""
     _TUNABLES[op] = dict(tunables)
@@ -66,7 +71,7 @@ def parse(op, values):
     for name, value in values.items():
         if name not in declared:
             raise ValueError(f"tuning: {op!r} has no tunable {name!r}; it has: "
-                             + ", ".join(f"{n} ({t.__name__}: {h})" for n, (t, h) in sorted(declared.items())))
+                             + ", ".join(f"{n} ({type_name(t)}: {h})" for n, (t, h) in sorted(declared.items())))
         kind = declared[name][0]
         if kind is bool and isinstance(value, str):
             if value.lower() not in ("0", "1", "true", "false"):
