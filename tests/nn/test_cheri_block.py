@@ -1648,6 +1648,13 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     with pytest.raises(ValueError, match="launch_ws: .* weight ring of 6 slots of 64 hidden columns leaves no room"):
         gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 6, z_producer=True)
     assert gluon_module.z_stages(8, 32, 128, 512) == 4
+    # below C=128 the layout conversions' scratch is a (64, 64) fp32 tile, not a (64, C) 16-bit one: a ring of 6 of
+    # 128 hidden columns at C=64 with b1 by wgmma compiled to 237708 bytes with 2 z slots (Triton 3.6), so it gets
+    # none; with fp32 b1 (7 KiB less) 2 slots fit; rings of 3-5 keep 4 slots (221356 bytes at 5)
+    assert [gluon_module.z_stages(stages, 128, 64, 256, 64, True) for stages in (3, 4, 5, 6)] == [4, 4, 4, 0]
+    assert gluon_module.z_stages(6, 128, 64, 256) == 2
+    assert [gluon_module.z_stages(4, 64, c, 4 * c) for c in (16, 32, 64)] == [4, 4, 4]
+    assert gluon_module.z_stages(4, 64, 32, 128, 128) == 4
     # the conv's taps in shared memory (ws_conv_smem): K fp32 rows of C, padded to a power of 2 (2 KiB at K=3 or 4,
     # 4 KiB at K=5): ring 4 keeps its 4 z slots at K <= 4 (231564 bytes, Triton 3.6) and drops to 3 at K=5; z producer
     # only
