@@ -200,7 +200,7 @@ def _copy_machine(results, name, commits):
         (target / f"{commit[:8]}-env.json").write_text(json.dumps(document))
 
 
-def test_the_cli_judges_a_pair_on_the_one_machine_that_measured_both(tmp_path, capsys):
+def test_the_cli_judges_a_pair_on_the_one_machine_that_measured_both(tmp_path, capsys, monkeypatch):
     # two GPUs' results in one folder: BASE -> HEAD is judged on the one machine that measured both commits (never one
     # card against the other); where both or neither did, the error names each machine's share
     rng = random.Random(12)
@@ -223,6 +223,14 @@ def test_the_cli_judges_a_pair_on_the_one_machine_that_measured_both(tmp_path, c
     assert gate.main([runs[7].commit, "deadbeef", "--results", str(results), "--machine",
                       "nvidia-h100-80gb-hbm3"]) == 2
     assert "no results for 'deadbeef'" in capsys.readouterr().err
+    # --evaluate without --machine: each machine on its own history, one section each
+    monkeypatch.setattr(gate, "identical_code_pairs", lambda runs: list(zip(sorted(runs), sorted(runs)[1:])))
+    assert gate.main(["--evaluate", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    h100, h200 = out.split("machine: nvidia-h200\n")
+    assert h100.startswith("machine: nvidia-h100-80gb-hbm3\npairs: 2\n") and h200.startswith("pairs: 8\n")
+    assert gate.main(["--evaluate", "--results", str(results), "--machine", "nvidia-h200"]) == 0
+    assert capsys.readouterr().out.startswith("pairs: 8\n")
 
 
 def test_the_cli_names_a_change_of_physical_gpu_from_gpus_csv(tmp_path, capsys):
@@ -414,3 +422,17 @@ def test_evaluate_against_short_random_histories(monkeypatch):
     assert short["false_alarms"] <= 1 and short["sensitivity"] >= 0.9
     whole = gate.evaluate(runs, pairs, 1.10)
     assert whole["comparisons"] == 4 and whole["series_compared"] == 4 * 6
+
+
+def test_a_peer_that_got_faster_alone_does_not_convict_a_level_greyhound_series():
+    # session 40, one H100, bfd782c -> e238aa7 (causal_conv1d's code unchanged): fla's forward read 45.7% faster, the
+    # greyhound forward -0.04%, and the gate called the greyhound series regressed on r - r_control. A control explains
+    # a move greyhound made; it never turns a level series into a regression
+    rng = random.Random(8)
+    for trial in range(20):
+        history = _history(rng)
+        head = _run("head", rng, date=99, factor={"'fla'": 0.55})
+        report = gate.judge(history[-1], head, history)
+        assert not [v for v in report.regressions if v.series.benchmark == BENCH]
+        level = [v for v in report.verdicts if v.series.is_greyhound and v.series.benchmark == BENCH]
+        assert all(v.status == "ok" for v in level), [(v.status, v.change) for v in level]
