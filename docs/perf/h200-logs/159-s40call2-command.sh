@@ -1,5 +1,6 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN (session 39's call 3; no device time left). Ring depth and fp16 variants around the new bf16
+# Session 40, call 2, as it ran (planned in session 39 as its call 3; asv deadline 500 s, then the GPU test of the
+# new default that planned-next-call-asv.sh had). Ring depth and fp16 variants around the new bf16
 # default (the conv's taps in shared memory + the L2 prefetch of x), N=512 only, one process a dtype, the old default
 # beside them; then asv of bfd782c's CheriBlockSweep on the GPU that ran planned-next-call-asv.sh (same machine for
 # tools.gate). Predictions: bf16 ring 3 with the taps level with ring 4 within 1%; fp16 with the taps and no late
@@ -16,5 +17,8 @@ sweep() {
 }
 sweep r-bf16 bfloat16 "greyhound-megakernel,greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=4,ws_x_prefetch=0,ws_conv_smem=0],greyhound-megakernel[$W,stages=3,ws_x_prefetch=0]"
 sweep r-fp16 float16 "greyhound-megakernel,greyhound-megakernel[$W,stages=4,ws_conv_smem=1,ws_late_residual=0],greyhound-megakernel[$W,stages=3],greyhound-megakernel[$W,stages=3,ws_conv_smem=1]"
-TAG=nextb DEADLINE=$((560 - (SECONDS - S))) bash scripts/h200_asv.sh "bfd782c^! CheriBlockSweep"
+TAG=nextb DEADLINE=$((500 - (SECONDS - S))) bash scripts/h200_asv.sh "bfd782c^! CheriBlockSweep"
 echo "asv rc=$? t=$((SECONDS-S))"; grep -E "^===|deadline|Error|error" $OUT/asv-nextb.log | head -20 | cut -c1-200
+(cd /tmp/t && PYTHONPATH=/tmp/site:/tmp/t timeout $((590 - (SECONDS - S))) python3 -m pytest -m gpu -q --tb=short -p no:cacheprovider -rfE \
+  tests/nn/test_cheri_block.py -k "z_producer_variants and both" > $OUT/pytest-z.log 2>&1)
+echo "pytest rc=$? t=$((SECONDS-S))"; grep -E "passed|failed|FAILED|Error" $OUT/pytest-z.log | tail -6 | cut -c1-300
