@@ -24,10 +24,12 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
   +134%, against a 3-sigma threshold of +82%). A single step (an improvement, or a regression) is a move one way
   only and widens nothing;
 * drift control: the peers of a kernel (e.g. fla, torch.compile) do not change with a greyhound commit, so a peer of
-  the same benchmark, mode and shape is the greyhound series' control. When the control moved beyond its own
-  threshold in the same direction as a greyhound series that moved beyond its own, that series is judged on
+  the same benchmark, mode and shape is the greyhound series' control. When the control moved beyond Z_CONTROL of
+  its own standard deviations in the same direction as a greyhound series that moved beyond its threshold, the
+  greyhound series is judged on
   r - r_control instead, and a move that the control explains is reported as drift, not as greyhound's regression.
-  A control only explains: a greyhound series within its threshold is ok whatever its peers did (a host-bound peer
+  A control only explains: a greyhound series within its threshold is ok, and one faster beyond it is an improvement
+  or drift, whatever its peers did (a host-bound peer
   jumps alone: on one H100, fla's causal_conv1d forward read 45.7% faster between two runs minutes apart, and the
   level greyhound series beside it read as a regression on r - r_control). When most controls moved together, or the
   machine's software (torch, triton, CUDA, driver, GPU) differs between the two runs, the report names it; so it
@@ -277,12 +279,10 @@ def judge(base, head, history):
             r_c, t_c, sigma_c, _ = change[control]
             verdict.control, verdict.control_change = control.provider, r_c
             relative, relative_threshold = r - r_c, max(Z * math.hypot(sigma, sigma_c), threshold)
-            if relative > relative_threshold:
-                verdict.status = "regression"
-            elif r > threshold:
-                verdict.status = "drift"
-            elif r < -threshold:
-                verdict.status = "drift" if relative >= -relative_threshold else "improvement"
+            if r > threshold:
+                verdict.status = "regression" if relative > relative_threshold else "drift"
+            else:  # faster beyond the threshold: a peer faster still explains it (drift), never makes it a regression
+                verdict.status = "improvement" if relative < -relative_threshold else "drift"
         elif r > threshold:
             verdict.status = "regression" if series.is_greyhound else "drift"
         elif r < -threshold:

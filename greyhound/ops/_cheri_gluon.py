@@ -173,8 +173,9 @@ def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False, 
     # (b1: fp32, or with b1_mma a (block_e, 16) bf16/fp16 block a chunk; the chunks padded to a power of 2)
     # The scratch is a (block_l, C) 16-bit tile or a (block_l, min(2C, 64)) fp32 one, whichever is larger: below C=128
     # the second sets it (offline sm_90a compiles, Triton 3.6: at C=16, 32 and 64, block_l 64 and 128, block_e 64 and
-    # 128, rings 2-6, this estimate is 876-916 bytes over the compiled size; (block_l, C) alone was 5-24 KiB under,
-    # and a ring of 6 at C=64, block_e=128 compiled to 237708 bytes where it said 2 z slots fit)
+    # 128, rings 2-6, this estimate is 852-916 bytes over the compiled size, so a ring on the edge is refused rather
+    # than overflowing; (block_l, C) alone was 5-24 KiB under, and a ring of 6 at C=64, block_e=128 compiled to 237708
+    # bytes where it said 2 z slots fit)
     b1_chunks = 1 << (hidden_width // block_e - 1).bit_length()
     scratch = max(block_l * channels * 2, block_l * min(2 * channels, 64) * 4)
     others = (stages * 2 * block_e * channels * 2 + b1_chunks * block_e * (32 if b1_mma else 4)

@@ -436,3 +436,8 @@ def test_a_peer_that_got_faster_alone_does_not_convict_a_level_greyhound_series(
         assert not [v for v in report.regressions if v.series.benchmark == BENCH]
         level = [v for v in report.verdicts if v.series.is_greyhound and v.series.benchmark == BENCH]
         assert all(v.status == "ok" for v in level), [(v.status, v.change) for v in level]
+        # nor a greyhound series that got faster beyond its threshold, with the peer faster still
+        faster = _run("faster", rng, date=99, factor={"'fla'": 0.55, "'greyhound'": 0.93})
+        report = gate.judge(history[-1], faster, history)
+        assert not report.regressions
+        assert {v.status for v in report.verdicts if v.series.is_greyhound and v.series.benchmark == BENCH} == {"drift"}
