@@ -64,7 +64,7 @@ _tuning.register(
     gelu=(str, "GELU evaluation: poly (the default, no erf; gluon_wsz runs poly2 for bf16 dots, poly3 for fp16), "
                "erf (libdevice erff), tanh (tanh.approx form), poly3 (a degree-3 fit of poly's form, 1.2e-5 absolute; "
                "the warp-specialised Gluon layouts only) or poly2 (a degree-2 fit, 8.6e-5 absolute, no clamp; those "
-               "layouts with bf16 dots only)"),
+               "layouts with bf16 or fp16 dots)"),
     w1_stages=(int, "Gluon kernel: the W1 ring's depth, at least stages (the W2 ring's; default: equal)"),
     z_regs=(bool, "Gluon kernels, bf16/fp16 dots: the first GEMMs read z from registers instead of shared memory "
                   "(default: on for the gluon layout's bf16/fp16 dots at block_e <= 32, off in the warp-specialised "
