@@ -26,12 +26,11 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
 * drift control: the peers of a kernel (e.g. fla, torch.compile) do not change with a greyhound commit, so a peer of
   the same benchmark, mode and shape is the greyhound series' control. When the control moved beyond Z_CONTROL of
   its own standard deviations in the same direction as a greyhound series that moved beyond its threshold, the
-  greyhound series is judged on
-  r - r_control instead, and a move that the control explains is reported as drift, not as greyhound's regression.
-  A control only explains: a greyhound series within its threshold is ok, and one faster beyond it is an improvement
-  or drift, whatever its peers did (a host-bound peer
-  jumps alone: on one H100, fla's causal_conv1d forward read 45.7% faster between two runs minutes apart, and the
-  level greyhound series beside it read as a regression on r - r_control). When most controls moved together, or the
+  greyhound series is judged on r - r_control instead, and a move that the control explains is reported as drift,
+  not as greyhound's regression. A control only explains: a greyhound series within its threshold is ok, and one
+  faster beyond it is an improvement or drift, whatever its peers did (a host-bound peer jumps alone: on one H100,
+  fla's causal_conv1d forward read 45.7% faster between two runs minutes apart, and the level greyhound series
+  beside it read as a regression on r - r_control). When most controls moved together, or the
   machine's software (torch, triton, CUDA, driver, GPU) differs between the two runs, the report names it; so it
   does when the two commits were measured on different physical GPUs (`results/<machine>/gpus.csv`), where a
   kernel alone can move by more than its noise estimate (session 16: the unchanged Cheri megakernel read 5% faster
