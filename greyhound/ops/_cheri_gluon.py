@@ -68,10 +68,10 @@ POLY3_CLAMP = triton.language.constexpr(13.0)
 # finite out to |u| = 1e30 in fp32): two instructions a hidden element fewer than poly3 (an FMA and the clamp). Below
 # bf16's rounding of the hidden layer it feeds (a bf16 ulp is 4.9e-4 at |h| = 0.1, 1.6e-2 at |h| = 2.9), not below
 # fp16's (6.1e-5 at 0.1) element by element; but what reaches an fp16 block's output is below the output's own
-# rounding: with the kernel's roundings emulated in fp64 (z, hidden and output rounded to fp16; C=128, E=512, 8 x 1024 positions, unit-scale outputs) the
-# max error against fp64 is 2.07e-3 with poly2 and 2.10e-3 with poly3, the mean 1.65e-4 against 1.62e-4, and every
-# output is within one fp16 ulp of the degree-6 poly's (18% of them differ, 7.6% with poly3). So fp16 may run it too
-# (a tuning variant there, session 40: not yet timed); bf16x3 (1e-5) may not.
+# rounding: with the kernel's roundings emulated in fp64 (z, hidden and output rounded to fp16; C=128, E=512, 8 x 1024
+# positions, unit-scale outputs) the max error against fp64 is 2.07e-3 with poly2 and 2.10e-3 with poly3, the mean
+# 1.65e-4 against 1.62e-4, and every output is within one fp16 ulp of the degree-6 poly's (18% of them differ, 7.6%
+# with poly3). So fp16 may run it too (a tuning variant there, session 40: not yet timed); bf16x3 (1e-5) may not.
 ERFC_HALF_LOG2_POLY2 = triton.language.constexpr((-0.0276456531137228, -0.48822158575057983, -1.1409367322921753))
 # launch_ws's gelu -> the kernel's GELU_FIT (the degree of Q)
 GELU_FITS = {"poly": 6, "poly3": 3, "poly2": 2}
