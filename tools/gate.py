@@ -475,6 +475,11 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
             "missed": per_series_missed}
 
 
+def _print_warnings(warnings):
+    for line in warnings:
+        print(f"tools.gate: warning: {line}", file=sys.stderr)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.gate", description=__doc__.splitlines()[0],
                                      epilog="Exit status: 0 no regression; 1 regression; 2 bad arguments, missing "
@@ -499,11 +504,10 @@ def main(argv=None):
         if args.evaluate:  # each machine on its own history (without --machine: every machine, one after another)
             if args.history_size is not None and args.history_size < 0:
                 raise GateError(f"--history-size must be >= 0, got {args.history_size}")
-            names = [args.machine] if args.machine else machine_names(results)
-            for name in names if len(names) > 1 else [args.machine]:
+            names = [args.machine] if args.machine else machine_names(results) or [None]
+            for name in names:
                 runs = load_runs(results, name, tier=tier, warnings=warnings)
-                for line in warnings:
-                    print(f"tools.gate: warning: {line}", file=sys.stderr)
+                _print_warnings(warnings)
                 warnings.clear()
                 if len(names) > 1:
                     print(f"machine: {name}")
@@ -515,8 +519,7 @@ def main(argv=None):
             runs = runs_of_pair(results, args.base, args.head, tier, warnings)
         else:
             runs = load_runs(results, args.machine, tier=tier, warnings=warnings)
-        for line in warnings:
-            print(f"tools.gate: warning: {line}", file=sys.stderr)
+        _print_warnings(warnings)
         if not (args.base and args.head):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
         base, head = resolve(runs, args.base, unreadable=warnings), resolve(runs, args.head, unreadable=warnings)

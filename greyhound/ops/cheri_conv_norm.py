@@ -1399,16 +1399,15 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                                                        num_warps, num_stages, gelu_of)
             else:
                 consumers, z_producer = _WS_CONSUMERS[layout], layout == "gluon_wsz"
+                schedule = tuning.get("ws_schedule")
+                b1_by_mma = _ws_b1_mma(layout, schedule, tuning.get("b1_mma"), block_e)
                 unsupported = _cheri_gluon.unsupported_ws(
                     x, channels, hidden_width, mode, training, block_l, block_e, num_warps, num_stages, gelu_of,
                     consumers, max_registers or _cheri_gluon.default_consumer_regs(consumers, z_producer),
-                    bool(tuning.get("ws_pipeline")), z_producer,
-                    _ws_pingpong(layout, tuning.get("ws_schedule")),
-                    _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e),
-                    _ws_balance(layout, tuning.get("ws_schedule"), tuning.get("ws_balance")),
-                    _ws_conv_taps(layout, tuning.get("ws_schedule"), mode, x.dtype, tuning.get("ws_conv_smem"),
-                                  kernel_size, num_stages, block_e, channels, hidden_width, block_l,
-                                  _ws_b1_mma(layout, tuning.get("ws_schedule"), tuning.get("b1_mma"), block_e)))
+                    bool(tuning.get("ws_pipeline")), z_producer, _ws_pingpong(layout, schedule), b1_by_mma,
+                    _ws_balance(layout, schedule, tuning.get("ws_balance")),
+                    _ws_conv_taps(layout, schedule, mode, x.dtype, tuning.get("ws_conv_smem"), kernel_size,
+                                  num_stages, block_e, channels, hidden_width, block_l, b1_by_mma))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")
