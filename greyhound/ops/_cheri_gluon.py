@@ -29,6 +29,7 @@ variants): two or three consumer warp groups share the weight chunks one produce
 Only for CUDA devices of compute capability 9.x with a Triton that has Gluon's Hopper API; `available()` says so
 and the caller falls back to the plain Triton kernel otherwise (or when this kernel fails to compile).
 """
+import torch
 import triton.language
 
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
@@ -264,7 +265,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
-              balance=False, late_residual=False, x_prefetch=0, conv_smem=False):
+              balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -281,13 +282,18 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     `balance` (not with pingpong 2) a last round of at most one tile a CTA runs one tile a CTA (see lone_tiles). With
     `late_residual` (pingpong 1 or 2) each tile's residual is loaded after its last GEMM, not issued before it. With
     `x_prefetch` > 0 (z_producer) the z producer asks L2 for each tile's x `x_prefetch` groups before computing it.
-    With `conv_smem` (z_producer) the conv's taps go to shared memory once and the z producer reads them there."""
+    With `conv_smem` (z_producer) the conv's taps go to shared memory once and the z producer reads them there. With
+    `x_shuffle` (z_producer; see x_shuffle_refusal) the z producer loads x once a tile and takes the conv's shifted taps
+    from the other lane of its lane pair by shuffles."""
     batch, channels, length = x.shape
     conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
                                z_producer, pingpong, b1_mma, balance, conv_taps)
     if why_not is None and x_prefetch and not z_producer:
         why_not = "x_prefetch (the z producer's L2 prefetch of x) runs with the z producer (layout gluon_wsz) only"
+    if why_not is None and x_shuffle:
+        why_not = ("x_shuffle (the z producer's shuffled conv taps) runs with the z producer (layout gluon_wsz) only"
+                   if not z_producer else x_shuffle_refusal(x.dtype, channels, conv_weight.shape[2], dilation))
     if why_not is not None:
         raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
@@ -304,7 +310,22 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
-        X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), num_warps=num_warps)
+        X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), num_warps=num_warps)
+
+
+def x_shuffle_refusal(x_dtype, channels, kernel_size, dilation):
+    """Why the z producer's shuffled conv taps (x_shuffle) cannot run a call (a string), or None. A thread holds 8
+    consecutive positions of x as four 32-bit registers of two 16-bit elements, and takes the 8 before them from the
+    other lane of its pair (or one load): so x of 2 bytes an element, every tap's shift (K - 1 - k) * dilation even
+    (whole registers) and at most 8, and C / 16 channels a thread across 16 lanes."""
+    if x_dtype not in (torch.bfloat16, torch.float16):
+        return f"x of a 16-bit type (bf16 or fp16), got {x_dtype}"
+    if (kernel_size - 1) * dilation > 8 or (dilation % 2 and kernel_size > 1):
+        return (f"every conv tap an even number of positions back and at most 8 ((K - 1) * dilation <= 8, dilation "
+                f"even), got K={kernel_size}, dilation={dilation}")
+    if channels % 16:
+        return f"C a multiple of 16, got C={channels}"
+    return None
 
 
 def lone_tiles(num_tiles, programs, consumers=2):
@@ -335,6 +356,27 @@ if available():
         block_c = getattr(getattr(block_c, "value", block_c), "value", getattr(block_c, "value", block_c))
         num_warps = getattr(getattr(num_warps, "value", num_warps), "value", getattr(num_warps, "value", num_warps))
         return gl.BlockedLayout([4, max(1, block_c // 8)], [4, 8], [num_warps, 1], [0, 1])
+
+    @gluon.constexpr_function
+    def _shuffle_tile_layout(block_c, num_warps):
+        """(ws_x_shuffle) The z producer's (16 * num_warps, C) tile with 8 consecutive positions a thread (one 16-byte
+        load of x a channel) of C / 16 consecutive channels, 2 lanes across positions and 16 across C: a thread's
+        previous 8 positions are the other lane of its pair's (one shuffle a register) or, for the pair's first lane,
+        one 16-byte load before its own, so the conv's shifted taps need no loads of their own (_shifted_taps)."""
+        block_c = getattr(getattr(block_c, "value", block_c), "value", getattr(block_c, "value", block_c))  # as above
+        num_warps = getattr(getattr(num_warps, "value", num_warps), "value", getattr(num_warps, "value", num_warps))
+        return gl.BlockedLayout([8, max(1, block_c // 16)], [2, 16], [num_warps, 1], [0, 1])
+
+    @gluon.constexpr_function
+    def _tap_join_asm(shift):
+        """(ws_x_shuffle) PTX of one packed group of 8 positions (4 registers of two 16-bit elements, position 0 in
+        the low half of register 0): the tap `shift` (even, 2..6) positions back, from the previous 8 positions
+        ($4..$7) and the thread's own ($8..$11): register renames only."""
+        while hasattr(shift, "value"):
+            shift = shift.value
+        back = shift // 2  # registers taken from the previous 8 positions
+        sources = [f"${4 + 4 - back + i}" for i in range(back)] + [f"${8 + i}" for i in range(4 - back)]
+        return " ".join(f"mov.b32 ${i}, {src};" for i, src in enumerate(sources))
 
     @gluon.constexpr_function
     def _next_power_of_2(n):
@@ -556,24 +598,59 @@ if available():
         return tile
 
     @gluon.jit
+    def _previous_positions(own, own_ptrs, in_range, offs_l):
+        """(ws_x_shuffle, TILE = _shuffle_tile_layout) x at the 8 positions before each thread's own 8, in x's type:
+        the pair's first lane loads them (16 bytes a channel; 0 before the sequence's start), the second takes the
+        first lane's own by a shuffle (shfl.up within lane pairs; a first lane keeps its load)."""
+        first_lane = gl.expand_dims((offs_l % 16) < 8, 1) & gl.expand_dims(offs_l >= 8, 1)
+        halo = gl.load(own_ptrs - 8, mask=in_range & first_lane, other=0.0)
+        return gl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .b32 t; "
+            "shfl.sync.up.b32 t|p, $4, 1, 0x1e00, -1; selp.b32 $0, t, $8, p; "
+            "shfl.sync.up.b32 t|p, $5, 1, 0x1e00, -1; selp.b32 $1, t, $9, p; "
+            "shfl.sync.up.b32 t|p, $6, 1, 0x1e00, -1; selp.b32 $2, t, $10, p; "
+            "shfl.sync.up.b32 t|p, $7, 1, 0x1e00, -1; selp.b32 $3, t, $11, p; }",
+            "=r,=r,=r,=r,r,r,r,r,r,r,r,r", [own, halo], dtype=own.dtype, is_pure=True, pack=8)
+
+    @gluon.jit
+    def _shifted_tap(previous, own, SHIFT: gl.constexpr):
+        """(ws_x_shuffle) x `SHIFT` positions back (0, 2, 4, 6 or 8) from the previous and own 8 positions of each
+        thread (_previous_positions)."""
+        if SHIFT == 0:
+            return own
+        elif SHIFT == 8:
+            return previous
+        else:
+            return gl.inline_asm_elementwise(_tap_join_asm(SHIFT), "=r,=r,=r,=r,r,r,r,r,r,r,r,r", [previous, own],
+                                             dtype=own.dtype, is_pure=True, pack=8)
+
+    @gluon.jit
     def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
                         C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr, EVEN_L: gl.constexpr,
-                        BLOCK_L: gl.constexpr, TILE: gl.constexpr, conv_smem=None, CONV_SMEM: gl.constexpr = False):
+                        BLOCK_L: gl.constexpr, TILE: gl.constexpr, conv_smem=None, CONV_SMEM: gl.constexpr = False,
+                        X_SHUFFLE: gl.constexpr = False):
         """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE, and
         the conv output's mean and rstd per position (what a training forward saves). With CONV_SMEM the conv's taps
         come from `conv_smem` (_stage_conv_taps) instead of the (C, 1, K) weight in global memory."""
         y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
+        if X_SHUFFLE:  # (TILE is _shuffle_tile_layout) x's own tile and the 8 positions before each lane pair
+            own_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
+            own = _load_x_tile(own_ptrs, in_range, EVEN_L, FP32=False)
+            previous = _previous_positions(own, own_ptrs, in_range, offs_l)
         for k in gl.static_range(KERNEL_SIZE):
             shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
             if CONV_SMEM:
                 w_tap = conv_smem.slice(k * C, C).load(gl.SliceLayout(0, TILE))
             else:
                 w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
-            tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
-            if k == KERNEL_SIZE - 1:
-                x_tap = _load_x_tile(tap_ptrs, in_range, EVEN_L)
+            if X_SHUFFLE:
+                x_tap = _shifted_tap(previous, own, (KERNEL_SIZE - 1 - k) * DILATION)
             else:
-                x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
+                tap_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l - shift, 1)
+                if k == KERNEL_SIZE - 1:
+                    x_tap = _load_x_tile(tap_ptrs, in_range, EVEN_L)
+                else:
+                    x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
             y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
         mean = gl.sum(y, axis=1) / C
         centered = y - gl.expand_dims(mean, 1)
@@ -1161,15 +1238,19 @@ if available():
                        num_tiles, CONSUMERS: gl.constexpr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                        DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
                        WARPS: gl.constexpr, BALANCE: gl.constexpr, X_PREFETCH: gl.constexpr = 0, conv_smem=None,
-                       CONV_SMEM: gl.constexpr = False):
+                       CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False):
         """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
         group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
         that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
         tile, as the consumers do. x's loads and the arithmetic come before the wait, so they run while the slot's
         previous tile is still in use. With X_PREFETCH > 0, after each tile it asks L2 for the x of the same
         consumer's tile X_PREFETCH groups later (_prefetch_x_rows). With CONV_SMEM the conv's taps come from
-        `conv_smem` (_stage_conv_taps)."""
-        TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
+        `conv_smem` (_stage_conv_taps). With X_SHUFFLE x is loaded once a tile and the conv's shifted taps come from
+        shuffles (_shuffle_tile_layout)."""
+        if X_SHUFFLE:
+            TILE: gl.constexpr = _shuffle_tile_layout(C, WARPS)
+        else:
+            TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
         count = 0
@@ -1180,7 +1261,7 @@ if available():
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile,
                         count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE,
-                        conv_smem, CONV_SMEM)
+                        conv_smem, CONV_SMEM, X_SHUFFLE)
                 if X_PREFETCH > 0:  # (after the tile, where its registers are free: before it, the z producer spilled)
                     _prefetch_x_rows(x_ptr, CONSUMERS * (group + X_PREFETCH * gl.num_programs(0)) + consumer,
                                      num_tiles, L, C, BLOCK_L, WARPS)
@@ -1190,13 +1271,13 @@ if available():
             if group < num_groups:
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                         group + (CONSUMERS - 1) * lone_start, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION,
-                        EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM)
+                        EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM, X_SHUFFLE)
 
     @gluon.jit
     def _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,
                 offs_c, num_l_blocks, C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
                 EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr, TILE: gl.constexpr, conv_smem,
-                CONV_SMEM: gl.constexpr):
+                CONV_SMEM: gl.constexpr, X_SHUFFLE: gl.constexpr = False):
         """The z producer's `count`-th tile (`tile`): its conv + LayerNorm into slot count % Z_STAGES of the z ring once
         that slot is free, then z_ready[slot] completes."""
         n = tile // num_l_blocks
@@ -1204,7 +1285,7 @@ if available():
         in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
         z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr,
                                   gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE,
-                                  conv_smem, CONV_SMEM)
+                                  conv_smem, CONV_SMEM, X_SHUFFLE)
         slot = count % Z_STAGES
         # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier, pass at once)
         mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
@@ -1224,7 +1305,7 @@ if available():
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
         GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
         LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
-        CONV_SMEM: gl.constexpr = False,
+        CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1318,7 +1399,7 @@ if available():
                                 num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
-                                  num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM)),
+                                  num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])

@@ -108,6 +108,11 @@ _tuning.register(
                         "Default: on for a bf16 model on the ping-pong schedule where the taps leave the z ring as deep "
                         "(session 39, one H100, N=512: 0.3655 against 0.3744 ms), off elsewhere (fp16: 0.3836 "
                         "against 0.3826)"),
+    ws_x_shuffle=(bool, "layout gluon_wsz, 16-bit x, every conv tap an even number of positions back and at most 8 "
+                        "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
+                        "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
+                        "shifted taps from its lane pair by shuffles instead of loading each tap (three batches of "
+                        "loads a tile in session 37's profile, one with this). Default: off (not yet timed)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1224,10 +1229,16 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_late_residual = _tuning.get(TUNING_OP, "ws_late_residual")
     ws_x_prefetch = _tuning.get(TUNING_OP, "ws_x_prefetch")
     ws_conv_smem = _tuning.get(TUNING_OP, "ws_conv_smem")
-    for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem)):
+    ws_x_shuffle = _tuning.get(TUNING_OP, "ws_x_shuffle")
+    for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem),
+                        ("ws_x_shuffle", ws_x_shuffle)):
         if value is not None and layout != "gluon_wsz":
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_wsz layout only; this call runs layout "
                              f"{layout}")
+    if ws_x_shuffle:
+        why_not = _cheri_gluon.x_shuffle_refusal(x.dtype, channels, kernel_size, dilation)
+        if why_not is not None:
+            raise ValueError(f"tuning: {TUNING_OP}.ws_x_shuffle cannot run this call: {why_not}")
     if ws_x_prefetch is not None and not 0 <= ws_x_prefetch <= 8:
         raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [0, 8] (0: none; not "
                          f"set: 1 for a bf16 model on the ping-pong schedule, else none), got {ws_x_prefetch}")
@@ -1261,7 +1272,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
                           late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual),
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch),
-                          conv_smem=bool(conv_taps))
+                          conv_smem=bool(conv_taps), x_shuffle=bool(ws_x_shuffle))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

@@ -821,6 +821,23 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         with pytest.raises(ValueError, match="ws_conv_smem applies to the gluon_wsz layout only; this call runs "
                                              "layout gluon_ws"):
             plan_of("gluon_ws", stages=3, block_e=32)
+    # the z producer's shuffled conv taps (ws_x_shuffle): off unless asked for; gluon_wsz only, 16-bit x, taps an even
+    # number of positions back and at most 8, C a multiple of 16
+    assert plan_of("gluon_wsz").kwargs["x_shuffle"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=True):
+        assert plan_of("gluon_wsz").kwargs["x_shuffle"] is True
+        assert plan_of("gluon_wsz", mode="fp16").kwargs["x_shuffle"] is True
+        with pytest.raises(ValueError, match="ws_x_shuffle applies to the gluon_wsz layout only; this call runs "
+                                             "layout gluon_ws"):
+            plan_of("gluon_ws", stages=3, block_e=32)
+        with pytest.raises(ValueError, match=r"ws_x_shuffle cannot run this call: x of a 16-bit type \(bf16 or "
+                                             r"fp16\), got torch.float32"):
+            plan_of("gluon_wsz", x_dtype=torch.float32)
+        with pytest.raises(ValueError, match=r"ws_x_shuffle cannot run this call: every conv tap an even number of "
+                                             r"positions back and at most 8 .*got K=5, dilation=4"):
+            plan_k(5, 4)
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
+        assert plan_of("gluon_wsz").kwargs["x_shuffle"] is False
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
@@ -1302,6 +1319,33 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("kernel_size, dilation", [(3, 4), (5, 2), (2, 8)])
+@pytest.mark.parametrize("length", [1024, 1000])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_shuffled_conv_taps_match_loaded_taps(dtype, length, kernel_size, dilation):
+    """ws_x_shuffle takes the conv's shifted taps from the other lane of a lane pair (and the pair's first lane from
+    one load of the 8 positions before it) instead of loading them: the same tap values, so the same conv, but the
+    LayerNorm's sums over C run in another lane layout (16 lanes of 8 channels, not 8 of 16), so z may differ in its
+    last fp32 bits and round to the other 16-bit neighbour now and then. A tap taken from the wrong positions or lane
+    would move most outputs by far more. Whole and ragged L (masked last tile), every even shift up to 8, each
+    sequence's first tile (its first lanes' halo is the causal zero padding), N=40 (lone last-round tiles)."""
+    from greyhound import _tuning
+    block = make_block(128, kernel_size, dilation, expansion=4, dtype=dtype, device="cuda").eval()
+    x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
+    config = (64, 64, 4, 4, "gluon_wsz")
+    with torch.no_grad():
+        loaded = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=True):
+            shuffled = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
+    ulp = torch.finfo(dtype).eps * loaded.float().abs().clamp_min(1.0)
+    moved = (shuffled.float() - loaded.float()).abs()
+    assert (moved <= 4 * ulp).all(), moved.max()
+    assert (shuffled != loaded).float().mean() < 0.05
+    ref = fp64_twin(block).reference_forward(x[-2:].double())
+    assert max_abs(shuffled[-2:], ref) < HALF_BOUNDS[dtype]
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_short_gelu_stays_within_half_bounds(dtype):
     """gluon_wsz's default GELU, a shorter fit (bf16 dots: poly2, 8.6e-5 absolute; fp16: poly3, 1.2e-5): within the
@@ -1707,6 +1751,18 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     with pytest.raises(ValueError, match=r"launch_ws: .* \(ws_conv_smem\) are read by the z producer"):
         gluon_module.launch_ws(x, x, torch.randn(128, 1, 3), *weights[1:], 4, 1e-5, 64, 64, 4, 4, pingpong=1,
                                conv_smem=True)
+    # the z producer's shuffled conv taps (ws_x_shuffle): 16-bit x, taps an even number of positions back and at most
+    # 8, C a multiple of 16, the z producer only
+    assert gluon_module.x_shuffle_refusal(torch.float16, 64, 5, 2) is None  # shifts 8, 6, 4, 2
+    assert gluon_module.x_shuffle_refusal(torch.bfloat16, 128, 2, 8) is None
+    assert gluon_module.x_shuffle_refusal(torch.bfloat16, 128, 1, 3) is None  # no shifted tap
+    assert "dilation even), got K=3, dilation=3" in gluon_module.x_shuffle_refusal(torch.bfloat16, 128, 3, 3)
+    assert "got K=4, dilation=4" in gluon_module.x_shuffle_refusal(torch.bfloat16, 128, 4, 4)
+    assert gluon_module.x_shuffle_refusal(torch.bfloat16, 40, 3, 4) == "C a multiple of 16, got C=40"
+    with pytest.raises(ValueError, match=r"launch_ws: .*x_shuffle \(the z producer's shuffled conv taps\) runs with "
+                                         r"the z producer"):
+        gluon_module.launch_ws(x, x, torch.randn(128, 1, 3), *weights[1:], 4, 1e-5, 64, 64, 4, 4, pingpong=1,
+                               x_shuffle=True)
     # the ping-pong schedules (ws_schedule pingpong / turns: launch_ws's pingpong 1 / 2)
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 3, "poly", 2, 152, False, True, 2) is None
     assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly", 2, 232, False, False, 1) is None
@@ -1906,7 +1962,7 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, True, 2, False, True, 13), (64, 4, False, 2, False, True, 13), (64, 4, True, 2, False, True, 14),
     (64, 4, True, 2, False, True, 15), (64, 4, False, 2, False, True, 15), (64, 4, True, 2, False, True, 16),
     (64, 4, False, 2, False, True, 16), (64, 4, True, 2, False, True, 17), (64, 4, False, 2, False, True, 17),
-    (64, 4, True, 2, False, True, 18)])
+    (64, 4, True, 2, False, True, 18), (64, 4, True, 2, False, True, 19), (64, 4, False, 2, False, True, 19)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -1918,7 +1974,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # after the last GEMM, ws_late_residual; 15: 13 with the z producer's L2 prefetch of x 2 groups ahead,
     # ws_x_prefetch; 16: 13 with the conv's taps in shared memory, ws_conv_smem; 17: the bf16 default since session
     # 39, 13 with both, the prefetch 1 group ahead; 18: 14 with the degree-2 GELU in fp16, a variant since session
-    # 40)
+    # 40; 19: 17 with the z producer's conv taps by shuffles, ws_x_shuffle, a variant since session 41)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -1939,12 +1995,13 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
-                                15: 1, 16: 1, 17: 1, 18: 1}.get(pingpong, pingpong),
+                                15: 1, 16: 1, 17: 1, 18: 1, 19: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
-                                              15: 2, 16: 2, 17: 2, 18: 2}.get(pingpong, 6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18),
+                                              15: 2, 16: 2, 17: 2, 18: 2, 19: 2}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19),
                       THREAD_RELEASE=pingpong in (7, 8, 9), BALANCE=pingpong >= 10, LATE_RESIDUAL=pingpong in (14, 18),
-                      X_PREFETCH={15: 2, 17: 1}.get(pingpong, 0), CONV_SMEM=pingpong in (16, 17), num_warps=4)
+                      X_PREFETCH={15: 2, 17: 1, 19: 1}.get(pingpong, 0), CONV_SMEM=pingpong in (16, 17, 19),
+                      X_SHUFFLE=pingpong == 19, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -1953,11 +2010,13 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6, 8, 11) else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
     # the L2 prefetch is in the PTX with it only (the z producer's, one a thread and row)
-    assert (facts["l2_prefetches"] > 0) == (pingpong in (15, 17)), facts
+    assert (facts["l2_prefetches"] > 0) == (pingpong in (15, 17, 19)), facts
     # the z producer's 2-byte reloads of the conv weight, every tile, are gone with the taps in shared memory (the
     # only 2-byte loads left are masked: b1's, and the taps' one staging load)
     if z_producer:
-        assert (facts["plain_b16_loads"] == 0) == (pingpong in (16, 17)), facts
+        assert (facts["plain_b16_loads"] == 0) == (pingpong in (16, 17, 19)), facts
+    # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
+    assert (facts["lane_shuffles_up"] > 0) == (pingpong == 19), facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
 
