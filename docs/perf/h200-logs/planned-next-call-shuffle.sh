@@ -30,7 +30,7 @@ for dt in bfloat16 float16 bfloat16 float16; do
 done
 cd - >/dev/null
 for c in bfd782c main bfd782c main; do
-  (( SECONDS - S > 540 )) && break
+  (( SECONDS - S > 400 )) && break
   rm -rf /tmp/ab && git clone -q .carry/repo.bundle /tmp/ab && (cd /tmp/ab && git checkout -q -B main origin/main && git checkout -q $c)
   (cd /tmp/ab && PYTHONPATH=/tmp/site:/tmp/ab timeout 40 python3 -m benchmarks cross_entropy_with_grad --mode forward,full \
     --providers greyhound,fla --batch-size 8192 --vocab-size 128256 --dtype bfloat16 --no-csv 2>&1 | grep -E '^  (greyhound|fla)' | sed "s/^/$c /")
