@@ -1088,7 +1088,7 @@ _SMALL_GLUON_CONFIGS = {  # by (dot-mode family, training, size class)
 # GELU; a bf16 ulp is 4.9e-4 at |h| = 0.1), fp16 dots the degree-3 one (1.2e-5; fp16's ulp there is 6.1e-5). Session 36
 # (log 152, H200, sweep CLI, one process, two rounds): bf16 N=512 0.3768 / 0.3803 ms against poly3's 0.3970 / 0.3906,
 # N=64 0.0595 / 0.0594 against 0.0603 / 0.0602.
-_WSZ_DEFAULT_SCHEDULE, _WSZ_DEFAULT_GELU = "pingpong", {"bf16": "poly2", "fp16": "poly3"}
+_WSZ_DEFAULT_SCHEDULE, _WSZ_DEFAULT_GELU = "pingpong", {"bf16": "poly2", "fp16": "poly2"}
 _WS_SCHEDULES = {"chunk": 0, "pingpong": 1, "turns": 2, "tail": 3}  # ws_schedule -> _cheri_gluon.launch_ws's pingpong
 
 
