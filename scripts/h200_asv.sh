@@ -44,15 +44,25 @@ for spec in "$@"; do
   fi
   bench=()
   for r in "${selection[@]}"; do bench+=(-b "$r"); done
+  marker=$(mktemp)  # (result files newer than this were written by this spec's run)
   timeout "$left" python3 -m asv run --machine "$machine" --record-samples --show-stderr "${bench[@]}" "$range" \
     >> "$OUT/asv-$tag.log" 2>&1
   echo "=== exit $? at t=$((SECONDS - start))s" | tee -a "$OUT/asv-$tag.log"
   gpu_log "after $spec"
-  # which GPU measured which commit (tools.noise's between-machine spread; tools.merge_results adds the rows)
+  # which GPU measured which commit (tools.noise's between-machine spread; tools.merge_results adds the rows): only
+  # commits whose result file this run wrote (a run cut off by the deadline before its first benchmark measured
+  # nothing, and a row for it would move that commit's earlier figures onto this GPU)
   gpus=results/$machine/gpus.csv
   [[ -f $gpus ]] || echo "commit,gpu_uuid,measured_at" > "$gpus"
   uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -n 1)
-  for commit in $(git rev-list "$range"); do echo "$commit,$uuid,$(date -u +%Y-%m-%dT%H:%MZ)" >> "$gpus"; done
+  for commit in $(git rev-list "$range"); do
+    if [[ -n $(find "results/$machine" -maxdepth 1 -name "${commit:0:8}-*.json" -newer "$marker" 2>/dev/null) ]]; then
+      echo "$commit,$uuid,$(date -u +%Y-%m-%dT%H:%MZ)" >> "$gpus"
+    else
+      echo "no result file written for $commit: no gpus.csv row" | tee -a "$OUT/asv-$tag.log"
+    fi
+  done
+  rm -f "$marker"
 done
 tar czf "$OUT/results-$tag.tar.gz" results/
 grep -E "^\[|failed|Error" "$OUT/asv-$tag.log" | grep -v " ok$" | tail -n 20

@@ -1348,9 +1348,9 @@ def test_gpu_shuffled_conv_taps_match_loaded_taps(dtype, length, kernel_size, di
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_short_gelu_stays_within_half_bounds(dtype):
-    """gluon_wsz's default GELU, a shorter fit (bf16 dots: poly2, 8.6e-5 absolute; fp16: poly3, 1.2e-5): within the
-    half-precision bounds of fp64, and against the degree-6 poly GELU at most one output ulp apart on a few elements (a
-    wrong coefficient would move most of them). The default path at N=24 (24Ki positions: above the tiny class) runs
+    """gluon_wsz's default GELU, a shorter fit (bf16 and, since session 41, fp16 dots: poly2, 8.6e-5 absolute): within
+    the half-precision bounds of fp64, and against the degree-6 poly GELU at most one output ulp apart on a few elements
+    (a wrong coefficient would move most of them). The default path at N=24 (24Ki positions: above the tiny class) runs
     exactly it, with the default's lone last-round tiles (ws_balance) changing no bit."""
     from greyhound import _tuning
     block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
@@ -1377,9 +1377,9 @@ def test_gpu_short_gelu_stays_within_half_bounds(dtype):
 @pytest.mark.parametrize("b1_mma", [True, False])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_degree_two_gelu_stays_within_half_bounds(dtype, b1_mma):
-    """gelu=poly2 (the degree-2 GELU fit, 8.6e-5 absolute; bf16's default, an fp16 variant) in gluon_wsz: within the
-    dtype's bounds of fp64, and against the degree-6 poly GELU at most one output ulp apart on a minority of elements
-    (a wrong coefficient, or the fit's 1e-4 landing in the output, would move most of them)."""
+    """gelu=poly2 (the degree-2 GELU fit, 8.6e-5 absolute; bf16's default and, since session 41, fp16's) in gluon_wsz:
+    within the dtype's bounds of fp64, and against the degree-6 poly GELU at most one output ulp apart on a minority
+    of elements (a wrong coefficient, or the fit's 1e-4 landing in the output, would move most of them)."""
     from greyhound import _tuning
     block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(24, 128, 1024, device="cuda", dtype=dtype)
