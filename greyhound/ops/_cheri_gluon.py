@@ -362,7 +362,7 @@ if available():
         """(ws_x_shuffle) The z producer's (16 * num_warps, C) tile with 8 consecutive positions a thread (one 16-byte
         load of x a channel) of C / 16 consecutive channels, 2 lanes across positions and 16 across C: a thread's
         previous 8 positions are the other lane of its pair's (one shuffle a register) or, for the pair's first lane,
-        one 16-byte load before its own, so the conv's shifted taps need no loads of their own (_shifted_taps)."""
+        one 16-byte load before its own, so the conv's shifted taps need no loads of their own (_shifted_tap)."""
         block_c = getattr(getattr(block_c, "value", block_c), "value", getattr(block_c, "value", block_c))  # as above
         num_warps = getattr(getattr(num_warps, "value", num_warps), "value", getattr(num_warps, "value", num_warps))
         return gl.BlockedLayout([8, max(1, block_c // 16)], [2, 16], [num_warps, 1], [0, 1])
@@ -598,12 +598,14 @@ if available():
         return tile
 
     @gluon.jit
-    def _previous_positions(own, own_ptrs, in_range, offs_l):
+    def _previous_positions(own, own_ptrs, offs_l, offs_c, L, C: gl.constexpr):
         """(ws_x_shuffle, TILE = _shuffle_tile_layout) x at the 8 positions before each thread's own 8, in x's type:
         the pair's first lane loads them (16 bytes a channel; 0 before the sequence's start), the second takes the
-        first lane's own by a shuffle (shfl.up within lane pairs; a first lane keeps its load)."""
-        first_lane = gl.expand_dims((offs_l % 16) < 8, 1) & gl.expand_dims(offs_l >= 8, 1)
-        halo = gl.load(own_ptrs - 8, mask=in_range & first_lane, other=0.0)
+        first lane's own by a shuffle (shfl.up within lane pairs; a first lane keeps its load). The load's mask is the
+        previous positions' own (in [0, L)), not the thread's: at a ragged end the 8 before a first lane whose own run
+        past L are all in the sequence."""
+        first_lane = ((offs_l % 16) < 8) & (offs_l >= 8) & (offs_l - 8 < L)
+        halo = gl.load(own_ptrs - 8, mask=gl.expand_dims(first_lane, 1) & gl.expand_dims(offs_c < C, 0), other=0.0)
         return gl.inline_asm_elementwise(
             "{ .reg .pred p; .reg .b32 t; "
             "shfl.sync.up.b32 t|p, $4, 1, 0x1e00, -1; selp.b32 $0, t, $8, p; "
@@ -631,12 +633,13 @@ if available():
                         X_SHUFFLE: gl.constexpr = False):
         """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE, and
         the conv output's mean and rstd per position (what a training forward saves). With CONV_SMEM the conv's taps
-        come from `conv_smem` (_stage_conv_taps) instead of the (C, 1, K) weight in global memory."""
+        come from `conv_smem` (_stage_conv_taps) instead of the (C, 1, K) weight in global memory. With X_SHUFFLE
+        (TILE = _shuffle_tile_layout) x is loaded once and its shifted taps come from lane pairs (_previous_positions)."""
         y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
         if X_SHUFFLE:  # (TILE is _shuffle_tile_layout) x's own tile and the 8 positions before each lane pair
             own_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
             own = _load_x_tile(own_ptrs, in_range, EVEN_L, FP32=False)
-            previous = _previous_positions(own, own_ptrs, in_range, offs_l)
+            previous = _previous_positions(own, own_ptrs, offs_l, offs_c, L, C)
         for k in gl.static_range(KERNEL_SIZE):
             shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
             if CONV_SMEM:

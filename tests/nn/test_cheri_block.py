@@ -1320,15 +1320,17 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kernel_size, dilation", [(3, 4), (5, 2), (2, 8)])
-@pytest.mark.parametrize("length", [1024, 1000])
+@pytest.mark.parametrize("length", [1024, 1000, 995])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_shuffled_conv_taps_match_loaded_taps(dtype, length, kernel_size, dilation):
     """ws_x_shuffle takes the conv's shifted taps from the other lane of a lane pair (and the pair's first lane from
     one load of the 8 positions before it) instead of loading them: the same tap values, so the same conv, but the
     LayerNorm's sums over C run in another lane layout (16 lanes of 8 channels, not 8 of 16), so z may differ in its
     last fp32 bits and round to the other 16-bit neighbour now and then. A tap taken from the wrong positions or lane
-    would move most outputs by far more. Whole and ragged L (masked last tile), every even shift up to 8, each
-    sequence's first tile (its first lanes' halo is the causal zero padding), N=40 (lone last-round tiles)."""
+    would move most outputs by far more. Whole and ragged L (masked last tile; at L=995 a lane pair's first lane
+    holds the sequence's last 3 positions and 5 past it, and its 8 previous positions must still be loaded), every
+    even shift up to 8, each sequence's first tile (its first lanes' halo is the causal zero padding), N=40 (lone
+    last-round tiles). The whole output is compared, so a wrong tap near the ragged end fails the ulp bound."""
     from greyhound import _tuning
     block = make_block(128, kernel_size, dilation, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
@@ -1662,6 +1664,26 @@ def test_gpu_warp_specialised_kernel_rejects_what_it_cannot_run():
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad():
             with pytest.raises(ValueError, match=f"layout {options['layout']} does not apply here: .*{words}"):
                 block(x)
+
+
+def test_shuffled_taps_take_the_registers_of_the_positions_shift_back():
+    """ws_x_shuffle's tap `shift` positions back (2, 4, 6) is register renames of a thread's previous 8 positions
+    ($4..$7) and its own 8 ($8..$11), two 16-bit positions a register, position 0 in the low half of register 0: run
+    the PTX moves on registers labelled by the positions they hold and each output register must hold positions
+    p - shift + 2i and p - shift + 2i + 1."""
+    gluon_module = cheri_ops._cheri_gluon
+    if not hasattr(gluon_module, "_tap_join_asm"):
+        pytest.skip("this Triton has no Gluon Hopper API (the kernel and its helpers are not defined)")
+    registers = {f"${4 + i}": (-8 + 2 * i, -7 + 2 * i) for i in range(4)}  # previous: positions -8..-1
+    registers.update({f"${8 + i}": (2 * i, 2 * i + 1) for i in range(4)})  # own: positions 0..7
+    for shift in (2, 4, 6):
+        asm = gluon_module._tap_join_asm(shift)
+        out = {}
+        for move in filter(None, (m.strip() for m in asm.split(";"))):
+            op, dst, src = move.replace(",", " ").split()
+            assert op == "mov.b32", asm
+            out[dst] = registers[src]
+        assert [out[f"${i}"] for i in range(4)] == [(-shift + 2 * i, -shift + 2 * i + 1) for i in range(4)], asm
 
 
 def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
