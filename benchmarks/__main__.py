@@ -191,6 +191,17 @@ def parse_options(kernel_name, argv):
     return suite, args, shape_values
 
 
+def gpu_note(gpu):
+    """The table's note of what NVML read while a combination's timed calls ran (harness.gpu_state): SM clock,
+    temperature, power and any clock event reason other than idle ("" without readings)."""
+    during = (gpu or {}).get("during") or {}
+    if "sm_clock_mhz" not in during:
+        return ""
+    reasons = [r for r in during["clock_event_reasons"] if r != "gpu_idle"]
+    return (f"  [SM {during['sm_clock_mhz']} MHz, {during['temperature_c']} C, {during['power_w']:.0f} W"
+            + (f"; {', '.join(reasons)}" if reasons else "") + "]")
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     table = kernels()
@@ -223,7 +234,7 @@ def main(argv=None):
             q = statistics.quantiles(ms, n=5)
             memory = f"{result['peak_bytes'] / 2**20:.1f}" if result["peak_bytes"] is not None else "n/a"
             print(f"  {provider:{width}s} {mode:8s} {shape:60s} {statistics.median(ms):9.4f} "
-                  f"[{q[0]:.4f}–{q[3]:.4f}]  {memory}")
+                  f"[{q[0]:.4f}–{q[3]:.4f}]  {memory}{gpu_note(result.get('gpu'))}")
         else:
             print(f"  {provider:{width}s} {mode:8s} {shape:60s} {'skipped' if result['skipped'] else 'FAILED'}: "
                   f"{result['skipped'] or result['error']}")

@@ -25,6 +25,9 @@ How a suite is measured (docs/benchmarking.md has the measured costs):
 * Speed: as `triton.testing.do_bench` measures: the calls are queued back to back, each after an L2 flush and
   bracketed by CUDA events, one synchronisation at the end; a 1 ms device spin first gives the host its head start.
   On the CPU: the wall clock of each call.
+* GPU state: where NVML reads (the nvidia-ml-py package), the SM and memory clocks, temperature, power and NVML's
+  clock event reasons (power cap, thermal slowdown, ...) before each batch of timed calls and while it runs, in the
+  measurement's `gpu` record and the cost profile (GREYHOUND_BENCH_PROFILE): read only, nothing is set.
 * Memory: peak CUDA memory allocated during one call above what was allocated before it (the inputs, and in
   backward mode the forward's graph), in bytes. asv's own `peakmem_` would measure host RSS, so it is not used.
 * Modes: `full` = forward + backward, `forward` = output only with no gradient required, `backward` = the
@@ -160,10 +163,55 @@ def warm_up_gpu():
     return {"gpu_warmup": time.perf_counter() - start, "gpu_warmup_first_over_last": times[0] / times[-1]}
 
 
-def measurement(samples=None, peak_bytes=None, error=None, skipped=None, phases=None):
-    """One (provider, mode, shape) as measured: samples (seconds), peak_bytes, error or skipped, phases (seconds).
-    A plain dict, so asv can pickle it from the setup_cache process to the benchmark processes."""
-    return {"samples": samples, "peak_bytes": peak_bytes, "error": error, "skipped": skipped, "phases": phases or {}}
+# NVML's clock event reasons (nvmlClocksEventReason*): why the SM clock is below its maximum while a batch runs
+CLOCK_EVENT_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+                       0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+                       0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+
+
+@functools.lru_cache(maxsize=None)
+def _nvml_handle(device_index):
+    """(pynvml, NVML handle) of CUDA device `device_index`, found by UUID (CUDA's and NVML's device orders can differ),
+    or None where the nvidia-ml-py package or the NVML library is missing. Read-only: nothing is set."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        uuid = str(torch.cuda.get_device_properties(device_index).uuid)
+        return pynvml, pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+    except Exception:  # noqa: BLE001 - no NVML here: the readings are left out, the measurement goes on
+        return None
+
+
+def gpu_state():
+    """What NVML reads of this process's GPU now: SM and memory clocks (MHz), temperature (C), power (W) and the
+    clock event reasons (why the SM clock is below its maximum: power cap, thermal slowdown, ...). None off the GPU or
+    without NVML. Taken before a batch of timed calls and while it runs, into the measurement's `gpu` record, so a
+    reader of the cost profile can tell a slow run from a throttled GPU (nothing is set; clocks stay the driver's)."""
+    if not ON_GPU:
+        return None
+    found = _nvml_handle(torch.cuda.current_device())
+    if found is None:
+        return None
+    nvml, handle = found
+    try:
+        reasons_of = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        reasons = int(reasons_of(handle))
+        return {"sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM),
+                "memory_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM),
+                "temperature_c": nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
+                "power_w": nvml.nvmlDeviceGetPowerUsage(handle) / 1000,
+                "clock_event_reasons": [name for bit, name in CLOCK_EVENT_REASONS.items() if reasons & bit]}
+    except Exception as err:  # noqa: BLE001 - a reading NVML refuses on this GPU is named, the measurement goes on
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
+def measurement(samples=None, peak_bytes=None, error=None, skipped=None, phases=None, gpu=None):
+    """One (provider, mode, shape) as measured: samples (seconds), peak_bytes, error or skipped, phases (seconds),
+    gpu (gpu_state() before the timed calls and while they ran, where NVML reads). A plain dict, so asv can pickle it
+    from the setup_cache process to the benchmark processes."""
+    return {"samples": samples, "peak_bytes": peak_bytes, "error": error, "skipped": skipped, "phases": phases or {},
+            "gpu": gpu}
 
 
 class KernelSuite(abc.ABC):
@@ -325,13 +373,15 @@ class KernelSuite(abc.ABC):
             t0 = time.perf_counter()
             phases["warmup_calls"] = self.warm_up() if WARM_UP else 0
             phases["warmup"] = time.perf_counter() - t0
+            gpu = {"before": gpu_state()}
             t0 = time.perf_counter()
-            samples = self.sample_times(SAMPLES)
+            samples = self.sample_times(SAMPLES, gpu)
             phases["samples"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             peak = self.peak_memory() if ON_GPU else None
             phases["memory"] = time.perf_counter() - t0
-            return measurement(samples=samples, peak_bytes=peak, phases=phases)
+            return measurement(samples=samples, peak_bytes=peak, phases=phases,
+                               gpu=gpu if gpu["before"] is not None else None)
         except NotImplementedError as err:
             return measurement(skipped=str(err) or type(err).__name__, phases=phases)
         except Exception as err:  # noqa: BLE001 - the gate's AssertionError, OOM, a crash: recorded, run goes on
@@ -419,10 +469,12 @@ class KernelSuite(abc.ABC):
             outputs, self._outputs = self._outputs, None
         torch.autograd.backward(outputs, self._grad_outputs)
 
-    def sample_times(self, n):
+    def sample_times(self, n, gpu=None):
         """n calls, in seconds each, measured as triton.testing.do_bench does: on a GPU the calls are queued back to
         back (the host runs ahead of the device), each after an L2 flush and bracketed by CUDA events, with one
-        synchronisation at the end; a device spin first gives the host its head start. CPU: wall clock per call."""
+        synchronisation at the end; a device spin first gives the host its head start. CPU: wall clock per call.
+        With a `gpu` dict, gpu_state() is read into gpu["during"] once the calls are queued, before the
+        synchronisation (the device is then still running them unless the host fell behind)."""
         if not ON_GPU:
             times = []
             for _ in range(n):
@@ -441,6 +493,8 @@ class KernelSuite(abc.ABC):
             start.record()
             self._call()
             end.record()
+        if gpu is not None:
+            gpu["during"] = gpu_state()
         torch.cuda.synchronize()
         return [start.elapsed_time(end) * 1e-3 for start, end in zip(starts, ends)]
 
@@ -651,5 +705,5 @@ def _append_profile(suite, process, measured):
         f.write(json.dumps({"suite": suite, "process": process, "time": time.time(),
                             "combos": [{"combo": list(map(str, combo)), "phases": m["phases"],
                                         "p50": statistics.median(m["samples"]) if m["samples"] else None,
-                                        "error": m["error"], "skipped": m["skipped"]}
+                                        "error": m["error"], "skipped": m["skipped"], "gpu": m.get("gpu")}
                                        for combo, m in measured.items()]}) + "\n")

@@ -31,6 +31,65 @@ def test_measure_gates_warms_up_and_samples(mode):
     phases = result["phases"]
     assert phases["warmup_calls"] >= 6 or phases["warmup"] >= harness.WARMUP_MAX_SECONDS
     assert {"inputs", "first_call", "reference", "check", "samples"} <= set(phases)
+    assert result["gpu"] is None  # no GPU readings on the CPU
+
+
+class _FakeNvml:
+    """The few pynvml calls gpu_state makes, with fixed readings: 1410 MHz under a power cap and a thermal slowdown."""
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+
+    def __init__(self, fail=False):
+        self.fail = fail
+
+    def nvmlDeviceGetClockInfo(self, handle, which):
+        assert handle == "handle"
+        return {1: 1410, 2: 2619}[which]
+
+    def nvmlDeviceGetTemperature(self, handle, which):
+        return 71
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        if self.fail:
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+        return 612_345  # mW
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        return 0x4 | 0x20
+
+
+def test_gpu_state_reads_clocks_power_and_why_the_clock_is_low(monkeypatch):
+    monkeypatch.setattr(harness, "ON_GPU", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(harness, "_nvml_handle", lambda index: (_FakeNvml(), "handle"))
+    state = harness.gpu_state()
+    assert state == {"sm_clock_mhz": 1410, "memory_clock_mhz": 2619, "temperature_c": 71, "power_w": 612.345,
+                     "clock_event_reasons": ["sw_power_cap", "sw_thermal_slowdown"]}
+    # a reading NVML refuses is named, not raised: the measurement goes on
+    monkeypatch.setattr(harness, "_nvml_handle", lambda index: (_FakeNvml(fail=True), "handle"))
+    assert harness.gpu_state() == {"error": "RuntimeError: NVML_ERROR_NOT_SUPPORTED"}
+    # no NVML (no nvidia-ml-py, or no driver library): no readings
+    monkeypatch.setattr(harness, "_nvml_handle", lambda index: None)
+    assert harness.gpu_state() is None
+
+
+def test_clock_event_reason_bits_are_nvmls():
+    pynvml = pytest.importorskip("pynvml")  # (a bench dependency, nvidia-ml-py)
+    names = {"gpu_idle": "GpuIdle", "applications_clocks_setting": "ApplicationsClocksSetting",
+             "sw_power_cap": "SwPowerCap", "hw_slowdown": "HwSlowdown", "sync_boost": "SyncBoost",
+             "sw_thermal_slowdown": "SwThermalSlowdown", "hw_thermal_slowdown": "HwThermalSlowdown",
+             "hw_power_brake_slowdown": "HwPowerBrakeSlowdown", "display_clock_setting": "DisplayClockSetting"}
+    assert {bit: name for bit, name in harness.CLOCK_EVENT_REASONS.items()} == \
+        {getattr(pynvml, f"nvmlClocksEventReason{nvml_name}"): name for name, nvml_name in names.items()}
+
+
+def test_nvml_handle_is_none_without_the_nvml_package(monkeypatch):
+    import sys
+    harness._nvml_handle.cache_clear()
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    try:
+        assert harness._nvml_handle(0) is None
+    finally:
+        harness._nvml_handle.cache_clear()
 
 
 def test_backward_mode_times_the_backward_only():

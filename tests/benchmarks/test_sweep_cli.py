@@ -136,3 +136,15 @@ def test_a_csv_the_rows_cannot_merge_into_is_refused_before_the_sweep(tmp_path, 
     captured = capsys.readouterr()
     assert f"--csv: {foreign} has columns ['name', 'seconds'], expected" in captured.err
     assert "combinations" not in captured.out and foreign.read_bytes() == before
+
+
+def test_table_notes_the_gpu_state_while_the_calls_ran():
+    """The sweep table's line ends with what NVML read while the timed calls ran (harness.gpu_state), and names a
+    clock event reason other than idle (a power cap, a thermal slowdown): a slow figure next to a throttled GPU."""
+    during = {"sm_clock_mhz": 1410, "memory_clock_mhz": 2619, "temperature_c": 71, "power_w": 612.3,
+              "clock_event_reasons": ["gpu_idle", "sw_power_cap"]}
+    assert cli.gpu_note({"before": during, "during": during}) == "  [SM 1410 MHz, 71 C, 612 W; sw_power_cap]"
+    assert cli.gpu_note({"before": during, "during": dict(during, clock_event_reasons=[])}) == \
+        "  [SM 1410 MHz, 71 C, 612 W]"
+    assert cli.gpu_note(None) == "" and cli.gpu_note({"before": None, "during": None}) == ""
+    assert cli.gpu_note({"before": {}, "during": {"error": "RuntimeError: not supported"}}) == ""
