@@ -634,7 +634,8 @@ if available():
         """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE, and
         the conv output's mean and rstd per position (what a training forward saves). With CONV_SMEM the conv's taps
         come from `conv_smem` (_stage_conv_taps) instead of the (C, 1, K) weight in global memory. With X_SHUFFLE
-        (TILE = _shuffle_tile_layout) x is loaded once and its shifted taps come from lane pairs (_previous_positions)."""
+        (TILE = _shuffle_tile_layout) x is loaded once and its shifted taps come from lane pairs
+        (_previous_positions)."""
         y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
         if X_SHUFFLE:  # (TILE is _shuffle_tile_layout) x's own tile and the 8 positions before each lane pair
             own_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)

@@ -112,9 +112,9 @@ _tuning.register(
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
                         "shifted taps from its lane pair by shuffles instead of loading each tap (three batches of "
-                        "loads a tile in session 37's profile, one with this). Default: off (session 41, one H100, N=512, "
-                        "sweep CLI, two rounds: bf16 0.3680 / 0.3698 ms against 0.3681 / 0.3654, fp16 0.3895 / 0.3915 "
-                        "against 0.3851 / 0.3825)"),
+                        "loads a tile in session 37's profile, one with this). Default: off (session 41, one H100, "
+                        "N=512, sweep CLI, two rounds: bf16 0.3680 / 0.3698 ms against 0.3681 / 0.3654, fp16 0.3895 / "
+                        "0.3915 against 0.3851 / 0.3825)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
