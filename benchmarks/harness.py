@@ -194,9 +194,10 @@ def gpu_state():
         return None
     nvml, handle = found
     try:
-        reasons_of = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-            nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-        reasons = int(reasons_of(handle))
+        try:  # (the name since driver 535; an older driver has only the throttle-reasons one, the same bits)
+            reasons = int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
+        except Exception:  # noqa: BLE001 - AttributeError (an older binding) or NVML's function-not-found
+            reasons = int(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
         return {"sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM),
                 "memory_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM),
                 "temperature_c": nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
@@ -579,6 +580,9 @@ def _start_process():
         torch.cuda.init()
         torch.empty(1, device=DEVICE)
         process["cuda_init"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        _nvml_handle(torch.cuda.current_device())  # NVML's start (up to seconds) before the warm-up, never between
+        process["nvml_init"] = time.perf_counter() - t0  # a combination's warm-up and its timed calls
         if WARM_UP:
             process.update(warm_up_gpu())
     return process

@@ -63,8 +63,9 @@ ERFC_HALF_LOG2_POLY3 = triton.language.constexpr((0.004086745, -0.045348004, -0.
 # overflows 2^x from |u| ~ 17 on (GELU(20) came out -4.5e25). The polynomial's argument is therefore min(|u|, 13): the
 # factor stays 2^-77.3 beyond, so GELU(u) = max(u, 0) - |u| * 5e-24 there (exact to 1e-5 for |u| < 2e18).
 POLY3_CLAMP = triton.language.constexpr(13.0)
-# gelu="poly2" (bf16's default in gluon_wsz, a tuning variant for fp16 dots): Q of degree 2, minimax in the GELU error
-# over all u (Nelder-Mead on a grid of |u| in [0, 12]): within 8.6e-5 absolute of fp64 GELU (largest at |u| = 2.91).
+# gelu="poly2" (the default in gluon_wsz for bf16 dots, and since session 41 for fp16 dots): Q of degree 2, minimax
+# in the GELU error over all u (Nelder-Mead on a grid of |u| in [0, 12]): within 8.6e-5 absolute of fp64 GELU
+# (largest at |u| = 2.91).
 # Its leading coefficient is negative, so the exponent only falls with |u| and needs no clamp (GELU(u) -> max(u, 0);
 # finite out to |u| = 1e30 in fp32): two instructions a hidden element fewer than poly3 (an FMA and the clamp). Below
 # bf16's rounding of the hidden layer it feeds (a bf16 ulp is 4.9e-4 at |h| = 0.1, 1.6e-2 at |h| = 2.9), not below
@@ -72,7 +73,7 @@ POLY3_CLAMP = triton.language.constexpr(13.0)
 # rounding: with the kernel's roundings emulated in fp64 (z, hidden and output rounded to fp16; C=128, E=512, 8 x 1024
 # positions, unit-scale outputs) the max error against fp64 is 2.07e-3 with poly2 and 2.10e-3 with poly3, the mean
 # 1.65e-4 against 1.62e-4, and every output is within one fp16 ulp of the degree-6 poly's (18% of them differ, 7.6%
-# with poly3). So fp16 may run it too (a tuning variant there, session 40: not yet timed); bf16x3 (1e-5) may not.
+# with poly3). So fp16 runs it too (session 41, one H100, N=512: -4% against poly3); bf16x3 (1e-5) may not.
 ERFC_HALF_LOG2_POLY2 = triton.language.constexpr((-0.0276456531137228, -0.48822158575057983, -1.1409367322921753))
 # launch_ws's gelu -> the kernel's GELU_FIT (the degree of Q)
 GELU_FITS = {"poly": 6, "poly3": 3, "poly2": 2}
@@ -618,6 +619,7 @@ if available():
     def _shifted_tap(previous, own, SHIFT: gl.constexpr):
         """(ws_x_shuffle) x `SHIFT` positions back (0, 2, 4, 6 or 8) from the previous and own 8 positions of each
         thread (_previous_positions)."""
+        gl.static_assert(SHIFT % 2 == 0 and SHIFT <= 8, "ws_x_shuffle: taps an even number of positions back, <= 8")
         if SHIFT == 0:
             return own
         elif SHIFT == 8:

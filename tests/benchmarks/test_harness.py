@@ -82,14 +82,42 @@ def test_clock_event_reason_bits_are_nvmls():
         {getattr(pynvml, f"nvmlClocksEventReason{nvml_name}"): name for name, nvml_name in names.items()}
 
 
-def test_nvml_handle_is_none_without_the_nvml_package(monkeypatch):
+class _FakeProperties:
+    uuid = "d564c7ca-37e1-55af-ca61-563c149d244a"  # as torch gives it: without NVML's "GPU-"
+
+
+def test_nvml_handle_finds_the_device_by_uuid_or_is_none(monkeypatch):
     import sys
+    import types
+    asked = []
+    fake = types.SimpleNamespace(nvmlInit=lambda: None,
+                                 nvmlDeviceGetHandleByUUID=lambda uuid: asked.append(uuid) or "handle")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: _FakeProperties())
     harness._nvml_handle.cache_clear()
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
     try:
+        monkeypatch.setitem(sys.modules, "pynvml", fake)
+        assert harness._nvml_handle(0) == (fake, "handle") and asked == ["GPU-" + _FakeProperties.uuid]
+        harness._nvml_handle.cache_clear()
+        monkeypatch.setitem(sys.modules, "pynvml", None)  # no nvidia-ml-py: import pynvml raises ImportError
         assert harness._nvml_handle(0) is None
     finally:
         harness._nvml_handle.cache_clear()
+
+
+def test_gpu_state_takes_the_older_throttle_reasons_call(monkeypatch):
+    """An NVML driver older than 535 has no clocks-event-reasons function (the binding raises): the throttle-reasons
+    one gives the same bits."""
+    class _OldDriver(_FakeNvml):
+        def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+            raise RuntimeError("NVML_ERROR_FUNCTION_NOT_FOUND")
+
+        def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+            return 0x40
+
+    monkeypatch.setattr(harness, "ON_GPU", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(harness, "_nvml_handle", lambda index: (_OldDriver(), "handle"))
+    assert harness.gpu_state()["clock_event_reasons"] == ["hw_thermal_slowdown"]
 
 
 def test_backward_mode_times_the_backward_only():
