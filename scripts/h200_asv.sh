@@ -3,7 +3,8 @@
 #   here:   git bundle create .carry/repo.bundle --all   (and ../shared/device/carry-wheels.sh for .whl/)
 #   device: DEADLINE=540 bash scripts/h200_asv.sh "RANGE REGEX" ["RANGE REGEX" ...]     carry: [".whl", ".carry"]
 # Each argument is one `asv run --record-samples -b REGEX RANGE` (e.g. "HEAD~4..HEAD @tracked"), run in the order
-# given under one DEADLINE (seconds from start); asv keeps each finished benchmark in the results file. REGEX
+# given under one DEADLINE (seconds from start); asv 0.6.6 writes a commit's results file once its benchmarks are
+# done, so a commit cut off by the deadline keeps its earlier file (and gets no gpus.csv row). REGEX
 # @tracked / @sweep / @all stands for the exact combinations of that tier this machine serves (tools.bench).
 # CHECKOUT=<commit> runs the suites of that commit (default: main); TAG names this call's files.
 # Leaves $OUT/results-$TAG.tar.gz (results/ of the run, with <machine>/gpus.csv: commit -> GPU UUID), $OUT/asv-$TAG.log, $OUT/profile-$TAG.jsonl (every
