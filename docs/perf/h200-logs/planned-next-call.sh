@@ -1,10 +1,12 @@
 #!/bin/bash
 # PLANNED, NOT YET RUN (written in session 42, after its asv of the tip on an H200, log 163). Two parts, H200 or H100.
 # (1) The CE forward's two levels (cross_entropy.md, session 42): the sweep CLI at the tracked shape in fresh processes,
-# the forward alone against the forward timed after the full mode (asv's order), for the tip and bfd782c, two rounds.
-# Predicted: if where in the process the forward is timed sets the level (session 16: 0.540 fresh, 0.587 after full),
-# `forward` alone reads the low level (~0.536 H200, ~0.745 H100) every time and `full,forward` splits between the two
-# levels for both commits alike; if the split follows the commit, it is the code after all.
+# the forward alone against the forward timed after the full mode (asv's order), for the tip and bfd782c. Each process
+# also times the same loss kernel three more times under tuning names that force its defaults (prefetch=1,
+# loss_warps=4, loss_block_v=2048: the same compiled kernel, fresh 2 GB logits each after the allocator's cache is
+# emptied). Predicted: if the level is set by where the logits land, the four readings of one process split between
+# ~0.536 and ~0.588 (H200); if by the process, they agree within 0.5% and the level moves only between processes
+# (session 16: 0.540 fresh, 0.587 after full); if it follows the commit, it is the code after all.
 # (2) The Cheri Block file's GPU tests that session 42's call 4 did not reach (log 166: the first 72 passed).
 # Skip what already passed: grep PASSED docs/perf/h200-logs/166-s42call4-pytest-cheri.log | sed -E 's/ PASSED.*//'
 # > .carry/passed-ids.txt. Copy to .carry/cmd.sh, carry [".whl", ".carry"]; hide docs/public and docs/perf while it travels (64 MiB).
@@ -14,12 +16,13 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 for c in main bfd782c; do
   rm -rf /tmp/gh-$c && git clone -q .carry/repo.bundle /tmp/gh-$c && (cd /tmp/gh-$c && git checkout -q -B main origin/main && git checkout -q $c)
 done
-for round in 1 2; do
+P="greyhound,fla,greyhound[prefetch=1],greyhound[loss_warps=4],greyhound[loss_block_v=2048]"
+for round in 1; do
   for c in main bfd782c; do
     for modes in forward full,forward; do
-      (cd /tmp/gh-$c && PYTHONPATH=/tmp/site:/tmp/gh-$c timeout 60 python3 -m benchmarks cross_entropy_with_grad \
-        --mode $modes --providers greyhound,fla --batch-size 8192 --vocab-size 128256 --dtype bfloat16 --no-csv 2>&1 \
-        | grep -E '^  (greyhound|fla) ' | sed -E 's/  +/ /g' | sed "s/^/r$round $c [$modes]/" | cut -c1-200)
+      (cd /tmp/gh-$c && PYTHONPATH=/tmp/site:/tmp/gh-$c timeout 150 python3 -m benchmarks cross_entropy_with_grad \
+        --mode $modes --providers "$P" --batch-size 8192 --vocab-size 128256 --dtype bfloat16 --no-csv 2>&1 \
+        | grep -E '^  (greyhound|fla)' | sed -E 's/  +/ /g' | sed "s/^/r$round $c [$modes]/" | cut -c1-200)
     done
   done
   echo "t=$((SECONDS-S))"
