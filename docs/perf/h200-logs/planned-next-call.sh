@@ -6,7 +6,9 @@
 # loss_warps=4, loss_block_v=2048: the same compiled kernel, fresh 2 GB logits each after the allocator's cache is
 # emptied). Predicted: if the level is set by where the logits land, the four readings of one process split between
 # ~0.536 and ~0.588 (H200); if by the process, they agree within 0.5% and the level moves only between processes
-# (session 16: 0.540 fresh, 0.587 after full); if it follows the commit, it is the code after all.
+# (session 16: 0.540 fresh, 0.587 after full); if it follows the commit, it is the code after all. A third process a
+# commit runs full,forward with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the allocator maps 2 MB pieces into
+# one reserved range): if placement is the cause, its four readings should agree.
 # (2) The Cheri Block file's GPU tests that session 42's call 4 did not reach (log 166: the first 72 passed).
 # Skip what already passed: grep PASSED docs/perf/h200-logs/166-s42call4-pytest-cheri.log | sed -E 's/ PASSED.*//'
 # > .carry/passed-ids.txt. Copy to .carry/cmd.sh, carry [".whl", ".carry"]; hide docs/public and docs/perf while it travels (64 MiB).
@@ -19,9 +21,10 @@ done
 P="greyhound,fla,greyhound[prefetch=1],greyhound[loss_warps=4],greyhound[loss_block_v=2048]"
 for round in 1; do
   for c in main bfd782c; do
-    for modes in forward full,forward; do
-      (cd /tmp/gh-$c && PYTHONPATH=/tmp/site:/tmp/gh-$c timeout 150 python3 -m benchmarks cross_entropy_with_grad \
-        --mode $modes --providers "$P" --batch-size 8192 --vocab-size 128256 --dtype bfloat16 --no-csv 2>&1 \
+    for modes in forward full,forward full,forward+expandable; do
+      conf=; [[ $modes == *+expandable ]] && conf=expandable_segments:True
+      (cd /tmp/gh-$c && PYTORCH_CUDA_ALLOC_CONF=$conf PYTHONPATH=/tmp/site:/tmp/gh-$c timeout 150 python3 -m benchmarks cross_entropy_with_grad \
+        --mode ${modes%+*} --providers "$P" --batch-size 8192 --vocab-size 128256 --dtype bfloat16 --no-csv 2>&1 \
         | grep -E '^  (greyhound|fla)' | sed -E 's/  +/ /g' | sed "s/^/r$round $c [$modes]/" | cut -c1-200)
     done
   done
