@@ -193,12 +193,14 @@ def parse_options(kernel_name, argv):
 
 def gpu_note(gpu):
     """The table's note of what NVML read while a combination's timed calls ran (harness.gpu_state): SM clock,
-    temperature, power and any clock event reason other than idle ("" without readings)."""
+    temperature, power ("W avg" where it is NVML's one-second average, which a short batch reads as the idle before
+    it) and any clock event reason other than idle ("" without readings)."""
     during = (gpu or {}).get("during") or {}
     if "sm_clock_mhz" not in during:
         return ""
     reasons = [r for r in during["clock_event_reasons"] if r != "gpu_idle"]
-    return (f"  [SM {during['sm_clock_mhz']} MHz, {during['temperature_c']} C, {during['power_w']:.0f} W"
+    average = " avg" if during.get("power_reading") == "average" else ""
+    return (f"  [SM {during['sm_clock_mhz']} MHz, {during['temperature_c']} C, {during['power_w']:.0f} W{average}"
             + (f"; {', '.join(reasons)}" if reasons else "") + "]")
 
 

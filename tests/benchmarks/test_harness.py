@@ -1,6 +1,7 @@
 """The harness on the CPU: the gate refuses a wrong provider, modes run, missing packages skip, the grid is one
 for every machine, and asv's benchmarks report exactly what setup_cache measured."""
 import itertools
+import types
 
 import pytest
 import torch
@@ -63,13 +64,48 @@ def test_gpu_state_reads_clocks_power_and_why_the_clock_is_low(monkeypatch):
     monkeypatch.setattr(harness, "_nvml_handle", lambda index: (_FakeNvml(), "handle"))
     state = harness.gpu_state()
     assert state == {"sm_clock_mhz": 1410, "memory_clock_mhz": 2619, "temperature_c": 71, "power_w": 612.345,
-                     "clock_event_reasons": ["sw_power_cap", "sw_thermal_slowdown"]}
+                     "power_reading": "average", "clock_event_reasons": ["sw_power_cap", "sw_thermal_slowdown"]}
     # a reading NVML refuses is named, not raised: the measurement goes on
     monkeypatch.setattr(harness, "_nvml_handle", lambda index: (_FakeNvml(fail=True), "handle"))
     assert harness.gpu_state() == {"error": "RuntimeError: NVML_ERROR_NOT_SUPPORTED"}
     # no NVML (no nvidia-ml-py, or no driver library): no readings
     monkeypatch.setattr(harness, "_nvml_handle", lambda index: None)
     assert harness.gpu_state() is None
+
+
+class _FakeNvmlInstant(_FakeNvml):
+    """A driver that gives the instantaneous power field (with `status` as its per-field return, or raising)."""
+    NVML_FI_DEV_POWER_INSTANT, NVML_SUCCESS = 186, 0
+
+    def __init__(self, status=0, raises=False):
+        super().__init__()
+        self.status, self.raises = status, raises
+
+    def nvmlDeviceGetFieldValues(self, handle, field_ids):
+        assert handle == "handle" and field_ids == [186]
+        if self.raises:
+            raise RuntimeError("NVML_ERROR_FUNCTION_NOT_FOUND")
+        return [types.SimpleNamespace(nvmlReturn=self.status, value=types.SimpleNamespace(uiVal=688_250))]
+
+
+def test_gpu_state_takes_the_instantaneous_power_where_the_driver_gives_it(monkeypatch):
+    """The one-second average reads a batch of short calls as the idle before it: the instantaneous field first, the
+    average where the field is refused (its own return code) or the call is missing."""
+    monkeypatch.setattr(harness, "ON_GPU", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for fake, power, reading in ((_FakeNvmlInstant(), 688.25, "instant"),
+                                 (_FakeNvmlInstant(status=3), 612.345, "average"),  # NVML_ERROR_NOT_SUPPORTED
+                                 (_FakeNvmlInstant(raises=True), 612.345, "average")):
+        monkeypatch.setattr(harness, "_nvml_handle", lambda index, fake=fake: (fake, "handle"))
+        state = harness.gpu_state()
+        assert (state["power_w"], state["power_reading"]) == (power, reading)
+
+
+def test_power_field_is_nvmls():
+    pynvml = pytest.importorskip("pynvml")  # (a bench dependency, nvidia-ml-py)
+    assert (pynvml.NVML_FI_DEV_POWER_INSTANT, pynvml.NVML_SUCCESS) == (186, 0)
+    assert {"nvmlReturn", "value"} <= {name for name, _ in pynvml.c_nvmlFieldValue_t._fields_}
+    assert "uiVal" in {name for name, _ in pynvml.c_nvmlValue_t._fields_}
 
 
 def test_clock_event_reason_bits_are_nvmls():
@@ -88,7 +124,6 @@ class _FakeProperties:
 
 def test_nvml_handle_finds_the_device_by_uuid_or_is_none(monkeypatch):
     import sys
-    import types
     asked = []
     fake = types.SimpleNamespace(nvmlInit=lambda: None,
                                  nvmlDeviceGetHandleByUUID=lambda uuid: asked.append(uuid) or "handle")

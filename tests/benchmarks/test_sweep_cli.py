@@ -146,5 +146,10 @@ def test_table_notes_the_gpu_state_while_the_calls_ran():
     assert cli.gpu_note({"before": during, "during": during}) == "  [SM 1410 MHz, 71 C, 612 W; sw_power_cap]"
     assert cli.gpu_note({"before": during, "during": dict(during, clock_event_reasons=[])}) == \
         "  [SM 1410 MHz, 71 C, 612 W]"
+    # NVML's one-second average (a driver without the instantaneous field) is marked: a short batch reads the idle
+    average = dict(during, power_reading="average", clock_event_reasons=[])
+    assert cli.gpu_note({"before": average, "during": average}) == "  [SM 1410 MHz, 71 C, 612 W avg]"
+    assert cli.gpu_note({"before": None, "during": dict(average, power_reading="instant")}) == \
+        "  [SM 1410 MHz, 71 C, 612 W]"
     assert cli.gpu_note(None) == "" and cli.gpu_note({"before": None, "during": None}) == ""
     assert cli.gpu_note({"before": {}, "during": {"error": "RuntimeError: not supported"}}) == ""
