@@ -185,7 +185,7 @@ def _nvml_handle(device_index):
 def _power_w(nvml, handle):
     """(watts, "instant" or "average"): NVML's instantaneous board power (field NVML_FI_DEV_POWER_INSTANT) where the
     driver gives it, else nvmlDeviceGetPowerUsage, an average over about a second, which a batch of short calls reads
-    as the idle before it (session 42: 130 W for 20 megakernel calls of 0.37 ms, where a 40 ms GEMM batch read 690 W)."""
+    as the idle before it (session 42: 130 W for 20 megakernel calls of 0.37 ms; a 40 ms GEMM batch read 690 W)."""
     field = getattr(nvml, "NVML_FI_DEV_POWER_INSTANT", None)
     if field is not None:
         try:
