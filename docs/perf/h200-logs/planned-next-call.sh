@@ -14,7 +14,9 @@
 # shared memory, x's L2 prefetch), and where the shuffled variant's time went (it cut the z producer's load batches
 # from three to one and measured level). Predicted: consumer 1's z_ready waits fall from 12% (session 37) to a few
 # percent with the shuffle, and WARPGROUP.DEPBAR plus the warp-group barrier stay the consumers' top stalls.
-# PART=1 runs (1) and (3) (~6 min), PART=2 runs (2).
+# PART=1 runs (1) and (3) (~6 min), PART=2 runs (2). The sweep lines' ends show the harness's NVML power: "W" where the
+# driver gives the instantaneous field (new in session 42, not yet run on a GPU; predicted ~400-600 W beside the CE
+# forward's batch), "W avg" where it fell back to the one-second average.
 # (2) The Cheri Block file's GPU tests that session 42's call 4 did not reach (log 166: the first 72 passed).
 # Skip what already passed: grep PASSED docs/perf/h200-logs/166-s42call4-pytest-cheri.log | sed -E 's/ PASSED.*//'
 # > .carry/passed-ids.txt. Copy to .carry/cmd.sh, carry [".whl", ".carry"]; hide docs/public and docs/perf while it travels (64 MiB).
