@@ -17,8 +17,14 @@ SWEEP_CLI_MACHINE = "sweep-cli"  # the asv_machine of the sweep CLI's rows (benc
 
 
 def is_finite_number(value):
-    """A real int or float that is not NaN/inf (bool and None are not numbers here)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A real int or float that is not NaN/inf (bool and None are not numbers here; nor is an int too large for a
+    float)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past a float's range
+        return False
 
 
 def x_value_order(text):

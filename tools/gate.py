@@ -36,12 +36,23 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
   kernel alone can move by more than its noise estimate (session 16: the unchanged Cheri megakernel read 5% faster
   on one H200 than on two others, with its torch.compile peer level).
 
-Other projects' asv results: a benchmark without a `provider` param is judged as the project's own code (there is no
-peer to control it), and when no benchmark declares a `tier` every one is judged; each asv environment (python,
-requirements) is a series of its own. A result file that cannot be read is named on stderr; when it is BASE's or
-HEAD's, or when the two runs share no series, the gate refuses (exit 2) rather than pass on what is left.
+What HEAD did not measure is never a pass: a series of the project's own that BASE measured and whose benchmark
+failed at HEAD (asv's null) is reported FAILED and fails the gate (exit 1); one HEAD skipped (asv's NaN) or did not run
+in an environment it ran is reported MISSING and the gate refuses (exit 2: run it at HEAD too). An environment HEAD
+did not run at all is not compared. BASE and HEAD must be different commits.
 
-Exit status: 0 no regression; 1 a regression; 2 bad arguments, missing or unreadable results, nothing compared.
+Other projects' asv results: the `provider` param is found by name wherever it is among a benchmark's params; the
+providers named by --own (default: greyhound's) are the project's own code and the others its peers (controls); a
+benchmark without a `provider` param is judged as the project's own code (there is no peer to control it), and when
+no benchmark declares a `tier` every one is judged; each asv environment (python, requirements) is a series of its
+own. Units: seconds take the FLOOR and FLOOR_SECONDS floors, bytes the memory floors, any other unit of a `track_`
+benchmark FLOOR alone; lower is better for every unit (asv's convention). A result file that cannot be read is named
+on stderr; when it is BASE's or HEAD's, or when the two runs share no series, the gate refuses (exit 2) rather than
+pass on what is left. --evaluate needs the git repository of the commits (A/A pairs: consecutive runs with an
+identical --code-path tree) and refuses (exit 2) where it finds no pair.
+
+Exit status: 0 no regression; 1 a regression, or a benchmark of the project's own that failed at HEAD; 2 bad
+arguments, missing or unreadable results, series HEAD did not measure, nothing compared.
 docs/benchmarking.md has the measured false-alarm and sensitivity rates (`--evaluate`).
 """
 import argparse
@@ -67,6 +78,7 @@ TOGGLE_WINDOW = 12  # a series' last runs searched for a move made both ways
 PRIOR_BETWEEN = 0.01  # between-process noise per run assumed where the history is too short (1%)
 CONTROL_MAJORITY = 0.5  # this share of controls moving the same way is machine or environment drift
 Z_CONTROL = 2.0  # a control beyond this many of its standard deviations has moved (and explains what moved with it)
+OWN_PROVIDERS = ("greyhound",)  # provider names (prefixes) judged as the project's own code; --own replaces them
 ENVIRONMENT_KEYS = ("gpu_name", "gpu_driver", "cuda", "torch", "triton", "python")
 RISE_FIRST, RISE_LAST, RISE_MIN = 3, 10, 0.10  # rise_within_run: the first 3 samples against the last 10, beyond 10%
 
@@ -80,19 +92,30 @@ class Series:
     benchmark: str
     combo: tuple  # asv's parameter reprs
     env: str = ""  # asv's environment name: each environment (python, requirements) is a series of its own
-    has_provider: bool = True  # the benchmark's first param is `provider` (greyhound's suites)
+    provider_index: int = 0  # where the benchmark's `provider` param is in the combination (-1: it has none)
+    own: tuple = OWN_PROVIDERS  # the provider names (prefixes) that are the project's own code
+
+    @property
+    def has_provider(self):
+        return 0 <= self.provider_index < len(self.combo)
 
     @property
     def provider(self):
         if not self.has_provider:
             return "default"
-        return self.combo[0].strip("'\"") if self.combo else "default"
+        return self.combo[self.provider_index].strip("'\"")
 
     @property
     def is_greyhound(self):
-        """Judged as the project's own code (a regression fails the gate), not a peer used as a control: greyhound's
-        providers, and every series of a benchmark without a `provider` param (another project's benchmarks)."""
-        return not self.has_provider or self.provider.startswith("greyhound")
+        """Judged as the project's own code (a regression fails the gate), not a peer used as a control: the
+        providers named by `own` (greyhound's; another project's with --own), and every series of a benchmark without
+        a `provider` param."""
+        return not self.has_provider or self.provider.startswith(self.own)
+
+    def without_provider(self):
+        """The combination less its provider: what a peer of the same benchmark, mode and shape shares with it."""
+        return self.combo[:self.provider_index] + self.combo[self.provider_index + 1:] if self.has_provider \
+            else self.combo
 
     def label(self):
         return f"{self.benchmark.split('.', 1)[-1]}({', '.join(self.combo)})"
@@ -104,13 +127,15 @@ class Run:
     commit: str
     date: float
     params: dict
-    values: dict = field(default_factory=dict)  # Series -> (median, samples or None, is_memory)
+    values: dict = field(default_factory=dict)  # Series -> (median, samples or None, unit: "seconds", "bytes", ...)
+    failed: set = field(default_factory=set)  # series whose benchmark failed in this run (asv's null result)
+    skipped: set = field(default_factory=set)  # series whose benchmark skipped itself in this run (asv's NaN)
 
 
 @dataclass
 class Verdict:
     series: Series
-    status: str  # regression, drift, improvement, ok, missing
+    status: str  # regression, drift, improvement, ok
     change: float  # r = ln(head/base)
     threshold: float
     sigma: float
@@ -125,6 +150,8 @@ class Report:
     verdicts: list
     drift: str = ""
     environment: str = ""
+    failed: list = field(default_factory=list)  # the project's series BASE measured whose benchmark failed at HEAD
+    missing: list = field(default_factory=list)  # (series, why) BASE measured that HEAD did not: "not run", "skipped"
 
     @property
     def regressions(self):
@@ -132,10 +159,11 @@ class Report:
 
 
 # --- reading ------------------------------------------------------------------------------------------------------
-def load_runs(results_dirs, machine=None, tier="tracked", warnings=None):
+def load_runs(results_dirs, machine=None, tier="tracked", warnings=None, own=OWN_PROVIDERS):
     """{commit: Run} of one machine from asv results directories, tracked-tier series only (tier=None: all; results
     whose benchmarks declare no tier at all, another project's, are all judged). A file or benchmark entry that
-    cannot be read is left out and named in `warnings` (a list, when given) as "path: problem"."""
+    cannot be read is left out and named in `warnings` (a list, when given) as "path: problem". `own`: the provider
+    names (prefixes) that are the project's own code."""
     runs, machines, benchmarks = {}, set(), {}
     warnings = [] if warnings is None else warnings
     for results_dir in map(Path, results_dirs):
@@ -162,7 +190,7 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None):
                 machines.add(machine_dir.name)
                 run = runs.setdefault(result.commit_hash, Run(result.commit_hash, result.date or 0,
                                                               dict(result.params or {})))
-                _add_values(run, result, benchmarks, dir_tier, path, warnings)
+                _add_values(run, result, benchmarks, dir_tier, path, warnings, tuple(own))
     if len(machines) > 1:
         raise GateError(f"results of several machines {sorted(machines)}: choose one with --machine")
     try:
@@ -176,7 +204,7 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None):
     return runs
 
 
-def _add_values(run, result, benchmarks, tier, path="", warnings=None):
+def _add_values(run, result, benchmarks, tier, path="", warnings=None, own=OWN_PROVIDERS):
     for name in result.get_all_result_keys():
         meta = benchmarks.get(name)
         if meta is None or (tier and meta.get("tier") != tier):
@@ -189,14 +217,18 @@ def _add_values(run, result, benchmarks, tier, path="", warnings=None):
             continue
         if values is None:
             continue  # an older definition or parameter grid of the benchmark: not the same measurement
-        is_memory = meta.get("unit") == "bytes"
-        has_provider = param_names[:1] == ["provider"]
+        unit = str(meta.get("unit") or "seconds")
+        provider_index = list(param_names).index("provider") if "provider" in param_names else -1
         for combo, value, combo_samples in zip(combos, values, samples):
-            if is_finite_number(value) and value > 0:
+            series = Series(name, tuple(combo), result.env_name or "", provider_index, own)
+            if value is None:  # asv writes null for a benchmark that failed, NaN for one that skipped itself
+                run.failed.add(series)
+            elif isinstance(value, float) and math.isnan(value):
+                run.skipped.add(series)
+            elif is_finite_number(value) and value > 0:
                 clean = [s for s in combo_samples if is_finite_number(s) and s > 0] \
                     if isinstance(combo_samples, list) else []
-                series = Series(name, tuple(combo), result.env_name or "", has_provider)
-                run.values[series] = (value, clean or None, is_memory)
+                run.values[series] = (value, clean or None, unit)
 
 
 # --- statistics ---------------------------------------------------------------------------------------------------
@@ -218,15 +250,17 @@ def toggle_range(series, history, base):
 
 def series_threshold(series, base, head, history):
     """(threshold on r, sigma, history size) of one series between two runs."""
-    _, base_samples, is_memory = base.values[series]
+    _, base_samples, unit = base.values[series]
     head_samples = head.values[series][1]
     sampled = math.hypot(median_standard_error(base_samples), median_standard_error(head_samples))
     sigma, n = history_noise(series, history)
     sigma = max(sigma, sampled) if n >= MIN_HISTORY else math.hypot(sampled, math.sqrt(2) * PRIOR_BETWEEN)
-    if is_memory:
+    if unit == "bytes":
         floor = max(FLOOR_MEMORY, math.log1p(FLOOR_MEMORY_BYTES / base.values[series][0]))
-    else:
+    elif unit == "seconds":
         floor = max(FLOOR, math.log1p(FLOOR_SECONDS / base.values[series][0]))
+    else:  # a track_ benchmark's own unit: the relative floor only (asv's convention: lower is better)
+        floor = FLOOR
     return max(Z * sigma, floor, toggle_range(series, history, base)), sigma, n
 
 
@@ -251,7 +285,7 @@ def rise_within_run(samples):
 def controls_of(series, base, head):
     """The peers of the same benchmark, mode and shape measured in both runs."""
     return [other for other in base.values
-            if other.benchmark == series.benchmark and other.combo[1:] == series.combo[1:]
+            if other.benchmark == series.benchmark and other.without_provider() == series.without_provider()
             and other.env == series.env and not other.is_greyhound and other in head.values]
 
 
@@ -297,6 +331,15 @@ def judge(base, head, history):
                                 f"unchanged code; its first samples are the device's time")
         verdicts.append(verdict)
     report = Report(verdicts)
+    # the project's series BASE measured and HEAD did not: failed there (a benchmark that crashes is not judged
+    # faster), or not run in an environment HEAD ran (a partial run cannot vouch for what it left out; an environment
+    # HEAD did not run at all is simply not compared)
+    head_envs = {series.env for series in set(head.values) | head.failed | head.skipped}
+    for series in sorted(set(base.values) - set(head.values), key=lambda s: (s.label(), s.env)):
+        if series.is_greyhound and series in head.failed:
+            report.failed.append(series)
+        elif series.is_greyhound and series.env in head_envs:
+            report.missing.append((series, "skipped" if series in head.skipped else "not run"))
     moves = list(drifted.values())
     for direction, word in ((1, "slower"), (-1, "faster")):
         together = [m for m in moves if m * direction > 0]
@@ -342,17 +385,17 @@ def machine_names(results_dirs):
     return sorted(names)
 
 
-def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None):
+def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None, own=OWN_PROVIDERS):
     """load_runs for judging BASE -> HEAD without --machine: the results' one machine, or where they hold several,
     the one machine that measured both commits (a GPU's figures are only ever compared with the same GPU's); an error
     naming each machine's share where none or several did. Each machine's results are read once."""
     names = machine_names(results_dirs)
     if len(names) <= 1:
-        return load_runs(results_dirs, tier=tier, warnings=warnings)
+        return load_runs(results_dirs, tier=tier, warnings=warnings, own=own)
     both, have = [], []
     for name in names:
         machine_warnings = []
-        runs = load_runs(results_dirs, name, tier=tier, warnings=machine_warnings)
+        runs = load_runs(results_dirs, name, tier=tier, warnings=machine_warnings, own=own)
         found = []
         for ref in (base, head):
             try:
@@ -405,20 +448,35 @@ def format_report(report, base, head):
                      + (f"  [{verdict.series.env}]" if several_envs else ""))
         if verdict.note:
             lines.append(f"      {verdict.note}")
+    for status, series, why in ([("FAILED", series, "failed") for series in report.failed]
+                                + [("MISSING", series, why) for series, why in report.missing]):
+        lines.append(f"  {status:11s} at HEAD ({why} there, measured at BASE)  {series.label()}"
+                     + (f"  [{series.env}]" if several_envs else ""))
     for line in (report.drift, report.environment):
         if line:
             lines.append(f"  {line}")
     counts = {s: sum(v.status == s for v in report.verdicts) for s in ("regression", "drift", "improvement")}
-    lines.append("  " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f", {len(report.verdicts) - sum(counts.values())} ok")
-    lines.append("PERFORMANCE REGRESSED" if report.regressions else "no regression")
+    ok = len(report.verdicts) - sum(counts.values())
+    lines.append("  " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f", {ok} ok"
+                 + (f"; {len(report.failed)} failed at HEAD" if report.failed else "")
+                 + (f"; {len(report.missing)} not measured at HEAD" if report.missing else ""))
+    if report.regressions or report.failed:
+        lines.append("PERFORMANCE REGRESSED" if report.regressions else "BENCHMARKS FAILED AT HEAD")
+    else:
+        lines.append("no regression" + (" among the series compared" if report.missing else ""))
     return lines
 
 
 # --- evaluation on the history ------------------------------------------------------------------------------------
 def identical_code_pairs(runs, path="greyhound", repo="."):
-    """Consecutive runs (commit order) whose `path` tree is identical in git: A/A pairs."""
+    """Consecutive runs (commit order) whose `path` tree is identical in git: A/A pairs. GateError outside a git
+    repository."""
     import git
-    repository = git.Repo(repo, search_parent_directories=True)
+    try:
+        repository = git.Repo(repo, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
+        raise GateError(f"--evaluate reads which commits share an identical {path}/ tree from git, but "
+                        f"{Path(repo).resolve()} is not in a git repository ({type(err).__name__})") from None
     ordered = history_for(runs)
     pairs = []
     for a, b in zip(ordered, ordered[1:]):
@@ -432,11 +490,11 @@ def identical_code_pairs(runs, path="greyhound", repo="."):
 
 def scaled(run, factor):
     """A copy of `run` whose greyhound time series are `factor` times slower (samples included)."""
-    copy = Run(run.commit, run.date, run.params)
-    for series, (value, samples, is_memory) in run.values.items():
-        if series.is_greyhound and not is_memory:
+    copy = Run(run.commit, run.date, run.params, failed=set(run.failed), skipped=set(run.skipped))
+    for series, (value, samples, unit) in run.values.items():
+        if series.is_greyhound and unit == "seconds":
             value, samples = value * factor, [s * factor for s in samples] if samples else None
-        copy.values[series] = (value, samples, is_memory)
+        copy.values[series] = (value, samples, unit)
     return copy
 
 
@@ -461,7 +519,7 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
             flagged_runs += bool(report.regressions)
             slow = judge(runs[base_commit], scaled(runs[head_commit], slowdown), history)
             for verdict in slow.verdicts:
-                if verdict.series.is_greyhound and not runs[base_commit].values[verdict.series][2]:
+                if verdict.series.is_greyhound and runs[base_commit].values[verdict.series][2] == "seconds":
                     greyhound_time += 1
                     caught += verdict.status == "regression"
                     if verdict.status != "regression":
@@ -482,8 +540,9 @@ def _print_warnings(warnings):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.gate", description=__doc__.splitlines()[0],
-                                     epilog="Exit status: 0 no regression; 1 regression; 2 bad arguments, missing "
-                                            "or unreadable results, or nothing compared.")
+                                     epilog="Exit status: 0 no regression; 1 regression, or a benchmark that failed "
+                                            "at HEAD; 2 bad arguments, missing or unreadable results, series HEAD did "
+                                            "not measure, or nothing compared.")
     parser.add_argument("base", nargs="?", help="base commit (hash prefix or git ref)")
     parser.add_argument("head", nargs="?", help="head commit (hash prefix or git ref)")
     parser.add_argument("--results", action="append", help="asv results directory (repeatable; default results)")
@@ -492,37 +551,59 @@ def main(argv=None):
     parser.add_argument("--all-tiers", action="store_true", help="judge sweep series too (default: tracked only)")
     parser.add_argument("--evaluate", action="store_true",
                         help="A/A false alarms and 5%% sensitivity over consecutive commits with identical greyhound/")
-    parser.add_argument("--slowdown", type=float, default=1.05, help="--evaluate's injected factor (default 1.05)")
+    parser.add_argument("--slowdown", type=float, default=1.05,
+                        help="--evaluate's injected factor, > 1 (default 1.05)")
+    parser.add_argument("--own", action="append", metavar="PROVIDER",
+                        help="a provider name (or prefix) that is the project's own code, judged rather than used as "
+                             "a control (repeatable; default greyhound); benchmarks without a provider param are "
+                             "always judged")
+    parser.add_argument("--code-path", default="greyhound",
+                        help="--evaluate's A/A pairs: consecutive commits whose tree at this path is identical "
+                             "(default greyhound)")
     parser.add_argument("--history-size", type=int, metavar="K",
                         help="--evaluate against K other runs drawn at random (20 draws a pair, seeded) instead of "
                              "the whole history: a machine with a short history")
     args = parser.parse_args(argv)
     warnings = []
     tier = None if args.all_tiers else "tracked"
+    own = tuple(args.own or OWN_PROVIDERS)
     try:
         results = args.results or ["results"]
+        if any(not name for name in own):
+            raise GateError("--own takes a provider name or prefix, got an empty one")
         if args.evaluate:  # each machine on its own history (without --machine: every machine, one after another)
             if args.history_size is not None and args.history_size < 0:
                 raise GateError(f"--history-size must be >= 0, got {args.history_size}")
+            if not (math.isfinite(args.slowdown) and args.slowdown > 1):
+                raise GateError(f"--slowdown must be a factor > 1 (the slowdown injected into HEAD), got "
+                                f"{args.slowdown}")
             names = [args.machine] if args.machine else machine_names(results) or [None]
             for name in names:
-                runs = load_runs(results, name, tier=tier, warnings=warnings)
+                runs = load_runs(results, name, tier=tier, warnings=warnings, own=own)
                 _print_warnings(warnings)
                 warnings.clear()
+                pairs = identical_code_pairs(runs, args.code_path)
+                if not pairs:
+                    raise GateError(f"machine {name}: no two consecutive runs of commits with an identical "
+                                    f"{args.code_path}/ tree in this git repository ({len(runs)} runs): nothing to "
+                                    "evaluate (another project's results: run from its repository, with --code-path)")
                 if len(names) > 1:
                     print(f"machine: {name}")
-                result = evaluate(runs, identical_code_pairs(runs), args.slowdown, args.history_size)
+                result = evaluate(runs, pairs, args.slowdown, args.history_size)
                 for key, value in result.items():
                     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
             return 0
         if args.machine is None and args.base and args.head:
-            runs = runs_of_pair(results, args.base, args.head, tier, warnings)
+            runs = runs_of_pair(results, args.base, args.head, tier, warnings, own)
         else:
-            runs = load_runs(results, args.machine, tier=tier, warnings=warnings)
+            runs = load_runs(results, args.machine, tier=tier, warnings=warnings, own=own)
         _print_warnings(warnings)
         if not (args.base and args.head):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
         base, head = resolve(runs, args.base, unreadable=warnings), resolve(runs, args.head, unreadable=warnings)
+        if base == head:
+            raise GateError(f"BASE {args.base!r} and HEAD {args.head!r} are the same commit ({base[:8]}): a run judged "
+                            "against itself says nothing")
         for commit, side in ((base, "BASE"), (head, "HEAD")):
             broken = unreadable_of(warnings, commit)
             if broken:  # judging on part of a side's results could pass a regression in the part left out
@@ -536,7 +617,14 @@ def main(argv=None):
         print(f"tools.gate: error: {err}", file=sys.stderr)
         return 2
     print("\n".join(format_report(report, base, head)))
-    return 1 if report.regressions else 0
+    if report.regressions or report.failed:
+        return 1
+    if report.missing:  # no verdict on what HEAD did not measure: a partial run is not a pass
+        print(f"tools.gate: error: HEAD {head[:8]} did not run {len(report.missing)} of the series BASE measured "
+              f"(listed above as MISSING): run them at HEAD too (asv run with the same benchmarks), or compare "
+              f"another pair", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ def _run(commit, rng, between=0.003, within=0.002, factor=None, machine_factor=1
         combo = (provider, mode, "8192", "128256", "'bfloat16'")
         level = ms * 1e-3 * machine_factor * factor.get(provider, 1.0) * math.exp(rng.gauss(0, between))
         samples = [level * math.exp(rng.gauss(0, within)) for _ in range(20)]
-        run.values[gate.Series(BENCH, combo)] = (sorted(samples)[10], samples, False)
+        run.values[gate.Series(BENCH, combo)] = (sorted(samples)[10], samples, "seconds")
         if memory:
-            run.values[gate.Series(MEMORY, combo)] = (2.0e9 * factor.get(provider, 1.0), None, True)
+            run.values[gate.Series(MEMORY, combo)] = (2.0e9 * factor.get(provider, 1.0), None, "bytes")
     return run
 
 
@@ -72,7 +72,7 @@ def test_a_regression_whose_samples_rise_within_the_run_says_so():
     series = next(s for s in head.values if s.is_greyhound and s.benchmark == BENCH and "'full'" in s.combo)
     level = head.values[series][0]
     stepped = [level * (1.0 if i < 4 else 1.25) * math.exp(rng.gauss(0, 0.002)) for i in range(20)]
-    head.values[series] = (sorted(stepped)[10], stepped, False)
+    head.values[series] = (sorted(stepped)[10], stepped, "seconds")
     report = gate.judge(history[-1], head, history)
     verdict = next(v for v in report.verdicts if v.series == series)
     assert verdict.status == "regression" and "samples rose +25% within its run" in verdict.note
@@ -83,7 +83,7 @@ def test_a_regression_whose_samples_rise_within_the_run_says_so():
         assert verdict.note == ""
     assert gate.rise_within_run([1.0] * 12) is None and gate.rise_within_run([1.0] * 5) is None
     base = history[-1]
-    base.values[series] = (base.values[series][0], None, False)  # BASE without samples: no claim about them
+    base.values[series] = (base.values[series][0], None, "seconds")  # BASE without samples: no claim about them
     verdict = next(v for v in gate.judge(base, head, history).verdicts if v.series == series)
     assert "within its run" in verdict.note and "BASE's did not" not in verdict.note
 
@@ -122,9 +122,9 @@ def test_memory_growth_beyond_one_percent_and_a_mebibyte_is_a_regression():
     rng = random.Random(6)
     history = _history(rng)
     head = _run("head", rng, date=99)
-    for series, (value, samples, is_memory) in list(head.values.items()):
-        if is_memory and series.is_greyhound and series.combo[1] == "'full'":
-            head.values[series] = (value * 1.02, samples, is_memory)
+    for series, (value, samples, unit) in list(head.values.items()):
+        if unit == "bytes" and series.is_greyhound and series.combo[1] == "'full'":
+            head.values[series] = (value * 1.02, samples, unit)
     report = gate.judge(history[-1], head, history)
     assert [(v.series.benchmark, v.series.combo[1]) for v in report.regressions] == [(MEMORY, "'full'")]
 
@@ -224,7 +224,8 @@ def test_the_cli_judges_a_pair_on_the_one_machine_that_measured_both(tmp_path, c
                       "nvidia-h100-80gb-hbm3"]) == 2
     assert "no results for 'deadbeef'" in capsys.readouterr().err
     # --evaluate without --machine: each machine on its own history, one section each
-    monkeypatch.setattr(gate, "identical_code_pairs", lambda runs: list(zip(sorted(runs), sorted(runs)[1:])))
+    monkeypatch.setattr(gate, "identical_code_pairs",
+                        lambda runs, path="greyhound": list(zip(sorted(runs), sorted(runs)[1:])))
     assert gate.main(["--evaluate", "--results", str(results)]) == 0
     out = capsys.readouterr().out
     h100, h200 = out.split("machine: nvidia-h200\n")
@@ -261,7 +262,7 @@ def test_a_microsecond_series_is_judged_beyond_launch_latency():
     base, head = history[-1], _run("head", rng, date=99)
     for micro, verdict_expected in ((5.3e-6, "ok"), (7.0e-6, "regression")):
         for run, value in ((base, 4.0e-6), (head, micro)):
-            run.values[series] = (value, [value * math.exp(rng.gauss(0, 0.002)) for _ in range(20)], False)
+            run.values[series] = (value, [value * math.exp(rng.gauss(0, 0.002)) for _ in range(20)], "seconds")
         report = gate.judge(base, head, history)
         (verdict,) = [v for v in report.verdicts if v.series == series]
         assert verdict.status == verdict_expected, (micro, verdict)
@@ -441,3 +442,121 @@ def test_a_peer_that_got_faster_alone_does_not_convict_a_level_greyhound_series(
         report = gate.judge(history[-1], faster, history)
         assert not report.regressions
         assert {v.status for v in report.verdicts if v.series.is_greyhound and v.series.benchmark == BENCH} == {"drift"}
+
+
+# --- what HEAD did not measure, the same commit twice, providers and units of other projects ------------------------
+def _edit_head(results, commit, edit):
+    path = results / "box" / f"{commit[:8]}-py3.10.json"
+    document = json.loads(path.read_text())
+    edit(document)
+    path.write_text(json.dumps(document))
+
+
+def test_a_benchmark_that_failed_at_head_fails_the_gate(tmp_path, capsys):
+    # before: HEAD's failed result (asv's null) and its benchmarks left out were dropped from the comparison, exit 0
+    results, commits = _write_foreign(tmp_path, 5)
+
+    def fail_one(document):
+        document["results"]["bench_ufunc.UFunc.time_add"][0][3] = None  # (float64, 1000): the benchmark raised
+
+    _edit_head(results, commits[4], fail_one)
+    assert gate.main([commits[3], commits[4], "--results", str(results)]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "UFunc.time_add('float64', 1000)" in out and "BENCHMARKS FAILED AT HEAD" in out
+
+
+def test_a_benchmark_head_did_not_run_is_no_pass(tmp_path, capsys):
+    results, commits = _write_foreign(tmp_path, 5)
+    _edit_head(results, commits[4], lambda document: document["results"].pop("bench_core.Core.time_array_1"))
+    assert gate.main([commits[3], commits[4], "--results", str(results)]) == 2
+    captured = capsys.readouterr()
+    assert "MISSING" in captured.out and "Core.time_array_1()" in captured.out
+    assert "did not run 1 of the series BASE measured" in captured.err
+
+
+def test_a_benchmark_that_skipped_itself_at_head_is_not_measured_there(tmp_path, capsys):
+    # asv writes NaN for a benchmark that skipped itself (NotImplementedError): the project's own series BASE measured
+    # is then not measured at HEAD (no pass), and not a failure either
+    results, commits = _write_foreign(tmp_path, 5)
+    _edit_head(results, commits[4],
+               lambda document: document["results"]["bench_core.Core.time_array_1"].__setitem__(0, [float("nan")]))
+    runs = gate.load_runs([results])
+    report = gate.judge(runs[commits[3]], runs[commits[4]], [runs[commits[3]]])
+    assert [(series.label(), why) for series, why in report.missing] == [("Core.time_array_1()", "skipped")]
+    assert report.failed == [] and len(report.verdicts) == 4
+    assert gate.main([commits[3], commits[4], "--results", str(results)]) == 2
+    assert "MISSING     at HEAD (skipped there" in capsys.readouterr().out
+
+
+def test_the_same_commit_as_base_and_head_is_refused(tmp_path, capsys):
+    results, commits = _write_foreign(tmp_path, 3)
+    assert gate.main([commits[2][:10], commits[2], "--results", str(results)]) == 2
+    assert "are the same commit" in capsys.readouterr().err
+
+
+def _write_provider_project(tmp_path, provider_first, slow_provider, unit="seconds", values=(1e-3, 1e-3)):
+    """A project whose benchmark has a `provider` param ('mine' and 'numpy'), first or second; the last commit's
+    `slow_provider` 3x slower."""
+    rng = random.Random(5)
+    root = tmp_path / "results"
+    (root / "box").mkdir(parents=True)
+    providers, sizes = ["'mine'", "'numpy'"], ["10"]
+    params, names = (([providers, sizes], ["provider", "n"]) if provider_first
+                     else ([sizes, providers], ["n", "provider"]))
+    name = "bench.B.track_it" if unit != "seconds" else "bench.B.time_it"
+    (root / "benchmarks.json").write_text(json.dumps({"version": 2, name: {
+        "name": name, "version": "1", "unit": unit, "type": "track" if unit != "seconds" else "time",
+        "params": params, "param_names": names}}))
+    (root / "box" / "machine.json").write_text(json.dumps({"machine": "box", "version": 1}))
+    commits = [f"{i:x}".rjust(8, "d").ljust(40, "0") for i in range(6)]
+    for index, commit in enumerate(commits):
+        row = []
+        for combo in itertools.product(*params):
+            provider = combo[0] if provider_first else combo[1]
+            level = values[providers.index(provider)] * math.exp(rng.gauss(0, 0.002))
+            row.append(level * (3.0 if index == 5 and provider == slow_provider else 1.0))
+        document = {"commit_hash": commit, "env_name": "py3.10", "date": 1000 + index, "params": {"machine": "box"},
+                    "python": "3.10", "requirements": {}, "env_vars": {}, "result_columns": ["result", "params"],
+                    "results": {name: [row, params]}, "durations": {}, "version": 2}
+        (root / "box" / f"{commit[:8]}-py3.10.json").write_text(json.dumps(document))
+    return root, commits
+
+
+@pytest.mark.parametrize("provider_first", [True, False])
+def test_own_providers_are_judged_and_peers_are_controls_wherever_the_provider_param_is(tmp_path, capsys,
+                                                                                      provider_first):
+    # before: a project's own provider (not named greyhound*) was only ever a control (DRIFT, exit 0), and with the
+    # provider param second every series was judged as the project's own (its peer flagged as a REGRESSION)
+    results, commits = _write_provider_project(tmp_path, provider_first, "'mine'")
+    assert gate.main([commits[4], commits[5], "--results", str(results), "--own", "mine"]) == 1
+    assert "REGRESSION" in capsys.readouterr().out
+    results2, commits2 = _write_provider_project(tmp_path / "peer", provider_first, "'numpy'")
+    assert gate.main([commits2[4], commits2[5], "--results", str(results2), "--own", "mine"]) == 0
+    out = capsys.readouterr().out
+    assert "REGRESSION" not in out and "DRIFT" in out
+    assert gate.main([commits[4], commits[5], "--results", str(results), "--own", ""]) == 2
+
+
+def test_a_track_benchmark_of_another_unit_gets_the_relative_floor_only(tmp_path, capsys):
+    # before: every unit but bytes took the 2 µs floor as if seconds: a ratio of 1e-7 going to 3e-7 (+200%) was ok
+    results, commits = _write_provider_project(tmp_path, True, "'mine'", unit="ratio", values=(1e-7, 1e-7))
+    assert gate.main([commits[4], commits[5], "--results", str(results), "--own", "mine"]) == 1
+    assert "REGRESSION" in capsys.readouterr().out
+
+
+def test_evaluate_refuses_what_it_cannot_evaluate(tmp_path, capsys, monkeypatch):
+    results, commits = _write_foreign(tmp_path, 4)
+    for slowdown in ("0", "-1", "nan", "1"):
+        assert gate.main(["--evaluate", "--results", str(results), "--slowdown", slowdown]) == 2
+        assert "--slowdown must be a factor > 1" in capsys.readouterr().err
+    # another project's commits are not in this repository: no A/A pair, an error rather than rates of nothing
+    assert gate.main(["--evaluate", "--results", str(results)]) == 2
+    assert "nothing to evaluate" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)  # (not a git repository)
+    assert gate.main(["--evaluate", "--results", str(results)]) == 2
+    assert "not in a git repository" in capsys.readouterr().err
+
+
+def test_an_int_past_a_floats_range_is_not_a_number():
+    from tools import is_finite_number
+    assert not is_finite_number(10 ** 400) and is_finite_number(10 ** 300) and not is_finite_number(True)
