@@ -32,10 +32,14 @@ stats_q_25/q_75 are never relabelled. A result without samples gives y_value_50 
 benchmarks.json, or whose version or parameter names differ from it, are left out as asv itself leaves them out
 (counted), since their parameters cannot be named reliably.
 
-Re-exporting replaces rows with the same key (KEY_COLUMNS) and keeps the CSV's rows of other keys; the CSV is
-sorted and written atomically. Exit status: 0 = everything read; 1 = a file could not be read (a one-line warning
+Re-exporting replaces rows with the same key (KEY_COLUMNS), and rows of the same measurement under another GPU name
+(machine.json gained or changed `gpu_name`), and keeps the CSV's rows of other keys; the CSV is sorted and written
+atomically. A value that is finite in asv's unit but not in the CSV's (1e308 s is inf in ms) is left out like a failed
+one; a carriage return in a name becomes a line feed (quoted in the CSV, so it reads back). `--commit` takes a hash
+prefix or a ref git resolves. Exit status: 0 = everything read; 1 = a file could not be read (a one-line warning
 names it; everything else is exported and written, so CI notices); 2 = the results directory or benchmarks.json is
-missing or unreadable, or the existing CSV is unreadable or has unexpected columns (nothing is written).
+missing or unreadable, the existing CSV is unreadable or has unexpected columns, or --commit matches no result file
+(nothing is written).
 """
 import argparse
 import ast
@@ -96,6 +100,7 @@ class ExportSummary:
     unknown_benchmark: int = 0
     stale: int = 0
     collisions: int = 0
+    replaced: int = 0  # earlier rows of a measurement exported again under another GPU name
     warnings: list = field(default_factory=list)  # one line each; any warning makes the exit status 1
     notes: list = field(default_factory=list)  # informational; the exit status stays 0
 
@@ -269,6 +274,8 @@ def roofline(work, seconds, ceilings):
         return "", "", ""
     moved, computed = work
     bandwidth, rate = moved / seconds, computed / seconds
+    if not (math.isfinite(bandwidth) and math.isfinite(rate)):  # (a subnormal time: no meaningful rate)
+        return "", "", ""
     if ceilings:
         bw_share = bandwidth / ceilings[0] if ceilings[0] else 0.0
         flop_share = rate / ceilings[1] if ceilings[1] else 0.0
@@ -318,7 +325,7 @@ def csv_row(*, kernel_name, provider, mode, metric_name, metric_unit, x_name, x_
         p50 = value
         y50, y20, y80 = _number_text(value * scale), "", ""
     achieved, achieved_unit, share = roofline(work, p50 if metric_unit == "ms" else None, ceilings)
-    return {
+    row = {
         "kernel_name": kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
         "metric_name": metric_name, "metric_unit": metric_unit, "x_name": x_name, "x_label": x_label,
         "x_value": x_value, "y_value_50": y50, "y_value_20": y20, "y_value_80": y80,
@@ -326,6 +333,10 @@ def csv_row(*, kernel_name, provider, mode, metric_name, metric_unit, x_name, x_
         "asv_machine": machine, "asv_environment": environment,
         "achieved": achieved, "achieved_unit": achieved_unit, "ceiling_share": share,
     }
+    # a carriage return in a name or parameter becomes a line feed, which the CSV writer quotes: unquoted (the writer
+    # ends lines with a line feed only) it read back as a line break, and the CSV could not be read again
+    return {column: value.replace("\r\n", "\n").replace("\r", "\n") if isinstance(value, str) else value
+            for column, value in row.items()}
 
 
 def stored_measurements(result, name, meta):
@@ -355,7 +366,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
     spec = describe_benchmark(name, meta, summary)
     rows = []
     for combo, value, combo_samples in zip(combos, values, samples):
-        if not is_finite_number(value):
+        if not (is_finite_number(value) and math.isfinite(value * spec.scale)):  # (1e308 s is finite, in ms not)
             summary.failed += 1
             continue
         named = {param: parse_param(value_repr) for param, value_repr in zip(param_names, combo)}
@@ -364,7 +375,8 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
         work = work_of(meta, mode, named) if spec.metric_name == "speed" else None
         x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
         extra = json.dumps({param: json_value for param, (_, json_value) in named.items()}, sort_keys=True)
-        finite_samples = [s for s in combo_samples if is_finite_number(s)] if isinstance(combo_samples, list) else []
+        finite_samples = [s for s in combo_samples if is_finite_number(s) and math.isfinite(s * spec.scale)] \
+            if isinstance(combo_samples, list) else []
         if not finite_samples:
             summary.no_samples += 1
         rows.append(csv_row(
@@ -379,6 +391,11 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
 # --- the CSV ------------------------------------------------------------------------------------------------------
 def row_key(row):
     return tuple(row[c] for c in KEY_COLUMNS)
+
+
+def measurement_key(row):
+    """row_key less the GPU's name: a label of the machine (machine.json or the run's params), not of the run."""
+    return tuple(row[c] for c in KEY_COLUMNS if c != "gpu_name")
 
 
 def sort_key(row):
@@ -437,7 +454,9 @@ def merge_csv_rows(csv_path, rows):
     the same rows twice changes nothing. Returns the number of rows in the CSV."""
     csv_path = Path(csv_path)
     new = {row_key(row): row for row in rows}
-    kept = [row for row in read_csv_rows(csv_path) if row_key(row) not in new]
+    relabelled = {measurement_key(row) for row in rows}  # (as in export: the same measurement under another GPU name)
+    kept = [row for row in read_csv_rows(csv_path)
+            if row_key(row) not in new and measurement_key(row) not in relabelled]
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(csv_path, csv_text(kept + list(new.values())))
     return len(kept) + len(new)
@@ -453,6 +472,16 @@ def csv_text(rows):
 
 
 # --- the export -------------------------------------------------------------------------------------------------
+def _git_commit(ref):
+    """The full hash git gives `ref` (a branch, tag or short hash) in the repository around the working directory, or
+    None (not a repository, or not a commit there)."""
+    try:
+        import git
+        return git.Repo(".", search_parent_directories=True).commit(ref).hexsha
+    except Exception:  # noqa: BLE001 - no repository or an unknown ref: the prefix alone is matched
+        return None
+
+
 def export(results_dir, csv_path, commit=None, latest=False):
     """Read `results_dir`, merge its rows into `csv_path` (written atomically) and return an ExportSummary."""
     results_dir, csv_path = Path(results_dir), Path(csv_path)
@@ -466,6 +495,7 @@ def export(results_dir, csv_path, commit=None, latest=False):
     except OSError as err:
         raise ExportError(f"cannot list {results_dir}: {err}") from None
 
+    resolved = _git_commit(commit) if commit else None
     loaded = []  # (path, gpu name, machine, asv Results)
     for machine_dir in machine_dirs:
         files = sorted(p for p in machine_dir.glob("*.json") if p.name != "machine.json")
@@ -479,7 +509,8 @@ def export(results_dir, csv_path, commit=None, latest=False):
             except Exception as err:  # noqa: BLE001 - any unreadable file is reported by name and skipped
                 summary.warnings.append(f"{path}: cannot read results ({type(err).__name__}: {err})")
                 continue
-            if commit and not (result.commit_hash or "").lower().startswith(commit.lower()):
+            if commit and not any((result.commit_hash or "").lower().startswith(ref.lower())
+                                  for ref in filter(None, (commit, resolved))):
                 continue
             machine_results.append((path, result))
         if latest and machine_results:
@@ -489,6 +520,10 @@ def export(results_dir, csv_path, commit=None, latest=False):
             gpu_name = gpu_name_of(result.params or {}, machine_info, machine_dir.name)
             loaded.append((path, gpu_name, machine_dir.name, result))
     summary.result_files = len(loaded)
+    if commit and not loaded:
+        raise ExportError(f"--commit {commit}: no result file in {results_dir} is of a commit whose hash starts with "
+                          f"it" + (f" (git resolves it to {resolved[:12]}, which has none either)" if resolved else
+                                   " (nor does git resolve it to a commit here)"))
 
     ceilings, latest_ceilings = {}, {}  # the roofline: per result file, else the machine's newest measurement
     for path, gpu_name, machine, result in sorted(loaded, key=lambda item: item[3].date or 0):
@@ -518,7 +553,11 @@ def export(results_dir, csv_path, commit=None, latest=False):
                 exported[key] = (started_at, str(path), row)
 
     new_rows = {key: row for key, (_, _, row) in exported.items()}
-    kept = [row for row in existing if row_key(row) not in new_rows]
+    # An earlier row of the same measurement under another GPU name (machine.json gained or changed `gpu_name`) is
+    # replaced too: one machine, commit and environment ran on one GPU, so the old label would only double the row
+    relabelled = {measurement_key(row) for row in new_rows.values()}
+    kept = [row for row in existing if row_key(row) not in new_rows and measurement_key(row) not in relabelled]
+    summary.replaced = sum(row_key(row) not in new_rows and measurement_key(row) in relabelled for row in existing)
     merged = kept + list(new_rows.values())
     write_atomic(csv_path, csv_text(merged))
     summary.rows_exported = len(new_rows)
@@ -538,6 +577,8 @@ def report_lines(summary, csv_path):
     if summary.stale:
         lines.append(f"{summary.stale} results of an older benchmark version (version or params differ from "
                      f"benchmarks.json) left out")
+    if summary.replaced:
+        lines.append(f"{summary.replaced} earlier rows of the same measurements under another GPU name replaced")
     if summary.collisions:
         lines.append(f"{summary.collisions} rows measured more than once (same kernel, provider, mode, shape, commit, "
                      f"machine and environment, e.g. by a tracked and a sweep benchmark); kept the most recently run")
@@ -552,7 +593,8 @@ def main(argv=None):
     parser.add_argument("--results", default="results", help="asv results directory (default: results)")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
                         help="CSV to create or update (default: docs/data/benchmark_data.csv)")
-    parser.add_argument("--commit", help="only results whose commit hash starts with this prefix")
+    parser.add_argument("--commit", help="only results of this commit: a hash prefix, or a ref git resolves (a "
+                                         "branch, a tag); an error when no result file is of it")
     parser.add_argument("--latest", action="store_true", help="only the newest commit of each machine")
     parser.add_argument("--noise", help="the per-series noise side table (tools.noise; default: noise.csv beside "
                                         "the CSV; 'none' to skip)")

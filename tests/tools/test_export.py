@@ -556,3 +556,58 @@ def test_a_result_file_with_a_bad_date_or_commit_is_named_not_a_traceback(tmp_pa
     assert str(bad) in err and field in err and "Traceback" not in err
     rows = read_rows(tmp_path / "data.csv")
     assert len(rows) == N_COMBOS and {r["git_commit"] for r in rows} == {COMMIT_A}
+
+
+# --- found by fuzzing (session 42): relabelled GPUs, carriage returns, values past the CSV's range, --commit refs ---
+def test_a_gpu_name_added_to_machine_json_relabels_rows_never_doubles_them(tmp_path, capsys):
+    # before: the rows of the old label stayed beside the new ones (42 rows became 84)
+    rng = np.random.default_rng()
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(rng)
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)}, gpu_name=None)
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path) == 0
+    assert {r["gpu_name"] for r in read_rows(csv_path)} == {"h200"}  # the machine's name, no GPU name anywhere
+    write_json(root / "h200" / "machine.json", {"machine": "h200", "version": 1, "gpu_name": "NVIDIA H200"})
+    assert run_export(root, csv_path) == 0
+    rows = read_rows(csv_path)
+    assert len(rows) == N_COMBOS and {r["gpu_name"] for r in rows} == {"NVIDIA H200"}
+    assert f"{N_COMBOS} earlier rows of the same measurements under another GPU name replaced" in capsys.readouterr().out
+
+
+def test_a_carriage_return_in_a_name_reads_back(tmp_path):
+    # before: written unquoted, it read back as a line break and every later export into the CSV failed
+    name = "cross_entropy.CrossEntropyWithGrad.time_odd\rname"
+    params = [["'greyhound'"], ["'full'"], ["8"], ["'a\rb'"], ["'bfloat16'"]]
+    root = make_results_dir(tmp_path / "results", {name: meta(name, "time", "seconds", params=params,
+                                                              kernel_name="cross_entropy_with_grad")})
+    write_result(root, COMMIT_A, {name: entry([0.001], params=params, samples=[0.001, 0.0011, 0.0009])})
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path) == 0
+    first = csv_path.read_bytes()
+    assert b"\r" not in first and run_export(root, csv_path) == 0  # the second export reads the first's CSV
+    assert csv_path.read_bytes() == first and len(read_rows(csv_path)) == 1
+
+
+def test_a_value_past_the_csvs_range_is_left_out_not_inf(tmp_path, capsys):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    values[0], samples[0] = 1e308, [1e308] * 3  # finite seconds, inf milliseconds
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    assert run_export(root, tmp_path / "data.csv") == 0
+    rows = read_rows(tmp_path / "data.csv")
+    assert len(rows) == N_COMBOS - 1
+    assert all(math.isfinite(float(r["y_value_50"])) for r in rows)
+    assert "1 failed/skipped results left out" in capsys.readouterr().out
+
+
+def test_commit_takes_a_git_ref_and_refuses_what_matches_nothing(tmp_path, capsys, monkeypatch):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path, "--commit", "deadbeef") == 2
+    assert "--commit deadbeef: no result file" in capsys.readouterr().err and not csv_path.exists()
+    monkeypatch.setattr(export, "_git_commit", lambda ref: COMMIT_A if ref == "main" else None)
+    assert run_export(root, csv_path, "--commit", "main") == 0
+    assert {r["git_commit"] for r in read_rows(csv_path)} == {COMMIT_A}
