@@ -32,9 +32,9 @@ stats_q_25/q_75 are never relabelled. A result without samples gives y_value_50 
 benchmarks.json, or whose version or parameter names differ from it, are left out as asv itself leaves them out
 (counted), since their parameters cannot be named reliably.
 
-Re-exporting replaces rows with the same key (KEY_COLUMNS), and rows of the same measurement under another GPU name
-(machine.json gained or changed `gpu_name`), and keeps the CSV's rows of other keys; the CSV is sorted and written
-atomically. A value that is finite in asv's unit but not in the CSV's (1e308 s is inf in ms) is left out like a failed
+Re-exporting replaces rows with the same key (KEY_COLUMNS), and an asv result's rows of the same measurement under
+another GPU name (machine.json gained or changed `gpu_name`), and keeps the CSV's rows of other keys; the CSV is
+sorted and written atomically. A value that is finite in asv's unit but not in the CSV's (1e308 s is inf in ms) is left out like a failed
 one; a carriage return in a name becomes a line feed (quoted in the CSV, so it reads back). `--commit` takes a hash
 prefix or a ref git resolves. Exit status: 0 = everything read; 1 = a file could not be read (a one-line warning
 names it; everything else is exported and written, so CI notices); 2 = the results directory or benchmarks.json is
@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tools import CSV_COLUMNS, is_finite_number, x_value_order
+from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE, is_finite_number, x_value_order
 from tools._atomic import write_atomic
 
 # One row per (benchmark, parameter combination, commit, machine, environment): two rows share a key only when they
@@ -454,9 +454,8 @@ def merge_csv_rows(csv_path, rows):
     the same rows twice changes nothing. Returns the number of rows in the CSV."""
     csv_path = Path(csv_path)
     new = {row_key(row): row for row in rows}
-    relabelled = {measurement_key(row) for row in rows}  # (as in export: the same measurement under another GPU name)
-    kept = [row for row in read_csv_rows(csv_path)
-            if row_key(row) not in new and measurement_key(row) not in relabelled]
+    kept = [row for row in read_csv_rows(csv_path) if row_key(row) not in new]  # (the sweep CLI's and Modal's rows:
+    # one asv_machine, sweep-cli, for every GPU, so the GPU's name is part of what tells their rows apart)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(csv_path, csv_text(kept + list(new.values())))
     return len(kept) + len(new)
@@ -554,8 +553,9 @@ def export(results_dir, csv_path, commit=None, latest=False):
 
     new_rows = {key: row for key, (_, _, row) in exported.items()}
     # An earlier row of the same measurement under another GPU name (machine.json gained or changed `gpu_name`) is
-    # replaced too: one machine, commit and environment ran on one GPU, so the old label would only double the row
-    relabelled = {measurement_key(row) for row in new_rows.values()}
+    # replaced too: an asv result file (machine, commit, environment) has one GPU name for all its rows, so the old
+    # label would only double the row. (Not the sweep CLI's rows, whose one asv_machine spans GPUs.)
+    relabelled = {measurement_key(row) for row in new_rows.values() if row["asv_machine"] != SWEEP_CLI_MACHINE}
     kept = [row for row in existing if row_key(row) not in new_rows and measurement_key(row) not in relabelled]
     summary.replaced = sum(row_key(row) not in new_rows and measurement_key(row) in relabelled for row in existing)
     merged = kept + list(new_rows.values())
