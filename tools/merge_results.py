@@ -15,8 +15,12 @@ parameter combination instead:
   with an error naming it: those numbers measure different code and are not merged;
 * benchmarks.json and machine.json: entries results/ lacks are added; differing entries keep results/' version and
   are reported;
-* <machine>/gpus.csv (which GPU ran which commit, for tools.noise): rows results/ lacks are added.
-Every file is written atomically; merging the same source twice changes nothing the second time.
+* a result file whose two runs differ in machine, GPU model or software (params: MATCHING_PARAMS) is refused: those
+  numbers belong under another machine or environment; a differing driver or host is reported and merged;
+* <machine>/gpus.csv (which GPU ran which commit, for tools.noise): rows results/ lacks are added, where both files
+  have the same columns.
+Every file is written atomically, and only once the whole source merged: a source with one bad file writes nothing.
+A damaged archive is an error naming it. Merging the same source twice changes nothing the second time.
 """
 import argparse
 import json
@@ -30,6 +34,11 @@ from tools._atomic import write_atomic
 
 GPUS_FILE = "gpus.csv"  # tools.noise's record of which GPU ran which commit
 SCALAR_COLUMNS = {"params", "version", "started_at", "duration", "profile"}
+# a result file's params that must agree for two runs to share it: the machine, the GPU model and the software that
+# sets the numbers (asv keeps results of other software apart only through the environment name, which a
+# requirements change in asv.conf.json need not alter); a driver or host difference is reported, not refused
+MATCHING_PARAMS = ("machine", "arch", "gpu_name", "cuda", "torch", "triton", "python")
+REPORTED_PARAMS = ("gpu_driver", "cpu", "num_cpu", "ram", "os")
 
 
 class MergeError(ValueError):
@@ -59,6 +68,11 @@ def merge_benchmark(name, ours, theirs, columns):
     n = len(a["result"] or [])
     if len(b["result"] or []) != n:
         raise MergeError(f"benchmark {name}: {len(b['result'] or [])} parameter combinations in theirs, {n} in ours")
+    for side, row in (("ours", a), ("theirs", b)):
+        for column in per_combination:
+            if row[column] is not None and (not isinstance(row[column], list) or len(row[column]) != n):
+                raise MergeError(f"benchmark {name}: {side}' {column} column is not a list of {n} entries (one a "
+                                 f"parameter combination), got {row[column]!r:.80}")
     for column in per_combination:  # columns asv left empty on both sides (peak-memory rows have no stats) stay so
         if a[column] is not None or b[column] is not None:
             merged[column] = list(a[column]) if a[column] is not None else [None] * n
@@ -83,11 +97,23 @@ def merge_benchmark(name, ours, theirs, columns):
     return row, replaced
 
 
-def merge_result_file(ours, theirs):
-    """Merge two asv result documents of one (machine, commit, environment); returns (merged, replaced count)."""
+def merge_result_file(ours, theirs, log=print, label=""):
+    """Merge two asv result documents of one (machine, commit, environment); returns (merged, replaced count).
+    MergeError where the two runs' machine, GPU model or software (MATCHING_PARAMS) differ; a differing driver or
+    host (REPORTED_PARAMS) is logged and results/' params are kept."""
     for key in ("commit_hash", "env_name", "result_columns"):
         if ours.get(key) != theirs.get(key):
             raise MergeError(f"{key} differs: ours {ours.get(key)!r}, theirs {theirs.get(key)!r}")
+    ours_params, theirs_params = ours.get("params") or {}, theirs.get("params") or {}
+    for key in MATCHING_PARAMS:
+        if ours_params.get(key) != theirs_params.get(key):
+            raise MergeError(f"params {key!r} differs: ours {ours_params.get(key)!r}, theirs "
+                             f"{theirs_params.get(key)!r}; runs of another GPU or other software are not merged into "
+                             f"one file (run them under another asv machine name or environment)")
+    for key in REPORTED_PARAMS:
+        if ours_params.get(key) != theirs_params.get(key):
+            log(f"{label}: params {key!r} differs (ours {ours_params.get(key)!r}, theirs "
+                f"{theirs_params.get(key)!r}): merged, results/' params kept")
     columns = ours["result_columns"]
     merged = dict(ours)
     merged["results"] = dict(ours["results"])
@@ -124,26 +150,24 @@ def _merge_dict_file(ours, theirs, label, log):
     return merged
 
 
-def _dump(path, document):
-    write_atomic(path, json.dumps(document, indent=None, sort_keys=False, allow_nan=True) + "\n")
-
-
 def merge_tree(source, into, log=print):
-    """Merge the results folder `source` into `into`; returns a summary dict."""
+    """Merge the results folder `source` into `into`; returns a summary dict. Every file is checked and merged in
+    memory first: a source with one bad file writes nothing (MergeError names it)."""
     source, into = Path(source), Path(into)
     summary = {"copied": 0, "merged": 0, "replaced": 0, "unchanged": 0}
+    writes = []  # (target, text or bytes), written once everything merged
     for path in sorted(source.rglob("*.json")):
         target = into / path.relative_to(source)
         theirs = _read_json(path)
         if not target.exists():
-            write_atomic(target, path.read_bytes())  # never a half-copied file in results/
+            writes.append((target, path.read_bytes()))  # never a half-copied file in results/
             summary["copied"] += 1
             continue
         ours = _read_json(target)
         if "results" in ours and "result_columns" in ours:
             try:
-                merged, replaced = merge_result_file(ours, theirs)
-            except (MergeError, KeyError, TypeError, ValueError) as err:
+                merged, replaced = merge_result_file(ours, theirs, log, str(target))
+            except (MergeError, KeyError, TypeError, ValueError, IndexError) as err:
                 raise MergeError(f"{path} into {target}: {err}") from None
             summary["replaced"] += replaced
             if replaced:
@@ -153,20 +177,33 @@ def merge_tree(source, into, log=print):
         if merged == ours:
             summary["unchanged"] += 1
         else:
-            _dump(target, merged)
+            writes.append((target, json.dumps(merged, indent=None, sort_keys=False, allow_nan=True) + "\n"))
             summary["merged"] += 1
     for path in sorted(source.glob(f"*/{GPUS_FILE}")):  # which GPU ran which commit (tools.noise): rows added
         target = into / path.relative_to(source)
-        ours = target.read_text().splitlines() if target.exists() else []
-        theirs = path.read_text().splitlines()
+        ours = _read_lines(target) if target.exists() else []
+        theirs = _read_lines(path)
+        if ours and theirs and theirs[0] != ours[0]:  # the same columns in the same order, or rows mean other things
+            raise MergeError(f"{path}: columns {theirs[0]!r}, results/' {target} has {ours[0]!r}; not merging rows "
+                             f"whose columns differ")
         added = [line for line in theirs[1:] if line and line not in ours]
         if not ours:
             ours = theirs[:1]
         if added:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, "\n".join(ours + added) + "\n")
+            writes.append((target, "\n".join(ours + added) + "\n"))
             summary["merged"] += 1
+    for target, content in writes:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, content)
     return summary
+
+
+def _read_lines(path):
+    """The lines of a text file (gpus.csv); MergeError naming it when it is not UTF-8 text."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise MergeError(f"{path}: cannot read ({err})") from None
 
 
 def _results_root(folder):
@@ -186,10 +223,15 @@ def _results_folder(source, scratch):
     source = Path(source)
     if source.is_dir():
         return _results_root(source)
-    if not tarfile.is_tarfile(source):
-        raise MergeError(f"source must be a results folder or a .tar.gz of one, got {str(source)!r}")
-    with tarfile.open(source) as tar:
-        return extract_results(tar, scratch)
+    try:
+        if not tarfile.is_tarfile(source):
+            raise MergeError(f"source must be a results folder or a .tar.gz of one, got {str(source)!r}")
+        with tarfile.open(source) as tar:
+            return extract_results(tar, scratch)
+    except (tarfile.TarError, EOFError, OSError) as err:  # a truncated or damaged archive (zlib's error is an OSError)
+        if isinstance(err, FileNotFoundError):
+            raise
+        raise MergeError(f"{source}: cannot unpack ({type(err).__name__}: {err})") from None
 
 
 def main(argv=None):

@@ -133,3 +133,59 @@ def test_an_unreadable_source_file_is_named_not_a_traceback(tmp_path, capsys, da
     assert merge_results.main([str(source), "--into", str(into)]) == 2
     err = capsys.readouterr().err
     assert str(source / "h200" / "abcdef12-env.json") in err and "Traceback" not in err
+
+
+# --- found by fuzzing (session 42) ------------------------------------------------------------------------------------
+def test_runs_of_another_gpu_or_software_are_not_merged_into_one_file(capsys):
+    # before: theirs' numbers were merged and their params dropped, so they were credited to ours' GPU and software
+    ours = _document({"s.time_x": _entry([1.0, None], 100)})
+    ours["params"] = {"machine": "gpu", "gpu_name": "NVIDIA H200", "torch": "2.11.0", "gpu_driver": "580"}
+    for key, value in (("torch", "2.99"), ("gpu_name", "OTHER GPU"), ("python", "3.13")):
+        theirs = _document({"s.time_x": _entry([None, 2.0], 200)})
+        theirs["params"] = dict(ours["params"], **{key: value})
+        with pytest.raises(merge_results.MergeError, match=f"params '{key}' differs"):
+            merge_results.merge_result_file(ours, theirs)
+    theirs["params"] = dict(ours["params"], gpu_driver="590")  # another host's driver: merged, and said
+    merged, _ = merge_results.merge_result_file(ours, theirs, label="f.json")
+    assert merged["results"]["s.time_x"][0] == [1.0, 2.0] and merged["params"] == ours["params"]
+    assert "f.json: params 'gpu_driver' differs" in capsys.readouterr().out
+
+
+def test_a_damaged_archive_or_a_short_column_is_an_error_and_writes_nothing(tmp_path, capsys):
+    into = tmp_path / "repo" / "results"
+    _write(tmp_path / "repo", "abc123-env.json", _document({"s.time_x": _entry([2.0, None], 100)}))
+    before = (into / "gpu" / "abc123-env.json").read_bytes()
+    src = tmp_path / "remote"
+    _write(src, "abc123-env.json", _document({"s.time_x": _entry([None, 3.0], 200)}))
+    _write(src, "new999-env.json", _document({"s.time_y": _entry([4.0, 5.0], 200)}, commit="new999"))
+    archive = tmp_path / "results.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src / "results", arcname="results")
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(archive.read_bytes()[: len(archive.read_bytes()) // 2])
+    assert merge_results.main([str(cut), "--into", str(into)]) == 2  # before: an EOFError traceback, exit 1
+    assert "cannot unpack" in capsys.readouterr().err
+    short = _document({"s.time_x": _entry([None, 3.0], 200)})
+    short["results"]["s.time_x"][11] = [[3.0] * 3]  # samples for one combination of two: before, an IndexError
+    _write(src, "abc123-env.json", short)
+    assert merge_results.main([str(src / "results"), "--into", str(into)]) == 2
+    assert "samples column is not a list of 2 entries" in capsys.readouterr().err
+    # all or nothing: the new file of the same source was not copied either
+    assert (into / "gpu" / "abc123-env.json").read_bytes() == before and not (into / "gpu" / "new999-env.json").exists()
+
+
+def test_gpus_csv_rows_merge_only_under_the_same_columns(tmp_path, capsys):
+    into = tmp_path / "results"
+    (into / "gpu").mkdir(parents=True)
+    (into / "gpu" / "gpus.csv").write_text("commit,gpu_uuid,measured_at\nabc,GPU-1,2026-12-05T00:00Z\n")
+    source = tmp_path / "theirs"
+    (source / "gpu").mkdir(parents=True)
+    (source / "gpu" / "gpus.csv").write_text("gpu_uuid,commit\nGPU-2,def\n")
+    assert merge_results.main([str(source), "--into", str(into)]) == 2
+    assert "not merging rows whose columns differ" in capsys.readouterr().err
+    (source / "gpu" / "gpus.csv").write_bytes(b"commit,gpu_uuid\n\xff\xfe\n")
+    assert merge_results.main([str(source), "--into", str(into)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    (source / "gpu" / "gpus.csv").write_text("commit,gpu_uuid,measured_at\ndef,GPU-2,2026-12-05T01:00Z\n")
+    assert merge_results.main([str(source), "--into", str(into)]) == 0
+    assert (into / "gpu" / "gpus.csv").read_text().splitlines()[-1] == "def,GPU-2,2026-12-05T01:00Z"
