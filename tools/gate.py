@@ -10,8 +10,8 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
 
 * the change is r = ln(median_HEAD / median_BASE);
 * the series' noise is sigma = the robust spread (1.4826 x MAD) of the successive differences of its log-medians
-  over the history of that machine (commits reachable from BASE; every commit is a separate process, so this is the
-  between-process spread, within-process noise included), never less than what the two runs' own samples give
+  over the history of that machine (every run of it but HEAD's, in commit-date order; every commit is a separate
+  process, so this is the between-process spread, within-process noise included), never less than what the two runs' own samples give
   (standard error of each median); with fewer than MIN_HISTORY differences a prior of PRIOR_BETWEEN per process
   is added to the samples' part;
 * a series regressed when r > max(Z x sigma, FLOOR, FLOOR_SECONDS, toggle) (memory: FLOOR_MEMORY and 1 MiB), i.e.
