@@ -162,7 +162,12 @@ def _load_results(path, machine_name):
 
 
 def read_machine_json(machine_dir, summary):
+    """The machine's asv description, a fallback for the GPU's name: a note where there is none (the result files'
+    params are used), a warning where one cannot be read."""
     path = machine_dir / "machine.json"
+    if not path.exists():
+        summary.notes.append(f"{path} does not exist; using the result files' params")
+        return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):

@@ -611,3 +611,15 @@ def test_commit_takes_a_git_ref_and_refuses_what_matches_nothing(tmp_path, capsy
     monkeypatch.setattr(export, "_git_commit", lambda ref: COMMIT_A if ref == "main" else None)
     assert run_export(root, csv_path, "--commit", "main") == 0
     assert {r["git_commit"] for r in read_rows(csv_path)} == {COMMIT_A}
+
+
+def test_a_machine_without_machine_json_exports_with_a_note_not_a_failure(tmp_path, capsys):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    (root / "h200" / "machine.json").unlink()
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    assert run_export(root, tmp_path / "data.csv") == 0  # before: exit 1, as for a file that could not be read
+    assert "machine.json does not exist" in capsys.readouterr().err
+    assert {r["gpu_name"] for r in read_rows(tmp_path / "data.csv")} == {"NVIDIA H200"}
+    (root / "h200" / "machine.json").write_text("{not json")
+    assert run_export(root, tmp_path / "data.csv") == 1  # unreadable: still a warning
