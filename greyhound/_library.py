@@ -11,7 +11,51 @@ through `run(op, eager, ...)`, so a traced backward keeps its ops too.
 """
 import torch
 
-__all__ = ["twin", "call", "run"]
+__all__ = ["twin", "call", "run", "once_differentiable"]
+
+
+class _NotDifferentiableAgain(torch.autograd.Function):
+    """The identity on a gradient, tied to the forward's inputs (`anchors`): differentiating it again raises."""
+
+    @staticmethod
+    def forward(ctx, message, gradient, *anchors):
+        ctx.message = message
+        return gradient.view_as(gradient)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(ctx.message)
+
+
+def once_differentiable(name):
+    """torch.autograd.function.once_differentiable for a backward of op `name`, made to fail loudly. torch's wraps the
+    gradients in an error node only when the incoming gradients require grad, and ties that node to fresh leaves:
+    `torch.autograd.grad(loss, x, create_graph=True)` (incoming gradient: ones) returned a gradient that silently was
+    not differentiable, so a gradient penalty or a Hessian-vector product through the op dropped its second-order
+    term, and `torch.autograd.grad(..., inputs)` never reached the error node. Here, whenever the backward builds a
+    graph (create_graph=True) for inputs that need gradients, each gradient it returns goes through a node tied to the
+    forward's saved tensors that require grad, which raises, naming the op, once anything differentiates it again."""
+    message = (f"greyhound.{name}: its backward is not differentiable (double backward, e.g. a gradient penalty or "
+               f"a Hessian-vector product through create_graph=True, is not supported); use the op's reference "
+               f"(plain PyTorch) for second-order gradients")
+
+    def decorate(backward):
+        def wrapper(ctx, *grads):
+            with torch.no_grad():
+                outputs = backward(ctx, *grads)
+            if not torch.is_grad_enabled() or not any(ctx.needs_input_grad):
+                return outputs
+            anchors = [t for t in ctx.saved_tensors if isinstance(t, torch.Tensor) and t.requires_grad]
+            single = not isinstance(outputs, tuple)
+            outputs = list((outputs,) if single else outputs)
+            for i, (out, needed) in enumerate(zip(outputs, ctx.needs_input_grad)):
+                if needed and isinstance(out, torch.Tensor):
+                    # (without an anchor, a leaf of its own: then .backward() still reaches the error)
+                    outputs[i] = _NotDifferentiableAgain.apply(
+                        message, out if anchors else out.detach().requires_grad_(True), *anchors)
+            return outputs[0] if single else tuple(outputs)
+        return wrapper
+    return decorate
 
 
 def run(op, eager: bool, *args):
@@ -29,7 +73,7 @@ def twin(op, setup_context, backward):
         setup_context(ctx, inputs, output)
         return output
 
-    @torch.autograd.function.once_differentiable
+    @once_differentiable(op._name)
     def twin_backward(ctx, *grads):
         return backward(ctx, *grads, eager=True)
 

@@ -254,3 +254,40 @@ def test_other_twins_equal_registered_ops(device, monkeypatch, case, node):
     assert f"{node}{EAGER}" in eager_names and not any(name.endswith(EAGER) for name in op_names)
     for got, want in zip((*eager_outs, *eager_grads), (*op_outs, *op_grads)):
         assert torch.equal(got, want)
+
+
+# --- double backward (session 42's fuzzing: a gradient penalty through an op silently dropped its second-order term)
+def _penalised_grad(make, device):
+    """(penalty gradient call, its input): the op's gradient built with create_graph=True, then differentiated."""
+    x = torch.randn(6, 16, device=device, requires_grad=True)
+    out = make(x)
+    (g,) = torch.autograd.grad(out.float().square().sum(), x, create_graph=True)
+    return g, x
+
+
+@pytest.mark.parametrize("name, make", [
+    ("logprobs", lambda x: logprobs(x, torch.randint(0, 16, (6,), device=x.device))),
+    ("cross_entropy_with_grad", lambda x: cross_entropy_with_grad(x * 1.0, torch.randint(0, 16, (6,), device=x.device),
+                                                                   inplace_backward=True)),
+    ("causal_conv1d", lambda x: __import__("greyhound").causal_conv1d(x.view(2, 3, 16), torch.randn(
+        3, 4, device=x.device), None, activation="silu")),
+])
+def test_differentiating_an_ops_gradient_again_raises_naming_it(device, name, make):
+    g, x = _penalised_grad(make, device)
+    assert g.requires_grad  # before: False, and the penalty's second-order term was silently left out
+    with pytest.raises(RuntimeError, match=f"greyhound.{name}.*backward is not differentiable"):
+        torch.autograd.grad(g.square().sum(), x)  # (autograd.grad with inputs: it must reach the error node too)
+    g, x = _penalised_grad(make, device)
+    with pytest.raises(RuntimeError, match="backward is not differentiable"):
+        (g.square().sum()).backward()
+
+
+def test_a_gradient_built_with_create_graph_keeps_its_first_order_value(device):
+    x = torch.randn(6, 16, device=device, requires_grad=True)
+    target = torch.randint(0, 16, (6,), device=device)
+    (g,) = torch.autograd.grad(logprobs(x, target).sum(), x, create_graph=True)
+    (ref,) = torch.autograd.grad(torch.log_softmax(x.float(), -1).gather(1, target[:, None]).sum(), x)
+    torch.testing.assert_close(g.detach(), ref, rtol=1e-5, atol=1e-5)
+    x.grad = None
+    logprobs(x, target).sum().backward()  # without create_graph nothing changes: a plain gradient
+    assert not x.grad.requires_grad

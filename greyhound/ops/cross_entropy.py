@@ -623,7 +623,7 @@ class _InplaceCrossEntropyFunction(torch.autograd.Function):
         return loss, per_token_loss, lse
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    @_library.once_differentiable("cross_entropy_with_grad")
     def backward(ctx, grad_loss, _grad_per_token_loss, _grad_lse):
         _hand_out_once(ctx, "cross_entropy_with_grad")
         (grad,) = ctx.saved_tensors
