@@ -1189,9 +1189,13 @@ def _causal_conv1d_bwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
 
 @_causal_conv1d_bwd.register_fake
 def _causal_conv1d_bwd_fake(x, weight, bias, seq_idx, initial_states, grad_out, silu, dilation, needs_grad):
+    # laid out as the backward allocates them: grad_x like x, the parameters' and the initial state's gradients
+    # contiguous (empty_like kept a transposed weight's or state's strides, and inductor then read the real gradients
+    # with the fake's strides: an assertion, or with size_asserts off wrong gradients)
+    formats = (torch.preserve_format, torch.contiguous_format, torch.contiguous_format, torch.contiguous_format)
     likes = (x, weight, bias, initial_states)
-    return tuple(torch.empty_like(like) if need and like is not None else x.new_empty(0)
-                 for need, like in zip(needs_grad, likes))
+    return tuple(torch.empty_like(like, memory_format=layout) if need and like is not None else x.new_empty(0)
+                 for need, like, layout in zip(needs_grad, likes, formats))
 
 
 def _causal_conv1d_setup_context(ctx, inputs, output):

@@ -333,7 +333,9 @@ def _logprobs_bwd(logits: torch.Tensor, target_flat: torch.Tensor, row_max: torc
 
 @_logprobs_bwd.register_fake
 def _logprobs_bwd_fake(logits, target_flat, row_max, log2_sum, entropy, grad_logprob, grad_entropy, temperature):
-    return torch.empty_like(logits)
+    # contiguous, as _launch_backward allocates it: empty_like kept a transposed logits' strides, and inductor then
+    # read the real gradient with the fake's strides (an assertion, or with size_asserts off a wrong gradient)
+    return logits.new_empty(logits.shape)
 
 
 def _logprobs_setup_context(ctx, inputs, output):

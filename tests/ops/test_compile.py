@@ -249,3 +249,27 @@ def test_ops_compile_with_inductor_on_the_gpu():
     with torch.no_grad():
         block.eval()
         torch.testing.assert_close(torch.compile(block, fullgraph=True)(x), block(x))
+
+
+def _fake_and_real_layouts_agree(op, args):
+    """The op's fake implementation gives each output the shape, dtype and strides the real one allocates (inductor
+    reads the real outputs with the fake's strides: a mismatch was an assertion, or a wrong gradient without it)."""
+    torch.library.opcheck(op, args, test_utils=("test_faketensor",))
+
+
+def test_backward_fakes_lay_out_gradients_as_the_kernels_do(device):
+    # session 42's fuzzing: logprobs_bwd's fake kept a transposed logits' strides and causal_conv1d_bwd's a transposed
+    # weight's and initial state's, while the kernels allocate those gradients contiguous
+    from greyhound.ops import causal_conv1d as conv_ops
+    from greyhound.ops import logprobs as logprobs_ops
+    logits = torch.randn(10, 6, device=device).t()  # (6, 10), strides (1, 6)
+    target = torch.randint(0, 10, (6,), device=device)
+    _, row_max, log2_sum, _ = logprobs_ops._logprobs_fwd(logits, target, 1.0, False, False)
+    _fake_and_real_layouts_agree(logprobs_ops._logprobs_bwd,
+                                 (logits, target, row_max, log2_sum, None, torch.randn(6, device=device), None, 1.0))
+    x = torch.randn(2, 4, 12, device=device)
+    weight = torch.randn(3, 4, device=device).t()  # (4, 3), transposed
+    initial_states = torch.randn(2, 2, 4, device=device).transpose(1, 2)  # (2, 4, 2), transposed
+    _fake_and_real_layouts_agree(conv_ops._causal_conv1d_bwd,
+                                 (x, weight, torch.randn(4, device=device), None, initial_states,
+                                  torch.randn(2, 4, 12, device=device), True, 1, [True, True, True, True]))
