@@ -57,8 +57,17 @@ _tuning.register(
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
 def _tanh(x):
-    # exp2 form rather than libdevice: the Triton interpreter (how CI checks kernels) has no libdevice
-    return 1.0 - 2.0 / (1.0 + tl.exp2(x * 2.8853900817779268))  # 2 * log2(e)
+    # exp2 form rather than libdevice: the Triton interpreter (how CI checks kernels) has no libdevice. Below |x| = 0.4
+    # 1 - 2 / (1 + e^2x) cancels (relative error ~1/|x| ulps: a soft-cap of 1e5 put 7e-3 into the loss), so there the
+    # odd Taylor series to x^11 (truncation < 3e-8 relative): 3.8e-7 relative at most over fp32 (numpy emulation)
+    x2 = x * x
+    series = -1382.0 / 155925.0
+    series = series * x2 + 62.0 / 2835.0
+    series = series * x2 - 17.0 / 315.0
+    series = series * x2 + 2.0 / 15.0
+    series = series * x2 - 1.0 / 3.0
+    series = series * x2 + 1.0
+    return tl.where(tl.abs(x) < 0.4, x * series, 1.0 - 2.0 / (1.0 + tl.exp2(x * 2.8853900817779268)))  # 2 * log2(e)
 
 
 @triton.jit
