@@ -666,8 +666,8 @@ def _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square
     for name, value in (("label_smoothing", label_smoothing), ("lse_square_scale", lse_square_scale)):
         if not is_real(value):
             raise TypeError(f"{name} must be a float, got {type(value).__name__}")
-    if not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+    if not 0.0 <= label_smoothing <= 1.0:  # (1.0, the uniform target alone, as F.cross_entropy allows)
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
     if not 0.0 <= lse_square_scale < float("inf"):
         raise ValueError(f"lse_square_scale must be a finite float >= 0, got {lse_square_scale}")
     if softcap is not None:

@@ -428,7 +428,7 @@ def test_bad_arguments(device):
         (ValueError, "target", dict(target=target[:, None])),
         (ValueError, "target", dict(target=target.to("meta"))),
         (ValueError, "reduction", dict(reduction="avg")),
-        (ValueError, "label_smoothing", dict(label_smoothing=1.0)),
+        (ValueError, "label_smoothing", dict(label_smoothing=1.5)),
         (ValueError, "label_smoothing", dict(label_smoothing=-0.1)),
         (ValueError, "softcap", dict(softcap=0.0)),
         (ValueError, "softcap", dict(softcap=-2.0)),
@@ -891,3 +891,16 @@ def test_a_large_softcap_keeps_fp32_accuracy(device, softcap):
     ref.sum().backward()
     assert (loss.double() - ref).abs().max().item() < 2e-6
     assert (leaf.grad.double() - ref_leaf.grad).abs().max().item() < 1e-6
+
+
+def test_label_smoothing_of_one_matches_torch(device):
+    # session 42's fuzzing: [0, 1) was enforced where F.cross_entropy takes [0, 1] (1.0: the uniform target alone)
+    logits = torch.randn(8, 32, device=device, requires_grad=True)
+    target = torch.randint(0, 32, (8,), device=device)
+    loss = cross_entropy_with_grad(logits, target, label_smoothing=1.0)
+    (grad,) = torch.autograd.grad(loss, logits)
+    ref_logits = logits.detach().double().requires_grad_(True)
+    ref = F.cross_entropy(ref_logits, target, label_smoothing=1.0)
+    (ref_grad,) = torch.autograd.grad(ref, ref_logits)
+    torch.testing.assert_close(loss.double(), ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grad.double(), ref_grad, rtol=1e-5, atol=1e-7)
