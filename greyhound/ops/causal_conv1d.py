@@ -1323,7 +1323,8 @@ def _causal_conv1d_update_fake(x_t, conv_state, weight, bias, silu, dilation):
 
 def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, dilation=1):
     """One decoding step: out (B, D) = the last step of causal_conv1d over (conv_state, x_t); conv_state is then
-    rolled left by one with x_t appended, in place (its autograd version is bumped). Not differentiable. A registered
+    rolled left by one with x_t appended, in place (its autograd version is bumped). Not differentiable: with grad
+    enabled, an input that requires grad is refused (RuntimeError naming it; call it under no_grad). A registered
     op: a decoding step calling it compiles with torch.compile(fullgraph=True), conv_state updated as in eager.
 
     x_t (B, D) and conv_state (B, D, (W − 1)·dilation) of one dtype (fp32/bf16/fp16, any strides), weight (D, W)
@@ -1345,6 +1346,13 @@ def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, di
         raise ValueError(f"conv_state is updated in place and must not have overlapping memory (stride 0 along a dim "
                          f"of size > 1, as expand() gives), got shape {tuple(conv_state.shape)} with strides "
                          f"{conv_state.stride()}; pass a contiguous copy")
+    if torch.is_grad_enabled():  # not differentiable: refuse rather than cut the graph (or write into a grad leaf)
+        wanting = [name for name, tensor in (("x_t", x_t), ("conv_state", conv_state), ("weight", weight),
+                                             ("bias", bias)) if tensor is not None and tensor.requires_grad]
+        if wanting:
+            raise RuntimeError(f"causal_conv1d_update is not differentiable, and {', '.join(wanting)} require grad: "
+                               f"call it under torch.no_grad() or torch.inference_mode() (a decoding step), or use "
+                               f"causal_conv1d for a differentiable convolution")
     if bias is not None:
         bias = bias.contiguous()  # the kernel indexes bias[d] at bias_ptr + d (a no-op for a contiguous bias)
     return _library.call(_causal_conv1d_update_op, None, x_t, conv_state, weight, bias, activation == "silu", dilation)

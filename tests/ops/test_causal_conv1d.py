@@ -773,3 +773,18 @@ def test_gpu_fast_launch_equals_triton_launch(layout, monkeypatch):
         monkeypatch.setattr(_launch, "ENABLED", True)
         for a, b in zip(fast, slow):
             assert torch.equal(a, b)
+
+
+def test_update_refuses_inputs_that_require_grad_while_grad_is_on(device):
+    # session 42's fuzzing: a conv_state leaf requiring grad was written in place, and an x_t requiring grad gave an
+    # output without grad (the gradient silently cut); under no_grad (a decoding step) the same call runs
+    x_t = torch.randn(2, 8, device=device)
+    weight, bias = torch.randn(8, 4, device=device), torch.randn(8, device=device)
+    for name in ("x_t", "conv_state", "weight"):
+        tensors = {"x_t": x_t.clone(), "conv_state": torch.randn(2, 8, 3, device=device), "weight": weight.clone()}
+        tensors[name].requires_grad_(True)
+        with pytest.raises(RuntimeError, match=f"not differentiable, and {name} require grad"):
+            causal_conv1d_update(tensors["x_t"], tensors["conv_state"], tensors["weight"], bias)
+        with torch.no_grad():
+            out = causal_conv1d_update(tensors["x_t"], tensors["conv_state"], tensors["weight"], bias)
+        assert out.shape == (2, 8) and torch.isfinite(out).all()
