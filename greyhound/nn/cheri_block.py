@@ -49,7 +49,8 @@ class CheriBlock(nn.Module):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not is_real(eps) or not (math.isfinite(eps) and eps > 0):
             raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
-        self.fp32_dot = check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
+        self._cache_key = None
+        self.fp32_dot = fp32_dot  # (checked by the property's setter, as any later assignment is)
         n_filters, kernel_size, dilation, expansion = int(n_filters), int(kernel_size), int(dilation), int(expansion)
         self.n_filters, self.kernel_size, self.dilation, self.expansion = n_filters, kernel_size, dilation, expansion
         self.hidden = expansion * n_filters
@@ -97,8 +98,24 @@ class CheriBlock(nn.Module):
     def _params(self):
         # Through the module dicts: nn.Module.__getattr__ costs ~1 us a name, visible in a ~20 us call at N=16.
         conv, norm, fc1, fc2 = (self._modules[name]._parameters for name in ("conv", "norm", "fc1", "fc2"))
-        return (conv["weight"], conv["bias"], norm["weight"], norm["bias"],
-                fc1["weight"], fc1["bias"], fc2["weight"], fc2["bias"])
+        params = (conv["weight"], conv["bias"], norm["weight"], norm["bias"],
+                  fc1["weight"], fc1["bias"], fc2["weight"], fc2["bias"])
+        if None in params:  # (a bias or affine parameter set to None after construction)
+            names = ("conv.weight", "conv.bias", "norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight",
+                     "fc2.bias")
+            missing = [name for name, param in zip(names, params) if param is None]
+            raise ValueError(f"CheriBlock computes with every parameter it was built with; {', '.join(missing)} "
+                             f"is None (set after construction): give it a tensor (e.g. zeros) instead")
+        return params
+
+    @property
+    def fp32_dot(self):
+        return self._fp32_dot
+
+    @fp32_dot.setter
+    def fp32_dot(self, value):
+        self._fp32_dot = check_choice("fp32_dot", value, FP32_DOT_MODES)
+        self._cache_key = None  # (the eval-mode cast depends on it)
 
     def _check_input(self, x, weight):
         if weight.dtype not in FLOAT_DTYPES:  # e.g. an fp64 twin: its forward would multiply in bf16

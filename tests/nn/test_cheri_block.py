@@ -2057,3 +2057,16 @@ def test_warp_specialised_register_budget():
     assert [gluon_module.default_consumer_regs(n) for n in (2, 3)] == [232, 152]
     for regs in (152, 176, 192):
         assert 2 * 128 * regs + 128 * (gluon_module._PRODUCER_REGS + gluon_module.z_producer_regs(regs)) <= 65536
+
+
+def test_edits_after_construction_get_clear_errors():
+    # session 42's fuzzing: conv.bias = None gave an AttributeError from deep inside, fp32_dot = "fp8" a tuple.index
+    # ValueError at the first forward
+    block = CheriBlock(16, 3, 2)
+    with pytest.raises(ValueError, match="fp32_dot must be one of .* got 'fp8'"):
+        block.fp32_dot = "fp8"
+    block.fp32_dot = "bf16"
+    assert block.fp32_dot == "bf16" and "fp32_dot='bf16'" in repr(block)
+    block.conv.bias = None
+    with pytest.raises(ValueError, match="conv.bias is None"):
+        block(torch.randn(2, 16, 8))
