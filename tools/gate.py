@@ -11,9 +11,9 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
 * the change is r = ln(median_HEAD / median_BASE);
 * the series' noise is sigma = the robust spread (1.4826 x MAD) of the successive differences of its log-medians
   over the history of that machine (every run of it but HEAD's, in commit-date order; every commit is a separate
-  process, so this is the between-process spread, within-process noise included), never less than what the two runs' own samples give
-  (standard error of each median); with fewer than MIN_HISTORY differences a prior of PRIOR_BETWEEN per process
-  is added to the samples' part;
+  process, so this is the between-process spread, within-process noise included), never less than what the two
+  runs' own samples give (standard error of each median); with fewer than MIN_HISTORY differences a prior of
+  PRIOR_BETWEEN per process is added to the samples' part;
 * a series regressed when r > max(Z x sigma, FLOOR, FLOOR_SECONDS, toggle) (memory: FLOOR_MEMORY and 1 MiB), i.e.
   beyond Z standard deviations of its own A/A differences and beyond a minimum effect, relative and absolute: a
   few-µs call is launch latency, which differs by ~1.3 µs between H200 machines on unchanged code;
@@ -130,6 +130,7 @@ class Run:
     values: dict = field(default_factory=dict)  # Series -> (median, samples or None, unit: "seconds", "bytes", ...)
     failed: set = field(default_factory=set)  # series whose benchmark failed in this run (asv's null result)
     skipped: set = field(default_factory=set)  # series whose benchmark skipped itself in this run (asv's NaN)
+    unjudged: set = field(default_factory=set)  # series measured at 0 or below (0 bytes of peak memory): no ratio
 
 
 @dataclass
@@ -229,6 +230,8 @@ def _add_values(run, result, benchmarks, tier, path="", warnings=None, own=OWN_P
                 clean = [s for s in combo_samples if is_finite_number(s) and s > 0] \
                     if isinstance(combo_samples, list) else []
                 run.values[series] = (value, clean or None, unit)
+            elif is_finite_number(value):  # measured, but no log-ratio to judge (e.g. a backward with 0 bytes)
+                run.unjudged.add(series)
 
 
 # --- statistics ---------------------------------------------------------------------------------------------------
@@ -334,8 +337,8 @@ def judge(base, head, history):
     # the project's series BASE measured and HEAD did not: failed there (a benchmark that crashes is not judged
     # faster), or not run in an environment HEAD ran (a partial run cannot vouch for what it left out; an environment
     # HEAD did not run at all is simply not compared)
-    head_envs = {series.env for series in set(head.values) | head.failed | head.skipped}
-    for series in sorted(set(base.values) - set(head.values), key=lambda s: (s.label(), s.env)):
+    head_envs = {series.env for series in set(head.values) | head.failed | head.skipped | head.unjudged}
+    for series in sorted(set(base.values) - set(head.values) - head.unjudged, key=lambda s: (s.label(), s.env)):
         if series.is_greyhound and series in head.failed:
             report.failed.append(series)
         elif series.is_greyhound and series.env in head_envs:
@@ -490,7 +493,8 @@ def identical_code_pairs(runs, path="greyhound", repo="."):
 
 def scaled(run, factor):
     """A copy of `run` whose greyhound time series are `factor` times slower (samples included)."""
-    copy = Run(run.commit, run.date, run.params, failed=set(run.failed), skipped=set(run.skipped))
+    copy = Run(run.commit, run.date, run.params, failed=set(run.failed), skipped=set(run.skipped),
+               unjudged=set(run.unjudged))
     for series, (value, samples, unit) in run.values.items():
         if series.is_greyhound and unit == "seconds":
             value, samples = value * factor, [s * factor for s in samples] if samples else None

@@ -560,3 +560,13 @@ def test_evaluate_refuses_what_it_cannot_evaluate(tmp_path, capsys, monkeypatch)
 def test_an_int_past_a_floats_range_is_not_a_number():
     from tools import is_finite_number
     assert not is_finite_number(10 ** 400) and is_finite_number(10 ** 300) and not is_finite_number(True)
+
+
+def test_a_series_measured_at_zero_at_head_is_not_missing(tmp_path, capsys):
+    # a peak-memory series can read 0 bytes (a backward with nothing left to allocate): measured, not "not run"
+    results, commits = _write_foreign(tmp_path, 5)
+    _edit_head(results, commits[4],
+               lambda document: document["results"]["bench_core.Core.time_array_1"].__setitem__(0, [0.0]))
+    runs = gate.load_runs([results])
+    report = gate.judge(runs[commits[3]], runs[commits[4]], [runs[commits[3]]])
+    assert report.missing == [] and report.failed == []
