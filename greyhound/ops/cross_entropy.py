@@ -17,6 +17,7 @@ import triton.language as tl
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
 from greyhound.ops import _ce_gluon
+from greyhound.ops._ce_gluon import TANH_SERIES, TANH_SERIES_BOUND
 from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int, is_real
 
 __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_reference"]
@@ -57,17 +58,14 @@ _tuning.register(
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
 def _tanh(x):
-    # exp2 form rather than libdevice: the Triton interpreter (how CI checks kernels) has no libdevice. Below |x| = 0.4
-    # 1 - 2 / (1 + e^2x) cancels (relative error ~1/|x| ulps: a soft-cap of 1e5 put 7e-3 into the loss), so there the
-    # odd Taylor series to x^11 (truncation < 3e-8 relative): 3.8e-7 relative at most over fp32 (numpy emulation)
+    # exp2 form rather than libdevice (the Triton interpreter, how CI checks kernels, has none), and below its bound
+    # the odd Taylor series _ce_gluon.TANH_SERIES, where the exp2 form cancels (a large soft-cap)
     x2 = x * x
-    series = -1382.0 / 155925.0
-    series = series * x2 + 62.0 / 2835.0
-    series = series * x2 - 17.0 / 315.0
-    series = series * x2 + 2.0 / 15.0
-    series = series * x2 - 1.0 / 3.0
-    series = series * x2 + 1.0
-    return tl.where(tl.abs(x) < 0.4, x * series, 1.0 - 2.0 / (1.0 + tl.exp2(x * 2.8853900817779268)))  # 2 * log2(e)
+    series = x2 * TANH_SERIES[5] + TANH_SERIES[4]
+    for k in tl.static_range(4):
+        series = series * x2 + TANH_SERIES[3 - k]
+    return tl.where(tl.abs(x) < TANH_SERIES_BOUND, x * series,
+                    1.0 - 2.0 / (1.0 + tl.exp2(x * 2.8853900817779268)))  # 2 * log2(e)
 
 
 @triton.jit
