@@ -713,6 +713,20 @@ def test_gpu_fused_lse_matches_reference(monkeypatch, dtype, rows, hidden, V, op
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("softcap", [1e4, 1e5])
+def test_gpu_fused_lse_large_softcap_keeps_fp32_accuracy(monkeypatch, softcap):
+    # session 42's tanh series below |x| = 0.4, in the fused kernel's Gluon _tanh: a soft-cap this large caps nothing
+    # visible, and the loss must stay the fp32 loss (the cancelling form put it ~1e-3 off at 1e5)
+    x, weight, _, target = make_inputs(515, 256, 50000, torch.bfloat16, "cuda", ignored=(3,))
+    out, launches = _fused_forward(x, weight, None, target, monkeypatch, softcap=softcap)
+    assert launches == [515]
+    ref = chunked_linear_cross_entropy_reference(x.double(), weight.double(), target, None, reduction="none",
+                                                 softcap=softcap)
+    keep = target != -100
+    assert (out.per_token_loss[keep].double() - ref[keep]).abs().max().item() < 2e-5 * ref.abs().max().item()
+
+
+@pytest.mark.gpu
 def test_gpu_fused_lse_runs_rows_in_chunks_within_the_budget(monkeypatch):
     # a 1 MiB budget: 2048 rows x 98 tiles x 8 bytes of partials do not fit, so the rows go in launches of whole
     # 128-row blocks, and the results are those of one launch
