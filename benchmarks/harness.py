@@ -28,6 +28,12 @@ How a suite is measured (docs/benchmarking.md has the measured costs):
 * GPU state: where NVML reads (the nvidia-ml-py package), the SM and memory clocks, temperature, power and NVML's
   clock event reasons (power cap, thermal slowdown, ...) before each batch of timed calls and while it runs, in the
   measurement's `gpu` record and the cost profile (GREYHOUND_BENCH_PROFILE): read only, nothing is set.
+* Allocator: PyTorch's caching allocator with expandable segments (`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`)
+  unless PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF is set (an empty value keeps torch's default). With torch's
+  default a bandwidth-bound call read two levels by what ran before it in the process: the cross-entropy forward
+  (BT=8192, V=128256) 0.745 ms alone and 0.843 after the full mode had run (fla's 0.852 / 0.935), in every fresh
+  allocation of that process (H100, session 43); with expandable segments 0.744 either way. The process record
+  says which (`expandable_segments`).
 * Memory: peak CUDA memory allocated during one call above what was allocated before it (the inputs, and in
   backward mode the forward's graph), in bytes. asv's own `peakmem_` would measure host RSS, so it is not used.
 * Modes: `full` = forward + backward, `forward` = output only with no gradient required, `backward` = the
@@ -53,6 +59,9 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() mu
 _CACHE_ROOT = os.path.join(os.path.expanduser(os.environ.get("GREYHOUND_CACHE_DIR", "~/.cache/greyhound")))
 os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(_CACHE_ROOT, "triton"))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE_ROOT, "inductor"))
+# (read when the CUDA allocator starts, at the first CUDA allocation, not at torch's import)
+if "PYTORCH_ALLOC_CONF" not in os.environ:
+    os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
 import torch  # noqa: E402
 from asv_runner.benchmarks.mark import SkipNotImplemented  # noqa: E402
@@ -597,12 +606,21 @@ def _start_process():
         torch.cuda.init()
         torch.empty(1, device=DEVICE)
         process["cuda_init"] = time.perf_counter() - t0
+        process["expandable_segments"] = expandable_segments()
         t0 = time.perf_counter()
         _nvml_handle(torch.cuda.current_device())  # NVML's start (up to seconds) before the warm-up, never between
         process["nvml_init"] = time.perf_counter() - t0  # a combination's warm-up and its timed calls
         if WARM_UP:
             process.update(warm_up_gpu())
     return process
+
+
+def expandable_segments():
+    """Whether this process's CUDA allocator maps expandable segments (see the module's Allocator note), read from
+    its segments once one exists; None where torch's snapshot does not say."""
+    segments = torch.cuda.memory_snapshot()
+    flags = {segment["is_expandable"] for segment in segments if "is_expandable" in segment}
+    return flags.pop() if len(flags) == 1 else None
 
 
 def measure_suites_of(cls, combos):

@@ -101,6 +101,37 @@ def test_gpu_state_takes_the_instantaneous_power_where_the_driver_gives_it(monke
         assert (state["power_w"], state["power_reading"]) == (power, reading)
 
 
+@pytest.mark.parametrize("environment, expected", [
+    ({}, "expandable_segments:True"),
+    ({"PYTORCH_CUDA_ALLOC_CONF": ""}, ""),  # set, even empty: torch's default stays, as asked
+    ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512"}, "max_split_size_mb:512"),
+    ({"PYTORCH_ALLOC_CONF": "expandable_segments:False"}, None),  # the newer name wins; the old one is not added
+])
+def test_the_harness_measures_with_expandable_segments_unless_told_otherwise(environment, expected):
+    # session 43: with torch's default allocator a bandwidth-bound call read 13% slower after another mode had run in
+    # the process; the harness sets expandable segments before anything allocates on the GPU, unless the user chose
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
+    env.update(environment)
+    code = "import os, torch, benchmarks.harness; print(repr(os.environ.get('PYTORCH_CUDA_ALLOC_CONF')))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert out.stdout.strip() == repr(expected)
+
+
+@pytest.mark.parametrize("segments, expected", [
+    ([{"is_expandable": True, "total_size": 2 << 20}], True),
+    ([{"is_expandable": False}, {"is_expandable": False}], False),
+    ([{"is_expandable": False}, {"is_expandable": True}], None),  # mixed: set after something had allocated
+    ([], None), ([{"total_size": 1}], None),  # nothing allocated yet, or a torch whose snapshot lacks the field
+])
+def test_expandable_segments_is_read_from_the_allocators_segments(monkeypatch, segments, expected):
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: segments)
+    assert harness.expandable_segments() is expected
+
+
 def test_power_field_is_nvmls():
     pynvml = pytest.importorskip("pynvml")  # (a bench dependency, nvidia-ml-py)
     assert (pynvml.NVML_FI_DEV_POWER_INSTANT, pynvml.NVML_SUCCESS) == (186, 0)
