@@ -617,8 +617,11 @@ def _start_process():
 
 def expandable_segments():
     """Whether this process's CUDA allocator maps expandable segments (see the module's Allocator note), read from
-    its segments once one exists; None where torch's snapshot does not say."""
-    segments = torch.cuda.memory_snapshot()
+    its segments once one exists; None where torch's snapshot does not say (a record, never a reason to stop)."""
+    try:
+        segments = torch.cuda.memory_snapshot()
+    except (RuntimeError, AttributeError):  # a build without the allocator's snapshot
+        return None
     flags = {segment["is_expandable"] for segment in segments if "is_expandable" in segment}
     return flags.pop() if len(flags) == 1 else None
 

@@ -132,6 +132,13 @@ def test_expandable_segments_is_read_from_the_allocators_segments(monkeypatch, s
     assert harness.expandable_segments() is expected
 
 
+def test_expandable_segments_is_none_where_the_snapshot_fails(monkeypatch):
+    def broken():
+        raise RuntimeError("this allocator has no snapshot")
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", broken)
+    assert harness.expandable_segments() is None
+
+
 def test_power_field_is_nvmls():
     pynvml = pytest.importorskip("pynvml")  # (a bench dependency, nvidia-ml-py)
     assert (pynvml.NVML_FI_DEV_POWER_INSTANT, pynvml.NVML_SUCCESS) == (186, 0)
