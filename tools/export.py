@@ -344,6 +344,11 @@ def csv_row(*, kernel_name, provider, mode, metric_name, metric_unit, x_name, x_
             for column, value in row.items()}
 
 
+def _finite_in_csv(value, scale):
+    """A finite number in asv's unit that stays finite in the CSV's (1e308 s is finite, in ms it is not)."""
+    return is_finite_number(value) and math.isfinite(value * scale)
+
+
 def stored_measurements(result, name, meta):
     """One benchmark's measurements in one result file: (param_names, combos, values, samples), a value and a sample
     list per parameter combination. values and samples are None when the file stored them for another version or
@@ -371,7 +376,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
     spec = describe_benchmark(name, meta, summary)
     rows = []
     for combo, value, combo_samples in zip(combos, values, samples):
-        if not (is_finite_number(value) and math.isfinite(value * spec.scale)):  # (1e308 s is finite, in ms not)
+        if not _finite_in_csv(value, spec.scale):
             summary.failed += 1
             continue
         named = {param: parse_param(value_repr) for param, value_repr in zip(param_names, combo)}
@@ -380,7 +385,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
         work = work_of(meta, mode, named) if spec.metric_name == "speed" else None
         x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
         extra = json.dumps({param: json_value for param, (_, json_value) in named.items()}, sort_keys=True)
-        finite_samples = [s for s in combo_samples if is_finite_number(s) and math.isfinite(s * spec.scale)] \
+        finite_samples = [s for s in combo_samples if _finite_in_csv(s, spec.scale)] \
             if isinstance(combo_samples, list) else []
         if not finite_samples:
             summary.no_samples += 1

@@ -49,8 +49,7 @@ class CheriBlock(nn.Module):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not is_real(eps) or not (math.isfinite(eps) and eps > 0):
             raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
-        self._cache_key = None
-        self.fp32_dot = fp32_dot  # (checked by the property's setter, as any later assignment is)
+        self.fp32_dot = fp32_dot  # (checked, and the cast cache key cleared, by the property's setter)
         n_filters, kernel_size, dilation, expansion = int(n_filters), int(kernel_size), int(dilation), int(expansion)
         self.n_filters, self.kernel_size, self.dilation, self.expansion = n_filters, kernel_size, dilation, expansion
         self.hidden = expansion * n_filters
