@@ -174,7 +174,7 @@ def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False, 
     shared memory holds it, else as many as fit (a ring of 5 at 64 hidden columns and C=128 runs with 3 z slots); 0
     when not even one a consumer fits. With `tail` (ws_schedule tail) beside two double buffers of the hidden operand
     (BLOCK_L, BLOCK_E) a consumer; with `conv_taps` K > 0 (ws_conv_smem) beside the conv's K taps in fp32 (rows padded
-    to a power of 2: 2 KiB at K=3, C=128; 231564 bytes in all at ring 4, Triton 3.6)."""
+    to a power of 2: 2 KiB at K=3, C=128; 232076 bytes in all at ring 4 with b2, Triton 3.6)."""
     # bf16/fp16 weight rings, b1 (fp32), the layout conversions' scratch and the barriers: 215180 bytes in all at
     # (64, 64, ring 4, 4 z slots), 247980 at ring 5 (Triton 3.6, H200)
     # (b1: fp32, or with b1_mma a (block_e, 16) bf16/fp16 block a chunk; the chunks padded to a power of 2)
@@ -185,8 +185,10 @@ def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False, 
     # bytes where it said 2 z slots fit)
     b1_chunks = 1 << (hidden_width // block_e - 1).bit_length()
     scratch = max(block_l * channels * 2, block_l * min(2 * channels, 64) * 4)
+    # (b2: fp32, C * 4 bytes since session 44, which came out of the 1024 bytes of slack before it: the estimate is
+    # still ~340-400 bytes over the compiled size, 232076 at the bf16 default)
     others = (stages * 2 * block_e * channels * 2 + b1_chunks * block_e * (32 if b1_mma else 4)
-              + scratch + 1024 + (4 * block_l * block_e * 2 if tail else 0)
+              + scratch + 512 + channels * 4 + (4 * block_l * block_e * 2 if tail else 0)
               + next_power_of_2(conv_taps) * channels * 4)
     fits = (232448 - others) // (block_l * channels * 2)
     return min(_Z_STAGES, fits) if fits >= 2 else 0
@@ -1000,8 +1002,27 @@ if available():
             mbarrier.arrive(turn.index(1 - CONSUMER))
 
     @gluon.jit
+    def _tile_place(tile, num_l_blocks, L, C: gl.constexpr, BLOCK_L: gl.constexpr, TILE: gl.constexpr,
+                    PER_TILE: gl.constexpr):
+        """Where tile `tile` lies in x (and out): its sequence's start (elements), its (BLOCK_L, C) element offsets from
+        there in TILE, the in-sequence mask, and its positions. With PER_TILE the channel rows' offsets are computed
+        from a value LLVM cannot hoist out of the tile loop: from the loop-invariant offs_c * L it kept 16 offsets a
+        thread live across every tile, which ptxas spilled, so each tile's end waited for their reloads from the
+        stack (an L1 round trip behind the z producer's loads; session 43's profile: 2.6% of a consumer's samples on
+        one of them)."""
+        n = tile // num_l_blocks
+        offs_l = (tile % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
+        offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
+        if PER_TILE:
+            offs_c = gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [offs_c], dtype=gl.int32, is_pure=False,
+                                               pack=1)
+        in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
+        offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
+        return n.to(gl.int64) * C * L, offsets, in_range, offs_l
+
+    @gluon.jit
     def _ws_consumer(x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem, z_ring,
-                     h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, CONSUMER: gl.constexpr,
+                     h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, CONSUMER: gl.constexpr,
                      CONSUMERS: gl.constexpr, C: gl.constexpr, HIDDEN: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                      DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, BLOCK_E: gl.constexpr,
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
@@ -1045,14 +1066,13 @@ if available():
                 tile = CONSUMERS * group + CONSUMER
             valid = tile < num_tiles
             tile = gl.minimum(tile, num_tiles - 1)
-            n = tile // num_l_blocks
-            offs_l = (tile % num_l_blocks) * BLOCK_L + gl.arange(0, BLOCK_L, layout=gl.SliceLayout(1, TILE))
-            row = n.to(gl.int64) * C * L
-            x_row = x_ptr + row
-            in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
-            tile_offsets = gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
-            # b2 now, the residual after the products (as cheri_block_kernel does: the same output bit for bit)
-            b2 = gl.load(b2_ptr + offs_c_acc).to(gl.float32)
+            # b2 now, the residual after the products (as cheri_block_kernel does: the same output bit for bit); with
+            # the z producer from the CTA's copy in shared memory (one global load a tile cost its L2 round trip
+            # at each tile's start, behind the z producer's loads in L1: session 44's reading of session 43's profile)
+            if Z_PRODUCER:
+                b2 = b2_smem.load(gl.SliceLayout(0, ACC))
+            else:
+                b2 = gl.load(b2_ptr + offs_c_acc).to(gl.float32)
             if Z_PRODUCER:
                 z_slot = z_count % Z_STAGES
                 z_smem = z_ring.index(z_slot)
@@ -1060,7 +1080,9 @@ if available():
                 mbarrier.wait(z_ready.index(z_slot), (z_count // Z_STAGES) & 1)
             else:
                 z_smem = z_ring.index(CONSUMER)
-                z, _, _ = _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr,
+                row, tile_offsets, in_range, offs_l = _tile_place(tile, num_l_blocks, L, C, BLOCK_L, TILE,
+                                                                    False)
+                z, _, _ = _conv_norm_tile(x_ptr + row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr,
                                           beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE)
                 _cta_barrier()  # (this partition's warps) the previous tile's first GEMMs have all read z
                 z_smem.store(z.to(z_smem.dtype))
@@ -1134,7 +1156,8 @@ if available():
                     # ragged L and on C=64)
                     fence_async_shared()
                     _cta_barrier()  # all of chunk k+1's hidden chunk is in shared memory
-                residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
+                row, tile_offsets, in_range, _ = _tile_place(tile, num_l_blocks, L, C, BLOCK_L, TILE, True)
+                residual = _load_x_tile(x_ptr + row + tile_offsets, in_range, EVEN_L, False)
                 acc = warpgroup_mma(h_ring.index(h_slot + (n_chunks - 1) % 2),
                                     w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
@@ -1169,8 +1192,11 @@ if available():
                 # the residual's load issued before the tile's last GEMM, so that it lands under it (in x's type: half
                 # the registers of fp32; issued after the GEMM, ptxas moved it past the wait, Triton 3.6); with
                 # LATE_RESIDUAL after the accumulator's conversion, as before session 33
+                if Z_PRODUCER:
+                    row, tile_offsets, in_range, _ = _tile_place(tile, num_l_blocks, L, C, BLOCK_L, TILE,
+                                                                   True)
                 if not LATE_RESIDUAL:
-                    residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
+                    residual = _load_x_tile(x_ptr + row + tile_offsets, in_range, EVEN_L, False)
                 _take_turn(turn, turns, CONSUMER, PINGPONG)
                 acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
                                     is_async=True)
@@ -1195,10 +1221,12 @@ if available():
                 if not Z_REGS:
                     mbarrier.arrive(z_empty.index(z_slot))
                 z_count += CONSUMERS
+            if Z_PRODUCER and (PIPELINE or not PINGPONG):
+                row, tile_offsets, in_range, _ = _tile_place(tile, num_l_blocks, L, C, BLOCK_L, TILE, True)
             out = gl.convert_layout(acc, TILE)
             if not PINGPONG or LATE_RESIDUAL and PINGPONG != 3:  # (loaded after the conversion: before it, it
                 # spilled, Triton 3.6, offline)
-                residual = _load_x_tile(x_row + tile_offsets, in_range, EVEN_L, False)
+                residual = _load_x_tile(x_ptr + row + tile_offsets, in_range, EVEN_L, False)
             out += residual.to(gl.float32)
             gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
         if BALANCE and CONSUMER > 0:  # this CTA's lone group, if it has one: consumer 0 alone computes it, this one
@@ -1368,6 +1396,12 @@ if available():
                                                 .to(gl.float32))
             b1_smem = _reinterpret(b1_smem, gl.float32, [B1_CHUNKS, BLOCK_E],
                                    gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        if Z_PRODUCER:  # b2 in fp32, read by the consumers at each tile's start (C * 4 bytes: z_stages counts them)
+            B2_ROW: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
+            b2_smem = gl.allocate_shared_memory(gl.float32, [C], gl.SwizzledSharedLayout(1, 1, 1, order=[0]),
+                                                gl.load(b2_ptr + gl.arange(0, C, layout=B2_ROW)).to(gl.float32))
+        else:  # (not read)
+            b2_smem = b1_smem
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for s in gl.static_range(STAGES):
@@ -1394,12 +1428,12 @@ if available():
         if Z_PRODUCER:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
+                                z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
+                                z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL)),
@@ -1412,12 +1446,12 @@ if available():
         elif CONSUMERS == 2:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
+                                z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
+                                z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL)),
@@ -1427,17 +1461,17 @@ if available():
         else:
             gl.warp_specialize([
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
+                                z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
+                                z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
-                                z_ring, h_ring, b1_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2,
+                                z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL)),

@@ -2034,9 +2034,9 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # the L2 prefetch is in the PTX with it only (the z producer's, one a thread and row)
     assert (facts["l2_prefetches"] > 0) == (pingpong in (15, 17, 19)), facts
     # the z producer's 2-byte reloads of the conv weight, every tile, are gone with the taps in shared memory (the
-    # only 2-byte loads left are masked: b1's, and the taps' one staging load)
+    # only 2-byte loads left are b2's one staging load a thread, and masked ones: b1's and the taps' staging load)
     if z_producer:
-        assert (facts["plain_b16_loads"] == 0) == (pingpong in (16, 17, 19)), facts
+        assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19)), facts
     # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
     assert (facts["lane_shuffles_up"] > 0) == (pingpong == 19), facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
