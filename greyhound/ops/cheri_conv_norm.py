@@ -112,9 +112,10 @@ _tuning.register(
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
                         "shifted taps from its lane pair by shuffles instead of loading each tap (three batches of "
-                        "loads a tile in session 37's profile, one with this). Default: off (session 41, one H100, "
-                        "N=512, sweep CLI, two rounds: bf16 0.3680 / 0.3698 ms against 0.3681 / 0.3654, fp16 0.3895 / "
-                        "0.3915 against 0.3851 / 0.3825)"),
+                        "loads a tile in session 37's profile, one with this). Default: on for an fp16 model on the "
+                        "ping-pong schedule where it applies, off elsewhere (session 44, one H100, N=512, sweep CLI, "
+                        "three rounds: fp16 0.3532-0.3550 ms against 0.3633-0.3662; bf16, whose taps come from shared "
+                        "memory, 0.3576 / 0.3582 against 0.3557 / 0.3553)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1140,6 +1141,18 @@ def _ws_x_prefetch(layout, schedule, mode, x_dtype, x_prefetch):
     return x_prefetch
 
 
+def _ws_x_shuffle(layout, schedule, mode, x_dtype, x_shuffle, channels, kernel_size, dilation):
+    """launch_ws's x_shuffle for a ws_x_shuffle tunable (None: on in gluon_wsz on the ping-pong schedule for an fp16
+    model where the shuffles can take the taps, off elsewhere; session 44, logs 173-174, one H100, sweep CLI, one
+    process a round, N=512 fp16: 0.3532 / 0.3550 / 0.3543 ms against the default's 0.3633 / 0.3635 / 0.3662, N=64
+    0.0538 / 0.0540 against 0.0567 / 0.0571; bf16, whose taps come from shared memory, slower with it: 0.3576 / 0.3582
+    against 0.3557 / 0.3553)."""
+    if x_shuffle is None:
+        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16" and \
+            _cheri_gluon.x_shuffle_refusal(x_dtype, channels, kernel_size, dilation) is None
+    return bool(x_shuffle)
+
+
 def _ws_conv_taps(layout, schedule, mode, x_dtype, conv_smem, kernel_size, stages, block_e, channels, hidden_width,
                   block_l, b1_mma):
     """The conv taps launch_ws stages in shared memory for a ws_conv_smem tunable: K, or 0 for none. None: on in
@@ -1276,7 +1289,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
                           late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual),
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch),
-                          conv_smem=bool(conv_taps), x_shuffle=bool(ws_x_shuffle))
+                          conv_smem=bool(conv_taps),
+                          x_shuffle=_ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels,
+                                                  kernel_size, dilation))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

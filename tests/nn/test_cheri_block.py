@@ -821,9 +821,18 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         with pytest.raises(ValueError, match="ws_conv_smem applies to the gluon_wsz layout only; this call runs "
                                              "layout gluon_ws"):
             plan_of("gluon_ws", stages=3, block_e=32)
-    # the z producer's shuffled conv taps (ws_x_shuffle): off unless asked for; gluon_wsz only, 16-bit x, taps an even
-    # number of positions back and at most 8, C a multiple of 16
+    # the z producer's shuffled conv taps (ws_x_shuffle): by default for an fp16 model in gluon_wsz on the ping-pong
+    # schedule where the shuffles can take the taps (measured faster there, session 44; slower for bf16, whose taps
+    # come from shared memory), off elsewhere; asked for by name, gluon_wsz only, 16-bit x, taps an even number of
+    # positions back and at most 8, C a multiple of 16
     assert plan_of("gluon_wsz").kwargs["x_shuffle"] is False
+    assert plan_of("gluon_wsz", mode="fp16").kwargs["x_shuffle"] is True
+    assert plan_of("gluon_wsz", mode="fp16", x_dtype=torch.float32).kwargs["x_shuffle"] is False
+    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x.half(), 512, 5, "fp16", False, 4,
+                                "poly").kwargs["x_shuffle"] is False  # K=5 at dilation 4: a tap 16 positions back
+    for schedule in ("tail", "turns", "chunk"):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_schedule=schedule):
+            assert plan_of("gluon_wsz", stages=3, mode="fp16").kwargs["x_shuffle"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=True):
         assert plan_of("gluon_wsz").kwargs["x_shuffle"] is True
         assert plan_of("gluon_wsz", mode="fp16").kwargs["x_shuffle"] is True
@@ -838,6 +847,7 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
             plan_k(5, 4)
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
         assert plan_of("gluon_wsz").kwargs["x_shuffle"] is False
+        assert plan_of("gluon_wsz", mode="fp16").kwargs["x_shuffle"] is False
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
@@ -1336,7 +1346,8 @@ def test_gpu_shuffled_conv_taps_match_loaded_taps(dtype, length, kernel_size, di
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
     config = (64, 64, 4, 4, "gluon_wsz")
     with torch.no_grad():
-        loaded = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):  # (an fp16 model's default shuffles)
+            loaded = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
         with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=True):
             shuffled = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
     ulp = torch.finfo(dtype).eps * loaded.float().abs().clamp_min(1.0)
