@@ -1,17 +1,21 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN (written in session 43). The first H200 asv with the harness's expandable segments (fb330a6):
-# the tip's CheriBlockSweep and tracked tier, then the base's tracked tier on the same GPU (H200: 10d2d8c, session 42's
-# tip there; H100: fb330a6, session 43's), peers in the same runs; then the two Newton-Schulz GPU tests session 43 did not
-# reach (shape2, muon and polar_express; slow, so last). Predicted (H200): CE forward at the fresh-process level for both
-# commits (~0.536 ms, fla ~0.76), every other series level with session 42's readings within its noise; megakernel +
-# .eval() N=512 bf16 0.3665 +- 0.004. Copy to .carry/cmd.sh; git bundle create .carry/repo.bundle --all; carry
-# [".whl", ".carry"]; hide docs/public and docs/perf while it travels (64 MiB).
+# PLANNED, NOT YET RUN (session 44's call 5, whose machine stopped answering before it ran, plus the two Newton-Schulz
+# tests session 43 did not reach). The GPU tests of the fp16 default's shuffled taps (4983637: the shuffled-taps test
+# against loaded taps, the z producer variants, late residual, short GELU, the megakernel modes in fp16), then asv of
+# the tip: tracked tier and CheriBlockSweep, peers in the same runs; then the Newton-Schulz Gram tests at shape2.
+# Predicted: tests pass; megakernel + .eval() N=512 fp16 ~0.355 ms on an H200 (0.3648 at e69544c, log 172), bf16 level
+# with e69544c (0.357). Copy to .carry/cmd.sh; git bundle create .carry/repo.bundle --all; carry [".whl", ".carry"];
+# hide docs/public and docs/perf while it travels (64 MiB; the plotly wheel is not needed there).
 S=$SECONDS
-nvidia-smi --query-gpu=uuid,name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
-name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-if [[ $name == *H200* ]]; then base=10d2d8c; else base=fb330a6; fi
-TAG=s44 DEADLINE=$((${LIMIT:-585} - 150 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" "HEAD^! @tracked" "$base^! @tracked"
-echo "asv rc=$? t=$((SECONDS-S)) base=$base"; grep -E "^===|deadline|Error|error" $OUT/asv-s44.log | head -20 | cut -c1-200
-cd /tmp/gh-s44 && PYTHONPATH=/tmp/site:/tmp/gh-s44 timeout $(( ${LIMIT:-585} - (SECONDS - S) - 5 )) python3 -m pytest -n 2 -v \
-  --tb=short -p no:cacheprovider -rfE "tests/ops/test_newton_schulz.py::test_bf16_gram_iteration_against_fp64" \
-  -k "shape2" > $OUT/pytest-ns.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))"; grep -E "passed|failed" $OUT/pytest-ns.log | tail -2
+nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+rm -rf /tmp/gh-t && git clone -q .carry/repo.bundle /tmp/gh-t && (cd /tmp/gh-t && git checkout -q -B main origin/main)
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 150 python3 -m pytest -n 4 -q --tb=short -p no:cacheprovider -rfE \
+  -m gpu tests/nn/test_cheri_block.py -k "shuffled_conv_taps or z_producer_variants or late_residual or short_gelu or (training_path_and_megakernel_modes and dtype2)" \
+  > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
+grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
+TAG=s45 DEADLINE=$((${LIMIT:-585} - 120 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! @tracked" "HEAD^! CheriBlockSweep" > /dev/null 2>&1
+echo "asv rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log; grep -E "^===|deadline" $OUT/asv-s45.log | head | tee -a $OUT/call.log
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 5 )) python3 -m pytest -n 2 -q \
+  --tb=short -p no:cacheprovider -rfE "tests/ops/test_newton_schulz.py::test_bf16_gram_iteration_against_fp64" -k shape2 \
+  > $OUT/pytest-ns.log 2>&1; echo "pytest ns rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
