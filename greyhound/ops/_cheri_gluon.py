@@ -268,7 +268,7 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
-              balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False):
+              balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False, split_ring=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -287,7 +287,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     `x_prefetch` > 0 (z_producer) the z producer asks L2 for each tile's x `x_prefetch` groups before computing it.
     With `conv_smem` (z_producer) the conv's taps go to shared memory once and the z producer reads them there. With
     `x_shuffle` (z_producer; see x_shuffle_refusal) the z producer loads x once a tile and takes the conv's shifted taps
-    from the other lane of its lane pair by shuffles."""
+    from the other lane of its lane pair by shuffles. With `split_ring` (z_producer, pingpong 1) W1 and W2 stream
+    through rings of their own (the same shared memory), each slot released once its one GEMM is done
+    (_ws_split_producer)."""
     batch, channels, length = x.shape
     conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
@@ -297,6 +299,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     if why_not is None and x_shuffle:
         why_not = ("x_shuffle (the z producer's shuffled conv taps) runs with the z producer (layout gluon_wsz) only"
                    if not z_producer else x_shuffle_refusal(x.dtype, channels, conv_weight.shape[2], dilation))
+    if why_not is None and split_ring and not (z_producer and pingpong == 1):
+        why_not = (f"split_ring (W1 and W2 in rings of their own) runs with the z producer (layout gluon_wsz) on the "
+                   f"pingpong schedule only, got z_producer={z_producer}, pingpong={pingpong}")
     if why_not is not None:
         raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
@@ -313,7 +318,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
-        X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), num_warps=num_warps)
+        X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), SPLIT_RING=bool(split_ring),
+        num_warps=num_warps)
 
 
 def x_shuffle_refusal(x_dtype, channels, kernel_size, dilation):
@@ -899,7 +905,64 @@ if available():
     @gluon.jit
     def _ws_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
                      C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
-                     CONSUMERS: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr):
+                     CONSUMERS: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr, ready2=None, empty2=None,
+                     SPLIT_RING: gl.constexpr = False):
+        """The weight producer: every chunk of every group this CTA runs, W1[k] and W2[:, k] into ring slot count %
+        STAGES once the consumers have released its previous fill. With SPLIT_RING the two halves have rings (barrier
+        pairs) of their own, ready/empty for W1 and ready2/empty2 for W2, and W1 runs a chunk ahead: chunk c's W1, then
+        chunk c-1's W2 (the consumers' step k needs W2[k] and W1[k+1] together) (_ws_split_producer)."""
+        if SPLIT_RING:
+            _ws_split_producer(w1_smem, w2_smem, ready, empty, ready2, empty2, w1_ptr, w2_ptr, num_tiles, C, HIDDEN,
+                               BLOCK_E, STAGES, CONSUMERS, WARPS, BALANCE)
+        else:
+            _ws_joint_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E, STAGES,
+                               CONSUMERS, WARPS, BALANCE)
+
+    @gluon.jit
+    def _ws_split_producer(w1_smem, w2_smem, ready1, empty1, ready2, empty2, w1_ptr, w2_ptr, num_tiles,
+                           C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
+                           CONSUMERS: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr):
+        """(SPLIT_RING) _ws_producer with a W1 ring and a W2 ring: chunk c's W1, then chunk c-1's W2, for every chunk
+        c of the CTA's sequence (the chunk count runs on across tiles), then the last chunk's W2. A W1 slot is held by
+        the consumers for one step (its first GEMM) and a W2 slot for one step (its second GEMM), where a joint slot is
+        held for two: at the same shared memory the consumers may drift two chunks apart instead of one before the one
+        ahead waits for the other's release."""
+        W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
+        W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
+        n_chunks: gl.constexpr = HIDDEN // BLOCK_E
+        w1_rows = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
+        w1_cols = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
+        w1_offsets = gl.expand_dims(w1_rows, 1) * C + gl.expand_dims(w1_cols, 0)
+        w2_rows = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
+        w2_cols = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
+        w2_offsets = gl.expand_dims(w2_rows, 1) * HIDDEN + gl.expand_dims(w2_cols, 0)
+        count = 0  # chunks whose W1 is filled so far; W2 trails by one
+        previous_k = 0  # the hidden chunk of fill count - 1 (its W2 is the next W2 fill)
+        first = gl.program_id(0)
+        num_groups, _ = _ws_groups(num_tiles, CONSUMERS, BALANCE)
+        for group in range(first, num_groups, gl.num_programs(0)):
+            for k in range(n_chunks):
+                slot = count % STAGES
+                mbarrier.wait(empty1.index(slot), ((count // STAGES) & 1) ^ 1)
+                _async_load(w1_smem.index(slot), w1_ptr + k * BLOCK_E * C + w1_offsets)
+                async_copy.mbarrier_arrive(ready1.index(slot), increment_count=False)
+                if count > 0:
+                    slot2 = (count - 1) % STAGES
+                    mbarrier.wait(empty2.index(slot2), (((count - 1) // STAGES) & 1) ^ 1)
+                    _async_load(w2_smem.index(slot2), w2_ptr + previous_k * BLOCK_E + w2_offsets)
+                    async_copy.mbarrier_arrive(ready2.index(slot2), increment_count=False)
+                previous_k = k
+                count += 1
+        if count > 0:  # the last chunk's W2
+            slot2 = (count - 1) % STAGES
+            mbarrier.wait(empty2.index(slot2), (((count - 1) // STAGES) & 1) ^ 1)
+            _async_load(w2_smem.index(slot2), w2_ptr + previous_k * BLOCK_E + w2_offsets)
+            async_copy.mbarrier_arrive(ready2.index(slot2), increment_count=False)
+
+    @gluon.jit
+    def _ws_joint_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
+                           C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
+                           CONSUMERS: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr):
         W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
         W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
@@ -1028,7 +1091,7 @@ if available():
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
                      PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr,
                      THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr,
-                     LATE_RESIDUAL: gl.constexpr):
+                     LATE_RESIDUAL: gl.constexpr, ready2=None, empty2=None, SPLIT_RING: gl.constexpr = False):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -1170,6 +1233,8 @@ if available():
                 # runs under the other's GEMMs. Every tile takes n_chunks + 1 turns in each consumer. Nothing is in
                 # flight across the loop's back edge (its wait ends the body): a wgmma in flight there made ptxas
                 # inject a wait and serialise them (C7517, C7515; Triton 3.6, offline).
+                # (SPLIT_RING: W1 and W2 in rings of their own, ready/empty and ready2/empty2: each slot released as
+                # soon as its one GEMM is done; see _ws_split_producer)
                 mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
                 _take_turn(turn, turns, CONSUMER, PINGPONG)
                 pre = _ws_first_gemm(gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), ones, z_a, b1_smem, w1_smem, 0,
@@ -1177,9 +1242,13 @@ if available():
                 _pass_turn(turn, CONSUMER, PINGPONG)
                 turns += 1
                 pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+                if SPLIT_RING:  # chunk 0's first GEMM is done: its W1 slot is free
+                    _release(empty.index(count % STAGES), THREAD_RELEASE)
                 for k in range(n_chunks - 1):
                     h = _hidden_operand(pre, b1_smem.index(k), w2_smem.dtype, H_OPERAND, GELU_FIT, B1_MMA)
                     chunk = count + k
+                    if SPLIT_RING:
+                        mbarrier.wait(ready2.index(chunk % STAGES), (chunk // STAGES) & 1)
                     mbarrier.wait(ready.index((chunk + 1) % STAGES), ((chunk + 1) // STAGES) & 1)
                     _take_turn(turn, turns, CONSUMER, PINGPONG)
                     acc = warpgroup_mma(h, w2_smem.index(chunk % STAGES).permute((1, 0)), acc, is_async=True)
@@ -1187,8 +1256,14 @@ if available():
                     _pass_turn(turn, CONSUMER, PINGPONG)
                     turns += 1
                     pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
-                    _release(empty.index(chunk % STAGES), THREAD_RELEASE)  # chunk k's second GEMM is done
+                    if SPLIT_RING:  # chunk k's second GEMM and chunk k+1's first are done
+                        _release(empty2.index(chunk % STAGES), THREAD_RELEASE)
+                        _release(empty.index((chunk + 1) % STAGES), THREAD_RELEASE)
+                    else:
+                        _release(empty.index(chunk % STAGES), THREAD_RELEASE)  # chunk k's second GEMM is done
                 h = _hidden_operand(pre, b1_smem.index(n_chunks - 1), w2_smem.dtype, H_OPERAND, GELU_FIT, B1_MMA)
+                if SPLIT_RING:
+                    mbarrier.wait(ready2.index((count + n_chunks - 1) % STAGES), ((count + n_chunks - 1) // STAGES) & 1)
                 # the residual's load issued before the tile's last GEMM, so that it lands under it (in x's type: half
                 # the registers of fp32; issued after the GEMM, ptxas moved it past the wait, Triton 3.6); with
                 # LATE_RESIDUAL after the accumulator's conversion, as before session 33
@@ -1203,7 +1278,10 @@ if available():
                 _pass_turn(turn, CONSUMER, PINGPONG)
                 turns += 1
                 acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-                _release(empty.index((count + n_chunks - 1) % STAGES), THREAD_RELEASE)
+                if SPLIT_RING:
+                    _release(empty2.index((count + n_chunks - 1) % STAGES), THREAD_RELEASE)
+                else:
+                    _release(empty.index((count + n_chunks - 1) % STAGES), THREAD_RELEASE)
                 count += n_chunks
             else:
                 for k in range(n_chunks):
@@ -1236,6 +1314,9 @@ if available():
                 for k in range(n_chunks):
                     mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
                     _release(empty.index(count % STAGES), THREAD_RELEASE)
+                    if SPLIT_RING:  # (the W2 ring's fill of this chunk comes after the next chunk's W1)
+                        mbarrier.wait(ready2.index(count % STAGES), (count // STAGES) & 1)
+                        _release(empty2.index(count % STAGES), THREAD_RELEASE)
                     count += 1
 
     @gluon.jit
@@ -1339,14 +1420,15 @@ if available():
         Z_PRODUCER_REGS: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr,
         GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
         LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
-        CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False,
+        CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False, SPLIT_RING: gl.constexpr = False,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
         (2 consumers) a fourth warp group of Z_PRODUCER_REGS registers computes every tile's z into a Z_STAGES-deep ring
         (_ws_z_producer) and the consumers only run the MLP and the residual. With THREAD_RELEASE each consumer thread
         releases a ring slot by an arrive of its own (_release). With BALANCE a last round of few tiles goes one tile
-        a CTA (_ws_groups)."""
+        a CTA (_ws_groups). With SPLIT_RING (gluon_wsz, pingpong) W1 and W2 have barrier pairs of their own (ready /
+        empty for W1, ready2 / empty2 for W2) over the same slots (_ws_split_producer)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
@@ -1358,6 +1440,7 @@ if available():
         gl.static_assert(PINGPONG != 3 or Z_PRODUCER, "the tail schedule: gluon_wsz")
         gl.static_assert(PINGPONG != 2 or (CONSUMERS == 2 and STAGES >= 3), "turns between two consumers, ring >= 3")
         gl.static_assert(not BALANCE or PINGPONG != 2, "lone tiles: no turns (the other consumer would wait for one)")
+        gl.static_assert(not SPLIT_RING or (Z_PRODUCER and PINGPONG == 1), "split weight rings: gluon_wsz, pingpong")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
@@ -1408,6 +1491,15 @@ if available():
             mbarrier.init(ready.index(s), count=32 * PRODUCER_WARPS)  # the producer's cp.async arrivals, per thread
             # one arrival per consumer, or (THREAD_RELEASE) one per consumer thread
             mbarrier.init(empty.index(s), count=CONSUMERS * (32 * num_warps if THREAD_RELEASE else 1))
+        if SPLIT_RING:  # W2's own ring of barriers (ready / empty then guard W1's slots only)
+            ready2 = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+            empty2 = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+            for s in gl.static_range(STAGES):
+                mbarrier.init(ready2.index(s), count=32 * PRODUCER_WARPS)
+                mbarrier.init(empty2.index(s), count=CONSUMERS * (32 * num_warps if THREAD_RELEASE else 1))
+        else:  # (not used)
+            ready2 = ready
+            empty2 = empty
         Z_BARRIERS: gl.constexpr = Z_STAGES if Z_PRODUCER else 1
         z_ready = gl.allocate_shared_memory(gl.int64, [Z_BARRIERS, 1], mbarrier.MBarrierLayout())
         z_empty = gl.allocate_shared_memory(gl.int64, [Z_BARRIERS, 1], mbarrier.MBarrierLayout())
@@ -1431,17 +1523,17 @@ if available():
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
-                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
+                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE, ready2, empty2, SPLIT_RING)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])
         elif CONSUMERS == 2:
             gl.warp_specialize([
@@ -1449,14 +1541,14 @@ if available():
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
-                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
+                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE, ready2, empty2, SPLIT_RING)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
         else:
             gl.warp_specialize([
@@ -1464,19 +1556,19 @@ if available():
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
-                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE)),
+                                STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE, ready2, empty2, SPLIT_RING)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
 
     _WS_LAUNCHER = FastLaunch(cheri_block_ws_kernel)

@@ -116,6 +116,11 @@ _tuning.register(
                         "ping-pong schedule where it applies, off elsewhere (session 44, one H100, N=512, sweep CLI, "
                         "three rounds: fp16 0.3532-0.3550 ms against 0.3633-0.3662; bf16, whose taps come from shared "
                         "memory, 0.3576 / 0.3582 against 0.3557 / 0.3553)"),
+    ws_split_ring=(bool, "layout gluon_wsz on the pingpong schedule: W1 and W2 stream through weight rings of their "
+                         "own (the same shared memory, a barrier pair each), W1 a chunk ahead, each slot released as "
+                         "soon as its one GEMM is done, where a joint slot is held for two steps: the two consumers "
+                         "may drift two chunks apart instead of one before the one ahead waits on the ring (session "
+                         "43's profile: consumer 0 waited on the ring in 8% of its samples). Off: not yet timed"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1247,8 +1252,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_x_prefetch = _tuning.get(TUNING_OP, "ws_x_prefetch")
     ws_conv_smem = _tuning.get(TUNING_OP, "ws_conv_smem")
     ws_x_shuffle = _tuning.get(TUNING_OP, "ws_x_shuffle")
+    ws_split_ring = _tuning.get(TUNING_OP, "ws_split_ring")
     for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem),
-                        ("ws_x_shuffle", ws_x_shuffle)):
+                        ("ws_x_shuffle", ws_x_shuffle), ("ws_split_ring", ws_split_ring)):
         if value is not None and layout != "gluon_wsz":
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_wsz layout only; this call runs layout "
                              f"{layout}")
@@ -1265,6 +1271,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                              f"only; this call runs layout {layout}")
+    if ws_split_ring and _ws_pingpong(layout, ws_schedule) != 1:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_split_ring applies to the pingpong schedule only; this call runs "
+                         f"ws_schedule={ws_schedule}")
     if ws_late_residual is not None and layout in _WS_CONSUMERS and _ws_pingpong(layout, ws_schedule) not in (1, 2):
         raise ValueError(f"tuning: {TUNING_OP}.ws_late_residual applies to the pingpong and turns schedules only; this "
                          f"call runs ws_schedule={ws_schedule or 'chunk'}")
@@ -1291,7 +1300,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch),
                           conv_smem=bool(conv_taps),
                           x_shuffle=_ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels,
-                                                  kernel_size, dilation))
+                                                  kernel_size, dilation),
+                          split_ring=bool(ws_split_ring))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

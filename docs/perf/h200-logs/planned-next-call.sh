@@ -6,10 +6,21 @@
 # Predicted: tests pass; megakernel + .eval() N=512 fp16 ~0.355 ms on an H200 (0.3648 at e69544c, log 172), bf16 level
 # with e69544c (0.357). Copy to .carry/cmd.sh; git bundle create .carry/repo.bundle --all; carry [".whl", ".carry"];
 # hide docs/public and docs/perf while it travels (64 MiB; the plotly wheel is not needed there).
+# Part 0 (first, written to $OUT: session 44's call 2 lost its sweep output behind asv's): ws_split_ring (prepared in
+# session 44, not yet timed) and ws_thread_release against the defaults, bf16 and fp16, N=512 and 64, two rounds.
+# Predicted for ws_split_ring: -2 to -4% at N=512 (session 43's profile: consumer 0 waited on the weight ring in 8.1%
+# of its samples, consumer 1 ~4%), more with thread release (its extra warp-group barrier a chunk gone); N=64 level.
 S=$SECONDS
 nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
 rm -rf /tmp/gh-t && git clone -q .carry/repo.bundle /tmp/gh-t && (cd /tmp/gh-t && git checkout -q -B main origin/main)
+V="greyhound-megakernel,greyhound-megakernel[ws_split_ring=1],greyhound-megakernel[ws_split_ring=1,ws_thread_release=1]"
+V="$V,greyhound-megakernel[ws_thread_release=1]"
+for r in 1 2; do for d in bfloat16 float16; do
+  (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 100 python3 -m benchmarks cheri_block --mode forward \
+    --providers "$V" --batch-size 512,64 --n-filters 128 --seq-len 1024 --dtype $d --no-csv 2>&1 \
+    | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g' | sed "s/^/$d-r$r /" | cut -c1-230 | tee -a $OUT/call.log)
+done; done
 (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 150 python3 -m pytest -n 4 -q --tb=short -p no:cacheprovider -rfE \
   -m gpu tests/nn/test_cheri_block.py -k "shuffled_conv_taps or z_producer_variants or late_residual or short_gelu or (training_path_and_megakernel_modes and dtype2)" \
   > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
