@@ -268,7 +268,8 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
 def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight, fc2_bias,
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
-              balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False, split_ring=False):
+              balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False, split_ring=False,
+              cross_tile=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -289,7 +290,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     `x_shuffle` (z_producer; see x_shuffle_refusal) the z producer loads x once a tile and takes the conv's shifted taps
     from the other lane of its lane pair by shuffles. With `split_ring` (z_producer, pingpong 1) W1 and W2 stream
     through rings of their own (the same shared memory), each slot released once its one GEMM is done
-    (_ws_split_producer)."""
+    (_ws_split_producer). With `cross_tile` (z_producer, pingpong 1, neither z_regs nor split_ring) each tile's first
+    GEMM is issued with the previous tile's last second GEMM."""
     batch, channels, length = x.shape
     conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
@@ -302,6 +304,10 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     if why_not is None and split_ring and not (z_producer and pingpong == 1):
         why_not = (f"split_ring (W1 and W2 in rings of their own) runs with the z producer (layout gluon_wsz) on the "
                    f"pingpong schedule only, got z_producer={z_producer}, pingpong={pingpong}")
+    if why_not is None and cross_tile and not (z_producer and pingpong == 1 and not z_regs and not split_ring):
+        why_not = (f"cross_tile (each tile's first GEMM issued with the previous tile's last one) runs with the z "
+                   f"producer (layout gluon_wsz) on the pingpong schedule, z from shared memory and one weight ring "
+                   f"only, got z_producer={z_producer}, pingpong={pingpong}, z_regs={z_regs}, split_ring={split_ring}")
     if why_not is not None:
         raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
@@ -319,7 +325,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
         X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), SPLIT_RING=bool(split_ring),
-        num_warps=num_warps)
+        CROSS_TILE=bool(cross_tile), num_warps=num_warps)
 
 
 def x_shuffle_refusal(x_dtype, channels, kernel_size, dilation):
@@ -1091,7 +1097,8 @@ if available():
                      STAGES: gl.constexpr, PIPELINE: gl.constexpr, Z_PRODUCER: gl.constexpr, Z_STAGES: gl.constexpr,
                      PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr,
                      THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr,
-                     LATE_RESIDUAL: gl.constexpr, ready2=None, empty2=None, SPLIT_RING: gl.constexpr = False):
+                     LATE_RESIDUAL: gl.constexpr, ready2=None, empty2=None, SPLIT_RING: gl.constexpr = False,
+                     CROSS_TILE: gl.constexpr = False):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -1122,7 +1129,17 @@ if available():
         first = gl.program_id(0)
         num_groups, lone_start = _ws_groups(num_tiles, CONSUMERS, BALANCE)
         # (consumer 0 takes the lone groups' tiles too; the others stop before them)
-        for group in range(first, num_groups if CONSUMER == 0 else lone_start, gl.num_programs(0)):
+        loop_end = num_groups if CONSUMER == 0 else lone_start
+        if CROSS_TILE:  # (pingpong) each tile's first GEMM is issued with the previous tile's last second GEMM; the
+            # first tile's here, before the loop
+            pre = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
+            if first < loop_end:
+                mbarrier.wait(z_ready.index(z_count % Z_STAGES), (z_count // Z_STAGES) & 1)
+                mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
+                pre = _ws_first_gemm(pre, ones, z_ring.index(z_count % Z_STAGES), b1_smem, w1_smem, 0, count % STAGES,
+                                     B1_MMA)
+                pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+        for group in range(first, loop_end, gl.num_programs(0)):
             if BALANCE and CONSUMER == 0:
                 tile = gl.where(group < lone_start, CONSUMERS * group, group + (CONSUMERS - 1) * lone_start)
             else:
@@ -1140,7 +1157,8 @@ if available():
                 z_slot = z_count % Z_STAGES
                 z_smem = z_ring.index(z_slot)
                 acc = gl.zeros([BLOCK_L, C], gl.float32, ACC) + gl.expand_dims(b2, 0)
-                mbarrier.wait(z_ready.index(z_slot), (z_count // Z_STAGES) & 1)
+                if not CROSS_TILE:  # (with it the previous tile's last step waited for this z)
+                    mbarrier.wait(z_ready.index(z_slot), (z_count // Z_STAGES) & 1)
             else:
                 z_smem = z_ring.index(CONSUMER)
                 row, tile_offsets, in_range, offs_l = _tile_place(tile, num_l_blocks, L, C, BLOCK_L, TILE,
@@ -1235,13 +1253,14 @@ if available():
                 # inject a wait and serialise them (C7517, C7515; Triton 3.6, offline).
                 # (SPLIT_RING: W1 and W2 in rings of their own, ready/empty and ready2/empty2: each slot released as
                 # soon as its one GEMM is done; see _ws_split_producer)
-                mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
-                _take_turn(turn, turns, CONSUMER, PINGPONG)
-                pre = _ws_first_gemm(gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), ones, z_a, b1_smem, w1_smem, 0,
-                                     count % STAGES, B1_MMA)
-                _pass_turn(turn, CONSUMER, PINGPONG)
-                turns += 1
-                pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
+                if not CROSS_TILE:  # (with it `pre`, chunk 0's, came from the previous tile's last step)
+                    mbarrier.wait(ready.index(count % STAGES), (count // STAGES) & 1)
+                    _take_turn(turn, turns, CONSUMER, PINGPONG)
+                    pre = _ws_first_gemm(gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE), ones, z_a, b1_smem, w1_smem,
+                                         0, count % STAGES, B1_MMA)
+                    _pass_turn(turn, CONSUMER, PINGPONG)
+                    turns += 1
+                    pre = warpgroup_mma_wait(num_outstanding=0, deps=(pre, ))
                 if SPLIT_RING:  # chunk 0's first GEMM is done: its W1 slot is free
                     _release(empty.index(count % STAGES), THREAD_RELEASE)
                 for k in range(n_chunks - 1):
@@ -1272,12 +1291,28 @@ if available():
                                                                    True)
                 if not LATE_RESIDUAL:
                     residual = _load_x_tile(x_ptr + row + tile_offsets, in_range, EVEN_L, False)
-                _take_turn(turn, turns, CONSUMER, PINGPONG)
-                acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
-                                    is_async=True)
-                _pass_turn(turn, CONSUMER, PINGPONG)
-                turns += 1
-                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+                if CROSS_TILE:
+                    # the next tile's chunk 0 first GEMM issued with this tile's last second GEMM, one wait for both;
+                    # after this consumer's last tile a throwaway one on this tile's z and last W1 slot (both still
+                    # held), so that no branch encloses a wgmma
+                    next_z = z_count + CONSUMERS
+                    has_next = group + gl.num_programs(0) < loop_end
+                    if has_next:
+                        mbarrier.wait(z_ready.index(next_z % Z_STAGES), (next_z // Z_STAGES) & 1)
+                        mbarrier.wait(ready.index((count + n_chunks) % STAGES), ((count + n_chunks) // STAGES) & 1)
+                    acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
+                                        is_async=True)
+                    pre = _ws_first_gemm(pre, ones, z_ring.index(gl.where(has_next, next_z % Z_STAGES, z_slot)),
+                                         b1_smem, w1_smem, 0,
+                                         gl.where(has_next, count + n_chunks, count + n_chunks - 1) % STAGES, B1_MMA)
+                    pre, acc = warpgroup_mma_wait(num_outstanding=0, deps=(pre, acc))
+                else:
+                    _take_turn(turn, turns, CONSUMER, PINGPONG)
+                    acc = warpgroup_mma(h, w2_smem.index((count + n_chunks - 1) % STAGES).permute((1, 0)), acc,
+                                        is_async=True)
+                    _pass_turn(turn, CONSUMER, PINGPONG)
+                    turns += 1
+                    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 if SPLIT_RING:
                     _release(empty2.index((count + n_chunks - 1) % STAGES), THREAD_RELEASE)
                 else:
@@ -1421,6 +1456,7 @@ if available():
         GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
         LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
         CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False, SPLIT_RING: gl.constexpr = False,
+        CROSS_TILE: gl.constexpr = False,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1428,7 +1464,8 @@ if available():
         (_ws_z_producer) and the consumers only run the MLP and the residual. With THREAD_RELEASE each consumer thread
         releases a ring slot by an arrive of its own (_release). With BALANCE a last round of few tiles goes one tile
         a CTA (_ws_groups). With SPLIT_RING (gluon_wsz, pingpong) W1 and W2 have barrier pairs of their own (ready /
-        empty for W1, ready2 / empty2 for W2) over the same slots (_ws_split_producer)."""
+        empty for W1, ready2 / empty2 for W2) over the same slots (_ws_split_producer). With CROSS_TILE (gluon_wsz,
+        pingpong) each tile's first GEMM is issued with the previous tile's last second GEMM (_ws_consumer)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
@@ -1441,6 +1478,8 @@ if available():
         gl.static_assert(PINGPONG != 2 or (CONSUMERS == 2 and STAGES >= 3), "turns between two consumers, ring >= 3")
         gl.static_assert(not BALANCE or PINGPONG != 2, "lone tiles: no turns (the other consumer would wait for one)")
         gl.static_assert(not SPLIT_RING or (Z_PRODUCER and PINGPONG == 1), "split weight rings: gluon_wsz, pingpong")
+        gl.static_assert(not CROSS_TILE or (Z_PRODUCER and PINGPONG == 1 and not Z_REGS and not SPLIT_RING),
+                         "first GEMMs across tiles: gluon_wsz, pingpong, z from shared memory, one weight ring")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
@@ -1523,12 +1562,14 @@ if available():
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
+                                CROSS_TILE)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
+                                CROSS_TILE)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE)),
@@ -1541,12 +1582,14 @@ if available():
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
+                                CROSS_TILE)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
+                                CROSS_TILE)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE, ready2, empty2, SPLIT_RING)),
             ], [num_warps, PRODUCER_WARPS], [CONSUMER_REGS, PRODUCER_REGS])
@@ -1556,17 +1599,20 @@ if available():
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 0,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
+                                CROSS_TILE)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
+                                CROSS_TILE)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps, num_tiles, 2,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 False, 1, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
-                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING)),
+                                num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
+                                CROSS_TILE)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE, ready2, empty2, SPLIT_RING)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])

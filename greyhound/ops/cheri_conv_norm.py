@@ -121,6 +121,10 @@ _tuning.register(
                          "soon as its one GEMM is done, where a joint slot is held for two steps: the two consumers "
                          "may drift two chunks apart instead of one before the one ahead waits on the ring (session "
                          "43's profile: consumer 0 waited on the ring in 8% of its samples). Off: not yet timed"),
+    ws_cross_tile=(bool, "layout gluon_wsz on the pingpong schedule (not with ws_split_ring or z_regs): each tile's "
+                         "first GEMM is issued with the previous tile's last second GEMM, one wait for both, instead "
+                         "of after that tile's stores (the residual then loads late unless ws_late_residual says "
+                         "otherwise). Off: not yet timed"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1118,13 +1122,15 @@ def _ws_balance(layout, schedule, balance):
     return bool(balance)
 
 
-def _ws_late_residual(layout, schedule, mode, late_residual):
+def _ws_late_residual(layout, schedule, mode, late_residual, cross_tile=False):
     """launch_ws's late_residual for a ws_late_residual tunable (None: on in gluon_wsz on the ping-pong schedule for
     fp16 dots only; session 36, H200, sweep CLI, one process, log 153, N=512: fp16 0.3828 ms against 0.3888 (0.3845
     against 0.3925 without lone tiles), bf16 0.3872 against 0.3775; call 1 read fp16 at d06a75b, before the early load,
-    1.2-1.5% faster than after it. Offline (Triton 3.6) the fp16 kernel's spills go 188 -> 60 bytes with it)."""
+    1.2-1.5% faster than after it. Offline (Triton 3.6) the fp16 kernel's spills go 188 -> 60 bytes with it). With
+    ws_cross_tile on for every dtype: the next tile's chunk-0 pre-activation is live through the tile's end, and beside
+    an early residual the consumers spilled 900 bytes instead of 180 (Triton 3.6, offline, bf16)."""
     if late_residual is None:
-        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16"
+        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and (mode == "fp16" or cross_tile)
     return bool(late_residual)
 
 
@@ -1253,8 +1259,10 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_conv_smem = _tuning.get(TUNING_OP, "ws_conv_smem")
     ws_x_shuffle = _tuning.get(TUNING_OP, "ws_x_shuffle")
     ws_split_ring = _tuning.get(TUNING_OP, "ws_split_ring")
+    ws_cross_tile = _tuning.get(TUNING_OP, "ws_cross_tile")
     for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem),
-                        ("ws_x_shuffle", ws_x_shuffle), ("ws_split_ring", ws_split_ring)):
+                        ("ws_x_shuffle", ws_x_shuffle), ("ws_split_ring", ws_split_ring),
+                        ("ws_cross_tile", ws_cross_tile)):
         if value is not None and layout != "gluon_wsz":
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_wsz layout only; this call runs layout "
                              f"{layout}")
@@ -1271,9 +1279,13 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                              f"only; this call runs layout {layout}")
-    if ws_split_ring and _ws_pingpong(layout, ws_schedule) != 1:
-        raise ValueError(f"tuning: {TUNING_OP}.ws_split_ring applies to the pingpong schedule only; this call runs "
-                         f"ws_schedule={ws_schedule}")
+    for name, value in (("ws_split_ring", ws_split_ring), ("ws_cross_tile", ws_cross_tile)):
+        if value and _ws_pingpong(layout, ws_schedule) != 1:
+            raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the pingpong schedule only; this call runs "
+                             f"ws_schedule={ws_schedule}")
+    if ws_cross_tile and (ws_split_ring or z_regs):
+        raise ValueError(f"tuning: {TUNING_OP}.ws_cross_tile runs with one weight ring and z from shared memory: not "
+                         f"with ws_split_ring or z_regs")
     if ws_late_residual is not None and layout in _WS_CONSUMERS and _ws_pingpong(layout, ws_schedule) not in (1, 2):
         raise ValueError(f"tuning: {TUNING_OP}.ws_late_residual applies to the pingpong and turns schedules only; this "
                          f"call runs ws_schedule={ws_schedule or 'chunk'}")
@@ -1296,12 +1308,13 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu, pingpong=pingpong,
                           b1_mma=b1_by_mma, thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
-                          late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual),
+                          late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual,
+                                                          bool(ws_cross_tile)),
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch),
                           conv_smem=bool(conv_taps),
                           x_shuffle=_ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels,
                                                   kernel_size, dilation),
-                          split_ring=bool(ws_split_ring))
+                          split_ring=bool(ws_split_ring), cross_tile=bool(ws_cross_tile))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

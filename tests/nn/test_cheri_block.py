@@ -858,10 +858,27 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
                                              "layout gluon_ws"):
             plan_of("gluon_ws", stages=3, block_e=32)
     for schedule in ("tail", "turns", "chunk"):
-        with _tuning.override(cheri_ops.TUNING_OP, ws_split_ring=True, ws_schedule=schedule):
-            with pytest.raises(ValueError, match=f"ws_split_ring applies to the pingpong schedule only; this call runs "
-                                                 f"ws_schedule={schedule}"):
-                plan_of("gluon_wsz", stages=3)
+        for name in ("ws_split_ring", "ws_cross_tile"):
+            with _tuning.override(cheri_ops.TUNING_OP, ws_schedule=schedule, **{name: True}):
+                with pytest.raises(ValueError, match=f"{name} applies to the pingpong schedule only; this call runs "
+                                                     f"ws_schedule={schedule}"):
+                    plan_of("gluon_wsz", stages=3)
+    # each tile's first GEMM with the previous tile's last one (ws_cross_tile): by name only (not yet timed); its
+    # residual loads late unless asked otherwise (beside an early one the consumers spilled 900 bytes, offline)
+    assert plan_of("gluon_wsz").kwargs["cross_tile"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_cross_tile=True):
+        plan = plan_of("gluon_wsz")
+        assert plan.kwargs["cross_tile"] is True and plan.kwargs["late_residual"] is True
+        with pytest.raises(ValueError, match="ws_cross_tile applies to the gluon_wsz layout only; this call runs "
+                                             "layout gluon_ws"):
+            plan_of("gluon_ws", stages=3, block_e=32)
+    with _tuning.override(cheri_ops.TUNING_OP, ws_cross_tile=True, ws_late_residual=False):
+        assert plan_of("gluon_wsz").kwargs["late_residual"] is False
+    for other in (dict(ws_split_ring=True), dict(z_regs=True)):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_cross_tile=True, **other):
+            with pytest.raises(ValueError, match="ws_cross_tile runs with one weight ring and z from shared memory: "
+                                                 "not with ws_split_ring or z_regs"):
+                plan_of("gluon_wsz")
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
@@ -1317,9 +1334,9 @@ def test_gpu_late_residual_changes_no_bit(dtype, length, schedule):
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", [dict(ws_x_prefetch=1), dict(ws_x_prefetch=2), dict(ws_conv_smem=True),
                                      dict(ws_x_prefetch=1, ws_conv_smem=True), dict(ws_split_ring=True),
-                                     dict(ws_split_ring=True, ws_thread_release=True)],
+                                     dict(ws_split_ring=True, ws_thread_release=True), dict(ws_cross_tile=True)],
                          ids=["x_prefetch1", "x_prefetch2", "conv_smem", "both", "split_ring",
-                              "split_ring_thread_release"])
+                              "split_ring_thread_release", "cross_tile"])
 @pytest.mark.parametrize("kernel_size", [3, 5])
 @pytest.mark.parametrize("length", [1024, 1000])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -1328,7 +1345,9 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
     for lines it reads later (prefetch.global.L2 writes nothing), ws_conv_smem reads the same fp32 taps from shared
     memory (K=5: rows padded to 8, and 3 z slots); ws_split_ring streams the same weight slices through two rings (a
     slot released early, or a fill landing late, would change bits or hang; with lone tiles the idle consumer releases
-    both rings' slots). The same output bit for bit, whole and ragged L, with lone
+    both rings' slots); ws_cross_tile issues each tile's first GEMM early, from the next tile's z slot and W1 slot
+    (after the last tile a throwaway one on the current slots), with the residual loaded late (bit-equal to the early
+    load: test_gpu_late_residual_changes_no_bit). The same output bit for bit, whole and ragged L, with lone
     last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU). Against the kernel with both off, and the default
     (for bf16 both on at K=3; at K=5 the prefetch alone, as the taps would cost a z slot) against it too."""
     from greyhound import _tuning
@@ -1781,6 +1800,12 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
            "producer's ring" in why(stages=6, z_producer=True)
     with pytest.raises(ValueError, match="launch_ws: .* weight ring of 6 slots of 64 hidden columns leaves no room"):
         gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 6, z_producer=True)
+    # each tile's first GEMM with the previous tile's last one: likewise, and with z from shared memory, one ring
+    for kwargs in (dict(z_producer=False, pingpong=1), dict(z_producer=True, pingpong=3),
+                   dict(z_producer=True, pingpong=1, split_ring=True), dict(z_producer=True, pingpong=1, z_regs=True)):
+        with pytest.raises(ValueError, match=r"launch_ws: .* cross_tile \(each tile's first GEMM issued with the "
+                                             r"previous tile's last one\) runs with the z producer"):
+            gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 3, cross_tile=True, b1_mma=False, **kwargs)
     # W1 and W2 in rings of their own: the z producer's consumers on the pingpong schedule only
     for kwargs in (dict(z_producer=False, pingpong=1), dict(z_producer=True, pingpong=3), dict(z_producer=True)):
         with pytest.raises(ValueError, match=r"launch_ws: .* split_ring \(W1 and W2 in rings of their own\) runs with "
@@ -2019,7 +2044,8 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, True, 2, False, True, 15), (64, 4, False, 2, False, True, 15), (64, 4, True, 2, False, True, 16),
     (64, 4, False, 2, False, True, 16), (64, 4, True, 2, False, True, 17), (64, 4, False, 2, False, True, 17),
     (64, 4, True, 2, False, True, 18), (64, 4, True, 2, False, True, 19), (64, 4, False, 2, False, True, 19),
-    (64, 4, True, 2, False, True, 20), (64, 4, False, 2, False, True, 20), (64, 4, True, 2, False, True, 21)])
+    (64, 4, True, 2, False, True, 20), (64, 4, False, 2, False, True, 20), (64, 4, True, 2, False, True, 21),
+    (64, 4, True, 2, False, True, 22), (64, 4, False, 2, False, True, 22)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -2032,7 +2058,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # ws_x_prefetch; 16: 13 with the conv's taps in shared memory, ws_conv_smem; 17: the bf16 default since session
     # 39, 13 with both, the prefetch 1 group ahead; 18: 14 with the degree-2 GELU in fp16, a variant since session
     # 40; 19: 17 with the z producer's conv taps by shuffles, ws_x_shuffle, a variant since session 41; 20: 17 with
-    # W1 and W2 in weight rings of their own, ws_split_ring, 21: 20 with every consumer thread releasing, session 44)
+    # W1 and W2 in weight rings of their own, ws_split_ring, 21: 20 with every consumer thread releasing; 22: 17 with
+    # each tile's first GEMM issued with the previous tile's last one, ws_cross_tile, and its late residual; session 44)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -2053,15 +2080,16 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
-                                15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1}.get(pingpong, pingpong),
+                                15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
-                                              15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2}.get(pingpong, 6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21),
+                                              15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2, 22: 2}.get(pingpong,
+                                                                                                           6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22),
                       THREAD_RELEASE=pingpong in (7, 8, 9, 21), BALANCE=pingpong >= 10,
-                      LATE_RESIDUAL=pingpong in (14, 18),
-                      X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1}.get(pingpong, 0),
-                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21), X_SHUFFLE=pingpong == 19,
-                      SPLIT_RING=pingpong in (20, 21), num_warps=4)
+                      LATE_RESIDUAL=pingpong in (14, 18, 22),
+                      X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1, 22: 1}.get(pingpong, 0),
+                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22), X_SHUFFLE=pingpong == 19,
+                      SPLIT_RING=pingpong in (20, 21), CROSS_TILE=pingpong == 22, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -2070,11 +2098,11 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6, 8, 11) else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
     # the L2 prefetch is in the PTX with it only (the z producer's, one a thread and row)
-    assert (facts["l2_prefetches"] > 0) == (pingpong in (15, 17, 19, 20, 21)), facts
+    assert (facts["l2_prefetches"] > 0) == (pingpong in (15, 17, 19, 20, 21, 22)), facts
     # the z producer's 2-byte reloads of the conv weight, every tile, are gone with the taps in shared memory (the
     # only 2-byte loads left are b2's one staging load a thread, and masked ones: b1's and the taps' staging load)
     if z_producer:
-        assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21)), facts
+        assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21, 22)), facts
     # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
     assert (facts["lane_shuffles_up"] > 0) == (pingpong == 19), facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:

@@ -10,12 +10,14 @@
 # session 44, not yet timed) and ws_thread_release against the defaults, bf16 and fp16, N=512 and 64, two rounds.
 # Predicted for ws_split_ring: -2 to -4% at N=512 (session 43's profile: consumer 0 waited on the weight ring in 8.1%
 # of its samples, consumer 1 ~4%), more with thread release (its extra warp-group barrier a chunk gone); N=64 level.
+# ws_cross_tile (each tile's first GEMM with the previous tile's last one, residual late): -1 to -2% at N=512, N=64
+# -1 to -3% (a tile's first GEMM round trip off each tile's chain; bf16's late residual alone read +0.3% in log 173).
 S=$SECONDS
 nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
 rm -rf /tmp/gh-t && git clone -q .carry/repo.bundle /tmp/gh-t && (cd /tmp/gh-t && git checkout -q -B main origin/main)
 V="greyhound-megakernel,greyhound-megakernel[ws_split_ring=1],greyhound-megakernel[ws_split_ring=1,ws_thread_release=1]"
-V="$V,greyhound-megakernel[ws_thread_release=1]"
+V="$V,greyhound-megakernel[ws_thread_release=1],greyhound-megakernel[ws_cross_tile=1]"
 for r in 1 2; do for d in bfloat16 float16; do
   (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 100 python3 -m benchmarks cheri_block --mode forward \
     --providers "$V" --batch-size 512,64 --n-filters 128 --seq-len 1024 --dtype $d --no-csv 2>&1 \
