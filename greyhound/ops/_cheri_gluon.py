@@ -925,6 +925,19 @@ if available():
                                CONSUMERS, WARPS, BALANCE)
 
     @gluon.jit
+    def _weight_offsets(C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, WARPS: gl.constexpr):
+        """The weight producer's element offsets of one chunk: W1's (BLOCK_E, C) rows and W2's (C, BLOCK_E) columns,
+        each read along its contiguous axis, 16 bytes a thread."""
+        W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
+        W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
+        w1_rows = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
+        w1_cols = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
+        w2_rows = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
+        w2_cols = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
+        return (gl.expand_dims(w1_rows, 1) * C + gl.expand_dims(w1_cols, 0),
+                gl.expand_dims(w2_rows, 1) * HIDDEN + gl.expand_dims(w2_cols, 0))
+
+    @gluon.jit
     def _ws_split_producer(w1_smem, w2_smem, ready1, empty1, ready2, empty2, w1_ptr, w2_ptr, num_tiles,
                            C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
                            CONSUMERS: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr):
@@ -933,15 +946,8 @@ if available():
         the consumers for one step (its first GEMM) and a W2 slot for one step (its second GEMM), where a joint slot is
         held for two: at the same shared memory the consumers may drift two chunks apart instead of one before the one
         ahead waits for the other's release."""
-        W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
-        W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
-        w1_rows = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
-        w1_cols = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
-        w1_offsets = gl.expand_dims(w1_rows, 1) * C + gl.expand_dims(w1_cols, 0)
-        w2_rows = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
-        w2_cols = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
-        w2_offsets = gl.expand_dims(w2_rows, 1) * HIDDEN + gl.expand_dims(w2_cols, 0)
+        w1_offsets, w2_offsets = _weight_offsets(C, HIDDEN, BLOCK_E, WARPS)
         count = 0  # chunks whose W1 is filled so far; W2 trails by one
         previous_k = 0  # the hidden chunk of fill count - 1 (its W2 is the next W2 fill)
         first = gl.program_id(0)
@@ -969,15 +975,8 @@ if available():
     def _ws_joint_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
                            C: gl.constexpr, HIDDEN: gl.constexpr, BLOCK_E: gl.constexpr, STAGES: gl.constexpr,
                            CONSUMERS: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr):
-        W1_LAYOUT: gl.constexpr = _row_major_layout(BLOCK_E, C, WARPS)
-        W2_LAYOUT: gl.constexpr = _row_major_layout(C, BLOCK_E, WARPS)
         n_chunks: gl.constexpr = HIDDEN // BLOCK_E
-        w1_rows = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(1, W1_LAYOUT))
-        w1_cols = gl.arange(0, C, layout=gl.SliceLayout(0, W1_LAYOUT))
-        w1_offsets = gl.expand_dims(w1_rows, 1) * C + gl.expand_dims(w1_cols, 0)
-        w2_rows = gl.arange(0, C, layout=gl.SliceLayout(1, W2_LAYOUT))
-        w2_cols = gl.arange(0, BLOCK_E, layout=gl.SliceLayout(0, W2_LAYOUT))
-        w2_offsets = gl.expand_dims(w2_rows, 1) * HIDDEN + gl.expand_dims(w2_cols, 0)
+        w1_offsets, w2_offsets = _weight_offsets(C, HIDDEN, BLOCK_E, WARPS)
         count = 0  # chunks filled so far: slot count % STAGES, its (count // STAGES)-th fill
         first = gl.program_id(0)  # (read before _ws_groups: in the other order the default's SASS moved, Triton 3.6)
         num_groups, _ = _ws_groups(num_tiles, CONSUMERS, BALANCE)
