@@ -81,6 +81,53 @@ def _upper_tile(pid):
 
 
 @triton.jit
+def _tile_product(x_ptr, y_ptr, tile_row, tile_col, size, depth, stride_xr, stride_xc, stride_yr, stride_yc,
+                  INPUT_PRECISION: tl.constexpr, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
+    """(rows, cols, row_mask, col_mask, X[rows] Y[cols]ᵀ) of the (tile_row, tile_col) tile of X Yᵀ for X, Y
+    [size, depth]: fp32 accumulation of the operands' dtype (Y = X for X Xᵀ)."""
+    rows = tile_row * BLOCK + tl.arange(0, BLOCK)
+    cols = tile_col * BLOCK + tl.arange(0, BLOCK)
+    k = tl.arange(0, BLOCK_K)
+    row_mask, col_mask = rows < size, cols < size
+    left_ptrs = x_ptr + rows[:, None] * stride_xr + k[None, :] * stride_xc
+    right_ptrs = y_ptr + cols[:, None] * stride_yr + k[None, :] * stride_yc
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k_start in range(0, depth, BLOCK_K):
+        k_mask = (k_start + k) < depth
+        left = tl.load(left_ptrs, mask=row_mask[:, None] & k_mask[None, :], other=0.0)
+        right = tl.load(right_ptrs, mask=col_mask[:, None] & k_mask[None, :], other=0.0)
+        acc = tl.dot(left, tl.trans(right), acc, input_precision=INPUT_PRECISION)
+        left_ptrs += BLOCK_K * stride_xc
+        right_ptrs += BLOCK_K * stride_yc
+    return rows, cols, row_mask, col_mask, acc
+
+
+@triton.jit
+def _scale_plus_addend(acc, alpha, addend_ptr, batch, stride_ob, rows, cols, row_mask, col_mask, stride_or, stride_oc,
+                       beta, HAS_ADDEND: tl.constexpr):
+    """(alpha · acc (+ beta · the addend's tile, read in fp32 at out's strides), the tile's offsets in out, its mask)."""
+    acc = acc * alpha
+    tile_offsets = rows[:, None] * stride_or + cols[None, :] * stride_oc
+    tile_mask = row_mask[:, None] & col_mask[None, :]
+    if HAS_ADDEND:
+        addend = tl.load(addend_ptr + batch * stride_ob + tile_offsets, mask=tile_mask, other=0.0)
+        acc += beta * addend.to(tl.float32)
+    return acc, tile_offsets, tile_mask
+
+
+@triton.jit
+def _store_with_mirror(out_ptr, acc, tile_offsets, tile_mask, rows, cols, row_mask, col_mask, stride_or, stride_oc,
+                       tile_row, tile_col):
+    """Stores the tile in out's dtype and, off the diagonal, its transpose at the mirror place below the diagonal; a
+    diagonal tile is its own mirror and is stored once."""
+    tile = acc.to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
+    if tile_row != tile_col:
+        mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
+        tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=col_mask[:, None] & row_mask[None, :])
+
+
+@triton.jit
 def _symmetric_product_kernel(
     x_ptr, addend_ptr, out_ptr, size, depth,
     stride_xb, stride_xr, stride_xc, stride_ob, stride_or, stride_oc,
@@ -96,32 +143,13 @@ def _symmetric_product_kernel(
     batch = tl.program_id(2).to(tl.int64)
     x_ptr += batch * stride_xb
     out_ptr += batch * stride_ob
-    rows = tile_row * BLOCK + tl.arange(0, BLOCK)
-    cols = tile_col * BLOCK + tl.arange(0, BLOCK)
-    k = tl.arange(0, BLOCK_K)
-    row_mask, col_mask = rows < size, cols < size
-    left_ptrs = x_ptr + rows[:, None] * stride_xr + k[None, :] * stride_xc
-    right_ptrs = x_ptr + cols[:, None] * stride_xr + k[None, :] * stride_xc  # rows of X: columns of Xᵀ
-    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
-    for k_start in range(0, depth, BLOCK_K):
-        k_mask = (k_start + k) < depth
-        left = tl.load(left_ptrs, mask=row_mask[:, None] & k_mask[None, :], other=0.0)
-        right = tl.load(right_ptrs, mask=col_mask[:, None] & k_mask[None, :], other=0.0)
-        acc = tl.dot(left, tl.trans(right), acc, input_precision=INPUT_PRECISION)
-        left_ptrs += BLOCK_K * stride_xc
-        right_ptrs += BLOCK_K * stride_xc
-    acc = acc * alpha
-    tile_offsets = rows[:, None] * stride_or + cols[None, :] * stride_oc
-    tile_mask = row_mask[:, None] & col_mask[None, :]
-    if HAS_ADDEND:
-        addend = tl.load(addend_ptr + batch * stride_ob + tile_offsets, mask=tile_mask, other=0.0)
-        acc += beta * addend.to(tl.float32)
-    tile = acc.to(out_ptr.dtype.element_ty)
-    tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
-    # The mirror tile below the diagonal; a diagonal tile is its own mirror and is stored once.
-    if tile_row != tile_col:
-        mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
-        tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=col_mask[:, None] & row_mask[None, :])
+    rows, cols, row_mask, col_mask, acc = _tile_product(x_ptr, x_ptr, tile_row, tile_col, size, depth, stride_xr,
+                                                        stride_xc, stride_xr, stride_xc, INPUT_PRECISION, BLOCK,
+                                                        BLOCK_K)  # rows of X: columns of Xᵀ
+    acc, tile_offsets, tile_mask = _scale_plus_addend(acc, alpha, addend_ptr, batch, stride_ob, rows, cols, row_mask,
+                                                      col_mask, stride_or, stride_oc, beta, HAS_ADDEND)
+    _store_with_mirror(out_ptr, acc, tile_offsets, tile_mask, rows, cols, row_mask, col_mask, stride_or, stride_oc,
+                       tile_row, tile_col)
 
 
 @triton.jit
@@ -148,35 +176,17 @@ def _gram_product_kernel(
     x_ptr += batch * stride_xb
     y_ptr += batch * stride_yb
     out_ptr += batch * stride_ob
-    rows = tile_row * BLOCK + tl.arange(0, BLOCK)
-    cols = tile_col * BLOCK + tl.arange(0, BLOCK)
-    k = tl.arange(0, BLOCK_K)
-    row_mask, col_mask = rows < size, cols < size
-    left_ptrs = x_ptr + rows[:, None] * stride_xr + k[None, :] * stride_xc
-    right_ptrs = y_ptr + cols[:, None] * stride_yr + k[None, :] * stride_yc  # rows of Y: columns of Yᵀ
-    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
-    for k_start in range(0, depth, BLOCK_K):
-        k_mask = (k_start + k) < depth
-        left = tl.load(left_ptrs, mask=row_mask[:, None] & k_mask[None, :], other=0.0)
-        right = tl.load(right_ptrs, mask=col_mask[:, None] & k_mask[None, :], other=0.0)
-        acc = tl.dot(left, tl.trans(right), acc, input_precision=INPUT_PRECISION)
-        left_ptrs += BLOCK_K * stride_xc
-        right_ptrs += BLOCK_K * stride_yc
-    acc = acc * alpha
-    tile_offsets = rows[:, None] * stride_or + cols[None, :] * stride_oc
-    tile_mask = row_mask[:, None] & col_mask[None, :]
-    if HAS_ADDEND:
-        addend = tl.load(addend_ptr + batch * stride_ob + tile_offsets, mask=tile_mask, other=0.0)
-        acc += beta * addend.to(tl.float32)
+    rows, cols, row_mask, col_mask, acc = _tile_product(x_ptr, y_ptr, tile_row, tile_col, size, depth, stride_xr,
+                                                        stride_xc, stride_yr, stride_yc, INPUT_PRECISION, BLOCK,
+                                                        BLOCK_K)  # rows of Y: columns of Yᵀ
+    acc, tile_offsets, tile_mask = _scale_plus_addend(acc, alpha, addend_ptr, batch, stride_ob, rows, cols, row_mask,
+                                                      col_mask, stride_or, stride_oc, beta, HAS_ADDEND)
     if HAS_IDENTITY:
         acc += tl.where(rows[:, None] == cols[None, :], gamma, 0.0)
     if tile_row == tile_col:
         acc = tl.where(rows[:, None] <= cols[None, :], acc, tl.trans(acc))
-    tile = acc.to(out_ptr.dtype.element_ty)
-    tl.store(out_ptr + tile_offsets, tile, mask=tile_mask)
-    if tile_row != tile_col:
-        mirror_offsets = cols[:, None] * stride_or + rows[None, :] * stride_oc
-        tl.store(out_ptr + mirror_offsets, tl.trans(tile), mask=col_mask[:, None] & row_mask[None, :])
+    _store_with_mirror(out_ptr, acc, tile_offsets, tile_mask, rows, cols, row_mask, col_mask, stride_or, stride_oc,
+                       tile_row, tile_col)
 
 
 @triton.jit
