@@ -49,6 +49,7 @@ copies = re.findall(r"cp\.async\.c[ag]\.shared\.global\S*\s+\[[^]]*\],\s*\[[^]]*
 print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm.get("cubin")),
                   "copy_bytes": sorted({int(c, 0) for c in copies}), "copies": len(copies),
                   "wgmma": ptx.count("wgmma.mma_async"), "global_stores": len(re.findall(r"\bst\.global", ptx)),
+                  "global_stores_16b": len(re.findall(r"\bst\.global\S*\.v4\.b32", ptx)),
                   "wgmma_kinds": sorted(set(re.findall(r"wgmma\.mma_async\.\S+", ptx))),
                   "wgmma_register_a": len(re.findall(r"wgmma\.mma_async\S*\s+\{[^}]*\},\s*\{", ptx)),
                   "acquire_release": len(re.findall(r"\b(?:atom|red)\.\S*(?:release|acquire)|ld\.\S*acquire", ptx)),

@@ -269,7 +269,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
               balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False, split_ring=False,
-              cross_tile=False):
+              cross_tile=False, epilogue16=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -291,7 +291,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     from the other lane of its lane pair by shuffles. With `split_ring` (z_producer, pingpong 1) W1 and W2 stream
     through rings of their own (the same shared memory), each slot released once its one GEMM is done
     (_ws_split_producer). With `cross_tile` (z_producer, pingpong 1, neither z_regs nor split_ring) each tile's first
-    GEMM is issued with the previous tile's last second GEMM."""
+    GEMM is issued with the previous tile's last second GEMM. With `epilogue16` (z_producer, pingpong 1, the residual
+    loaded early, not with cross_tile, 16-bit x) the residual is added in the accumulator's layout and each tile's
+    16-bit output, not its fp32 accumulator, goes through shared memory to 16-byte stores."""
     batch, channels, length = x.shape
     conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
@@ -308,6 +310,12 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         why_not = (f"cross_tile (each tile's first GEMM issued with the previous tile's last one) runs with the z "
                    f"producer (layout gluon_wsz) on the pingpong schedule, z from shared memory and one weight ring "
                    f"only, got z_producer={z_producer}, pingpong={pingpong}, z_regs={z_regs}, split_ring={split_ring}")
+    if why_not is None and epilogue16 and not (z_producer and pingpong == 1 and not late_residual and not cross_tile
+                                               and x.element_size() == 2):
+        why_not = (f"epilogue16 (the residual added in the accumulator's layout, the 16-bit output through shared "
+                   f"memory) runs with the z producer (layout gluon_wsz) on the pingpong schedule, the residual loaded "
+                   f"early and a 16-bit x only, got z_producer={z_producer}, pingpong={pingpong}, "
+                   f"late_residual={late_residual}, cross_tile={cross_tile}, x of {x.dtype}")
     if why_not is not None:
         raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
     consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
@@ -325,7 +333,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
         X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), SPLIT_RING=bool(split_ring),
-        CROSS_TILE=bool(cross_tile), num_warps=num_warps)
+        CROSS_TILE=bool(cross_tile), EPILOGUE16=bool(epilogue16), num_warps=num_warps)
 
 
 def x_shuffle_refusal(x_dtype, channels, kernel_size, dilation):
@@ -1097,15 +1105,20 @@ if available():
                      Z_STAGES: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, GELU_FIT: gl.constexpr,
                      B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr,
                      LATE_RESIDUAL: gl.constexpr, ready2=None, empty2=None, SPLIT_RING: gl.constexpr = False,
-                     CROSS_TILE: gl.constexpr = False):
+                     CROSS_TILE: gl.constexpr = False, EPILOGUE16: gl.constexpr = False):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
         release); with it chunk t+1's first GEMM and chunk t-1's second GEMM run under chunk t's GELU (_ws_step).
         Without Z_PRODUCER the consumer computes its tile's z itself (conv + LayerNorm) into z_ring's slot CONSUMER;
         with it the z producer has (_ws_z_producer): its j-th tile of this CTA is in slot j % Z_STAGES of z_ring once
-        z_ready says so, and the consumer hands the slot back through z_empty after its last first GEMM."""
+        z_ready says so, and the consumer hands the slot back through z_empty after its last first GEMM. With
+        EPILOGUE16 (pingpong 1, z producer, early residual, 16-bit x) the residual goes to the accumulator's layout
+        under the tile's last GEMM and the tile's 16-bit output, not its fp32 accumulator, through shared memory to
+        OUT_TILE, 16 bytes a thread and channel."""
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
+        # (EPILOGUE16: the residual's loads and the output's stores 8 positions a thread, as the shuffled-taps tile)
+        OUT_TILE: gl.constexpr = _shuffle_tile_layout(C, WARPS) if EPILOGUE16 else TILE
         ACC: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                       instr_shape=[16, C, 16])
         PRE: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
@@ -1286,7 +1299,7 @@ if available():
                 # the registers of fp32; issued after the GEMM, ptxas moved it past the wait, Triton 3.6); with
                 # LATE_RESIDUAL after the accumulator's conversion, as before session 33
                 if Z_PRODUCER:
-                    row, tile_offsets, in_range, _ = _tile_place(tile, num_l_blocks, L, C, BLOCK_L, TILE,
+                    row, tile_offsets, in_range, _ = _tile_place(tile, num_l_blocks, L, C, BLOCK_L, OUT_TILE,
                                                                    True)
                 if not LATE_RESIDUAL:
                     residual = _load_x_tile(x_ptr + row + tile_offsets, in_range, EVEN_L, False)
@@ -1311,6 +1324,8 @@ if available():
                                         is_async=True)
                     _pass_turn(turn, CONSUMER, PINGPONG)
                     turns += 1
+                    if EPILOGUE16:  # the residual to the accumulator's layout while the last GEMM runs
+                        residual = gl.convert_layout(residual, ACC)
                     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
                 if SPLIT_RING:
                     _release(empty2.index((count + n_chunks - 1) % STAGES), THREAD_RELEASE)
@@ -1335,12 +1350,16 @@ if available():
                 z_count += CONSUMERS
             if Z_PRODUCER and (PIPELINE or not PINGPONG):
                 row, tile_offsets, in_range, _ = _tile_place(tile, num_l_blocks, L, C, BLOCK_L, TILE, True)
-            out = gl.convert_layout(acc, TILE)
-            if not PINGPONG or LATE_RESIDUAL and PINGPONG != 3:  # (loaded after the conversion: before it, it
-                # spilled, Triton 3.6, offline)
-                residual = _load_x_tile(x_ptr + row + tile_offsets, in_range, EVEN_L, False)
-            out += residual.to(gl.float32)
-            gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
+            if EPILOGUE16:  # the same sum and rounding in the accumulator's layout; half the bytes through shared memory
+                out = gl.convert_layout((acc + residual.to(gl.float32)).to(out_ptr.dtype.element_ty), OUT_TILE)
+                gl.store(out_ptr + row + tile_offsets, out, mask=in_range & valid)
+            else:
+                out = gl.convert_layout(acc, TILE)
+                if not PINGPONG or LATE_RESIDUAL and PINGPONG != 3:  # (loaded after the conversion: before it, it
+                    # spilled, Triton 3.6, offline)
+                    residual = _load_x_tile(x_ptr + row + tile_offsets, in_range, EVEN_L, False)
+                out += residual.to(gl.float32)
+                gl.store(out_ptr + row + tile_offsets, out.to(out_ptr.dtype.element_ty), mask=in_range & valid)
         if BALANCE and CONSUMER > 0:  # this CTA's lone group, if it has one: consumer 0 alone computes it, this one
             # only releases each chunk's slot once it has landed (the producer's ring counts every consumer's release;
             # waiting for the fill first keeps this consumer from releasing a fill ahead of the one in use)
@@ -1455,7 +1474,7 @@ if available():
         GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
         LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
         CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False, SPLIT_RING: gl.constexpr = False,
-        CROSS_TILE: gl.constexpr = False,
+        CROSS_TILE: gl.constexpr = False, EPILOGUE16: gl.constexpr = False,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1464,7 +1483,9 @@ if available():
         releases a ring slot by an arrive of its own (_release). With BALANCE a last round of few tiles goes one tile
         a CTA (_ws_groups). With SPLIT_RING (gluon_wsz, pingpong) W1 and W2 have barrier pairs of their own (ready /
         empty for W1, ready2 / empty2 for W2) over the same slots (_ws_split_producer). With CROSS_TILE (gluon_wsz,
-        pingpong) each tile's first GEMM is issued with the previous tile's last second GEMM (_ws_consumer)."""
+        pingpong) each tile's first GEMM is issued with the previous tile's last second GEMM (_ws_consumer). With
+        EPILOGUE16 (gluon_wsz, pingpong, early residual, 16-bit x) each tile's residual is added in the accumulator's
+        layout and its 16-bit output goes through shared memory (_ws_consumer)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
@@ -1479,6 +1500,9 @@ if available():
         gl.static_assert(not SPLIT_RING or (Z_PRODUCER and PINGPONG == 1), "split weight rings: gluon_wsz, pingpong")
         gl.static_assert(not CROSS_TILE or (Z_PRODUCER and PINGPONG == 1 and not Z_REGS and not SPLIT_RING),
                          "first GEMMs across tiles: gluon_wsz, pingpong, z from shared memory, one weight ring")
+        gl.static_assert(not EPILOGUE16 or (Z_PRODUCER and PINGPONG == 1 and not LATE_RESIDUAL and not CROSS_TILE
+                                            and x_ptr.dtype.element_ty.primitive_bitwidth == 16),
+                         "the 16-bit epilogue: gluon_wsz, pingpong, the residual loaded early, 16-bit x")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
@@ -1563,14 +1587,14 @@ if available():
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
-                                CROSS_TILE)),
+                                CROSS_TILE, EPILOGUE16)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps,
                                 num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
-                                CROSS_TILE)),
+                                CROSS_TILE, EPILOGUE16)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE)),

@@ -125,6 +125,12 @@ _tuning.register(
                          "first GEMM is issued with the previous tile's last second GEMM, one wait for both, instead "
                          "of after that tile's stores (the residual then loads late unless ws_late_residual says "
                          "otherwise). Off: not yet timed"),
+    ws_epilogue16=(bool, "layout gluon_wsz on the pingpong schedule, 16-bit x, the residual loaded early (not with "
+                         "ws_cross_tile or ws_late_residual=True): each tile's residual goes to the accumulator's "
+                         "layout under the tile's last GEMM and the tile's 16-bit output, not its fp32 accumulator, "
+                         "through shared memory to 16-byte stores (offline, Triton 3.6, the bf16 default: after the "
+                         "last GEMM 16 shared-memory accesses a thread instead of 32, 8 stores instead of 16, spills "
+                         "168 -> 104 bytes). Bit-identical. Off: not yet timed"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1122,15 +1128,18 @@ def _ws_balance(layout, schedule, balance):
     return bool(balance)
 
 
-def _ws_late_residual(layout, schedule, mode, late_residual, cross_tile=False):
+def _ws_late_residual(layout, schedule, mode, late_residual, cross_tile=False, epilogue16=False):
     """launch_ws's late_residual for a ws_late_residual tunable (None: on in gluon_wsz on the ping-pong schedule for
     fp16 dots only; session 36, H200, sweep CLI, one process, log 153, N=512: fp16 0.3828 ms against 0.3888 (0.3845
     against 0.3925 without lone tiles), bf16 0.3872 against 0.3775; call 1 read fp16 at d06a75b, before the early load,
     1.2-1.5% faster than after it. Offline (Triton 3.6) the fp16 kernel's spills go 188 -> 60 bytes with it). With
     ws_cross_tile on for every dtype: the next tile's chunk-0 pre-activation is live through the tile's end, and beside
-    an early residual the consumers spilled 900 bytes instead of 180 (Triton 3.6, offline, bf16)."""
+    an early residual the consumers spilled 900 bytes instead of 180 (Triton 3.6, offline, bf16). With ws_epilogue16
+    off for every dtype: it adds the early residual in the accumulator's layout (fp16 spills 12 bytes with it, as
+    late without it; Triton 3.6, offline)."""
     if late_residual is None:
-        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and (mode == "fp16" or cross_tile)
+        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and (mode == "fp16" or cross_tile) \
+            and not epilogue16
     return bool(late_residual)
 
 
@@ -1260,9 +1269,10 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_x_shuffle = _tuning.get(TUNING_OP, "ws_x_shuffle")
     ws_split_ring = _tuning.get(TUNING_OP, "ws_split_ring")
     ws_cross_tile = _tuning.get(TUNING_OP, "ws_cross_tile")
+    ws_epilogue16 = _tuning.get(TUNING_OP, "ws_epilogue16")
     for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem),
                         ("ws_x_shuffle", ws_x_shuffle), ("ws_split_ring", ws_split_ring),
-                        ("ws_cross_tile", ws_cross_tile)):
+                        ("ws_cross_tile", ws_cross_tile), ("ws_epilogue16", ws_epilogue16)):
         if value is not None and layout != "gluon_wsz":
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_wsz layout only; this call runs layout "
                              f"{layout}")
@@ -1279,13 +1289,18 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                              f"only; this call runs layout {layout}")
-    for name, value in (("ws_split_ring", ws_split_ring), ("ws_cross_tile", ws_cross_tile)):
+    for name, value in (("ws_split_ring", ws_split_ring), ("ws_cross_tile", ws_cross_tile),
+                        ("ws_epilogue16", ws_epilogue16)):
         if value and _ws_pingpong(layout, ws_schedule) != 1:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the pingpong schedule only; this call runs "
                              f"ws_schedule={ws_schedule}")
     if ws_cross_tile and (ws_split_ring or z_regs):
         raise ValueError(f"tuning: {TUNING_OP}.ws_cross_tile runs with one weight ring and z from shared memory: not "
                          f"with ws_split_ring or z_regs")
+    if ws_epilogue16 and (ws_cross_tile or ws_late_residual or x.element_size() != 2):
+        raise ValueError(f"tuning: {TUNING_OP}.ws_epilogue16 adds the residual loaded before the tile's last GEMM to "
+                         f"a 16-bit output: not with ws_cross_tile or ws_late_residual=True, and x of a 16-bit type; "
+                         f"got ws_cross_tile={ws_cross_tile}, ws_late_residual={ws_late_residual}, x of {x.dtype}")
     if ws_late_residual is not None and layout in _WS_CONSUMERS and _ws_pingpong(layout, ws_schedule) not in (1, 2):
         raise ValueError(f"tuning: {TUNING_OP}.ws_late_residual applies to the pingpong and turns schedules only; this "
                          f"call runs ws_schedule={ws_schedule or 'chunk'}")
@@ -1309,12 +1324,13 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           b1_mma=b1_by_mma, thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
                           late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual,
-                                                          bool(ws_cross_tile)),
+                                                          bool(ws_cross_tile), bool(ws_epilogue16)),
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch),
                           conv_smem=bool(conv_taps),
                           x_shuffle=_ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels,
                                                   kernel_size, dilation),
-                          split_ring=bool(ws_split_ring), cross_tile=bool(ws_cross_tile))
+                          split_ring=bool(ws_split_ring), cross_tile=bool(ws_cross_tile),
+                          epilogue16=bool(ws_epilogue16))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

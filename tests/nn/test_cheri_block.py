@@ -846,7 +846,7 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert plan_of("gluon_wsz").kwargs["split_ring"] is True
         assert plan_of("gluon_wsz", mode="fp16").kwargs["split_ring"] is True
     for schedule in ("tail", "turns", "chunk"):
-        for name in ("ws_split_ring", "ws_cross_tile"):
+        for name in ("ws_split_ring", "ws_cross_tile", "ws_epilogue16"):
             with _tuning.override(cheri_ops.TUNING_OP, ws_schedule=schedule, **{name: True}):
                 with pytest.raises(ValueError, match=f"{name} applies to the pingpong schedule only; this call runs "
                                                      f"ws_schedule={schedule}"):
@@ -864,9 +864,27 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
             with pytest.raises(ValueError, match="ws_cross_tile runs with one weight ring and z from shared memory: "
                                                  "not with ws_split_ring or z_regs"):
                 plan_of("gluon_wsz")
+    # the residual added in the accumulator's layout, the 16-bit output through shared memory (ws_epilogue16): by
+    # name only (not yet timed); it takes the early residual for every dtype (fp16's default is late), and refuses a
+    # late one, ws_cross_tile (whose residual is late) and x of 4 bytes, naming them
+    assert plan_of("gluon_wsz").kwargs["epilogue16"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_epilogue16=True):
+        for mode in ("bf16", "fp16"):
+            plan = plan_of("gluon_wsz", mode=mode)
+            assert plan.kwargs["epilogue16"] is True and plan.kwargs["late_residual"] is False
+        with pytest.raises(ValueError, match=r"ws_epilogue16 adds the residual .* got ws_cross_tile=None, "
+                                             r"ws_late_residual=None, x of torch.float32"):
+            plan_of("gluon_wsz", x_dtype=torch.float32)
+    for other in (dict(ws_cross_tile=True), dict(ws_late_residual=True)):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_epilogue16=True, **other):
+            with pytest.raises(ValueError, match=r"ws_epilogue16 adds the residual loaded before the tile's last GEMM "
+                                                 r"to a 16-bit output: not with ws_cross_tile or ws_late_residual=True"):
+                plan_of("gluon_wsz")
+    with _tuning.override(cheri_ops.TUNING_OP, ws_epilogue16=False, ws_late_residual=True):
+        assert plan_of("gluon_wsz").kwargs["late_residual"] is True
     # the z producer's variants and the ring ones are gluon_wsz's alone: asked for in another layout, refused by name
     for variant in (dict(ws_x_prefetch=2), dict(ws_conv_smem=True), dict(ws_x_shuffle=True), dict(ws_split_ring=True),
-                    dict(ws_cross_tile=True)):
+                    dict(ws_cross_tile=True), dict(ws_epilogue16=True)):
         with _tuning.override(cheri_ops.TUNING_OP, **variant):
             with pytest.raises(ValueError, match=f"{next(iter(variant))} applies to the gluon_wsz layout only; this "
                                                  f"call runs layout gluon_ws"):
@@ -1326,9 +1344,10 @@ def test_gpu_late_residual_changes_no_bit(dtype, length, schedule):
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", [dict(ws_x_prefetch=1), dict(ws_x_prefetch=2), dict(ws_conv_smem=True),
                                      dict(ws_x_prefetch=1, ws_conv_smem=True), dict(ws_split_ring=True),
-                                     dict(ws_split_ring=True, ws_thread_release=True), dict(ws_cross_tile=True)],
+                                     dict(ws_split_ring=True, ws_thread_release=True), dict(ws_cross_tile=True),
+                                     dict(ws_epilogue16=True)],
                          ids=["x_prefetch1", "x_prefetch2", "conv_smem", "both", "split_ring",
-                              "split_ring_thread_release", "cross_tile"])
+                              "split_ring_thread_release", "cross_tile", "epilogue16"])
 @pytest.mark.parametrize("kernel_size", [3, 5])
 @pytest.mark.parametrize("length", [1024, 1000])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -1339,7 +1358,9 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
     slot released early, or a fill landing late, would change bits or hang; with lone tiles the idle consumer releases
     both rings' slots); ws_cross_tile issues each tile's first GEMM early, from the next tile's z slot and W1 slot
     (after the last tile a throwaway one on the current slots), with the residual loaded late (bit-equal to the early
-    load: test_gpu_late_residual_changes_no_bit). The same output bit for bit, whole and ragged L, with lone
+    load: test_gpu_late_residual_changes_no_bit); ws_epilogue16 makes the same sum and rounding in the accumulator's
+    layout and moves the 16-bit output through shared memory (a wrong lane, position or mask there would move
+    outputs, a masked 16-byte store at ragged L most of all). The same output bit for bit, whole and ragged L, with lone
     last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU). Against the kernel with both off, and the default
     (for bf16 both on at K=3; at K=5 the prefetch alone, as the taps would cost a z slot) against it too."""
     from greyhound import _tuning
@@ -1798,6 +1819,19 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
         with pytest.raises(ValueError, match=r"launch_ws: .* cross_tile \(each tile's first GEMM issued with the "
                                              r"previous tile's last one\) runs with the z producer"):
             gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 3, cross_tile=True, b1_mma=False, **kwargs)
+    # the 16-bit epilogue: the z producer's consumers on the pingpong schedule, the early residual, 16-bit x
+    for kwargs in (dict(z_producer=False, pingpong=1), dict(z_producer=True, pingpong=3),
+                   dict(z_producer=True, pingpong=1, late_residual=True),
+                   dict(z_producer=True, pingpong=1, cross_tile=True)):
+        with pytest.raises(ValueError, match=r"launch_ws: .* epilogue16 \(the residual added in the accumulator's "
+                                             r"layout, the 16-bit output through shared memory\) runs with the z "
+                                             r"producer"):
+            gluon_module.launch_ws(x.bfloat16(), x.bfloat16(), *weights, 4, 1e-5, 64, 64, 4, 3, epilogue16=True,
+                                   b1_mma=False, **kwargs)
+    with pytest.raises(ValueError, match=r"launch_ws: .* epilogue16 .* got z_producer=True, pingpong=1, "
+                                         r"late_residual=False, cross_tile=False, x of torch.float32"):
+        gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 3, epilogue16=True, b1_mma=False, z_producer=True,
+                               pingpong=1)
     # W1 and W2 in rings of their own: the z producer's consumers on the pingpong schedule only
     for kwargs in (dict(z_producer=False, pingpong=1), dict(z_producer=True, pingpong=3), dict(z_producer=True)):
         with pytest.raises(ValueError, match=r"launch_ws: .* split_ring \(W1 and W2 in rings of their own\) runs with "
@@ -2037,7 +2071,8 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, False, 2, False, True, 16), (64, 4, True, 2, False, True, 17), (64, 4, False, 2, False, True, 17),
     (64, 4, True, 2, False, True, 18), (64, 4, True, 2, False, True, 19), (64, 4, False, 2, False, True, 19),
     (64, 4, True, 2, False, True, 20), (64, 4, False, 2, False, True, 20), (64, 4, True, 2, False, True, 21),
-    (64, 4, True, 2, False, True, 22), (64, 4, False, 2, False, True, 22)])
+    (64, 4, True, 2, False, True, 22), (64, 4, False, 2, False, True, 22), (64, 4, True, 2, False, True, 23),
+    (64, 4, False, 2, False, True, 23), (64, 4, True, 2, False, True, 24), (64, 4, False, 2, False, True, 24)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -2051,7 +2086,10 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # 39, 13 with both, the prefetch 1 group ahead; 18: 14 with the degree-2 GELU in fp16, a variant since session
     # 40; 19: 17 with the z producer's conv taps by shuffles, ws_x_shuffle, a variant since session 41; 20: 17 with
     # W1 and W2 in weight rings of their own, ws_split_ring, 21: 20 with every consumer thread releasing; 22: 17 with
-    # each tile's first GEMM issued with the previous tile's last one, ws_cross_tile, and its late residual; session 44)
+    # each tile's first GEMM issued with the previous tile's last one, ws_cross_tile, and its late residual; session 44;
+    # 23: 17 with the residual added in the accumulator's layout and the 16-bit output through shared memory,
+    # ws_epilogue16; 24: the fp16 default (18 with the shuffled taps and no conv taps in shared memory) with it and its
+    # early residual; session 45)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -2063,7 +2101,7 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
                  eps="fp32", num_tiles="i32")
-    if pingpong == 18:  # an fp16 model
+    if pingpong in (18, 24):  # an fp16 model
         types = {name: kind.replace("bf16", "fp16") for name, kind in types.items()}
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
                       STAGES=stages, CONSUMERS=consumers,
@@ -2072,16 +2110,18 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
-                                15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1}.get(pingpong, pingpong),
+                                15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1}.get(pingpong,
+                                                                                                 pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
-                                              15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2, 22: 2}.get(pingpong,
-                                                                                                           6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22),
+                                              15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2, 22: 2, 23: 2,
+                                              24: 2}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24),
                       THREAD_RELEASE=pingpong in (7, 8, 9, 21), BALANCE=pingpong >= 10,
                       LATE_RESIDUAL=pingpong in (14, 18, 22),
-                      X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1, 22: 1}.get(pingpong, 0),
-                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22), X_SHUFFLE=pingpong == 19,
-                      SPLIT_RING=pingpong in (20, 21), CROSS_TILE=pingpong == 22, num_warps=4)
+                      X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1}.get(pingpong, 0),
+                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23), X_SHUFFLE=pingpong in (19, 24),
+                      SPLIT_RING=pingpong in (20, 21), CROSS_TILE=pingpong == 22, EPILOGUE16=pingpong in (23, 24),
+                      num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -2090,13 +2130,17 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     assert facts["wait_groups"] == ([0, 1] if pipeline or pingpong in (5, 6, 8, 11) else [0]), facts
     assert facts["ptxas_ran"] and not facts["ptxas_warnings"], facts
     # the L2 prefetch is in the PTX with it only (the z producer's, one a thread and row)
-    assert (facts["l2_prefetches"] > 0) == (pingpong in (15, 17, 19, 20, 21, 22)), facts
+    assert (facts["l2_prefetches"] > 0) == (pingpong in (15, 17, 19, 20, 21, 22, 23)), facts
     # the z producer's 2-byte reloads of the conv weight, every tile, are gone with the taps in shared memory (the
     # only 2-byte loads left are b2's one staging load a thread, and masked ones: b1's and the taps' staging load)
     if z_producer:
-        assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21, 22)), facts
+        assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21, 22, 23)), facts
     # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
-    assert (facts["lane_shuffles_up"] > 0) == (pingpong == 19), facts
+    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24)), facts
+    # the 16-bit epilogue stores 16 bytes a thread and channel, 8 stores a tile a thread (at whole tiles), its only
+    # 16-byte global stores; without it the output goes out 8 bytes a store
+    if z_producer:
+        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24) and even else 0), facts
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
 
