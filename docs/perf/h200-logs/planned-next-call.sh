@@ -12,23 +12,31 @@
 # of its samples, consumer 1 ~4%), more with thread release (its extra warp-group barrier a chunk gone); N=64 level.
 # ws_cross_tile (each tile's first GEMM with the previous tile's last one, residual late): -1 to -2% at N=512, N=64
 # -1 to -3% (a tile's first GEMM round trip off each tile's chain; bf16's late residual alone read +0.3% in log 173).
-# Two calls: PART=1 the sweeps and the GPU tests (~330 s), PART=2 asv and the Newton-Schulz tests.
+# ws_epilogue16 (session 45, offline only): the residual added in the accumulator's layout under the tile's last GEMM,
+# the 16-bit output through shared memory to 16-byte stores: -0.5 to -1.5% at N=512 (the tile's tail after its last
+# GEMM: 16 shared-memory accesses a thread instead of 32, 8 stores instead of 16, spills 168 -> 104 bytes), N=64 level;
+# fp16 with it loads the residual early (12 bytes of spills, as the late default).
+# Two calls: PART=1 the sweeps and the GPU tests (~360 s), PART=2 asv and the Newton-Schulz tests.
 S=$SECONDS
 nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
 rm -rf /tmp/gh-t && git clone -q .carry/repo.bundle /tmp/gh-t && (cd /tmp/gh-t && git checkout -q -B main origin/main)
 if [[ ${PART:-1} == 1 ]]; then
-V="greyhound-megakernel,greyhound-megakernel[ws_split_ring=1],greyhound-megakernel[ws_split_ring=1,ws_thread_release=1]"
-V="$V,greyhound-megakernel[ws_thread_release=1],greyhound-megakernel[ws_cross_tile=1]"
-for r in 1 2; do for d in bfloat16 float16; do
-  (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 100 python3 -m benchmarks cheri_block --mode forward \
-    --providers "$V" --batch-size 512,64 --n-filters 128 --seq-len 1024 --dtype $d --no-csv 2>&1 \
-    | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g' | sed "s/^/$d-r$r /" | cut -c1-230 | tee -a $OUT/call.log)
-done; done
-(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 150 python3 -m pytest -n 4 -q --tb=short -p no:cacheprovider -rfE \
+# the GPU tests first (the fp16 default's shuffled taps and every untimed variant's bit-equality; they compile the
+# sweep's kernels too), then the sweep with what time is left
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 200 python3 -m pytest -n 4 -q --tb=short -p no:cacheprovider -rfE \
   -m gpu tests/nn/test_cheri_block.py -k "shuffled_conv_taps or z_producer_variants or late_residual or short_gelu or (training_path_and_megakernel_modes and dtype2)" \
   > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
+V="greyhound-megakernel,greyhound-megakernel[ws_split_ring=1],greyhound-megakernel[ws_split_ring=1,ws_thread_release=1]"
+V="$V,greyhound-megakernel[ws_thread_release=1],greyhound-megakernel[ws_cross_tile=1]"
+V="$V,greyhound-megakernel[ws_epilogue16=1],greyhound-megakernel[ws_epilogue16=1,ws_split_ring=1]"
+for r in 1 2; do for d in bfloat16 float16; do
+  LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 10 )); (( LEFT < 30 )) && break 2
+  (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 120 ? LEFT : 120 )) python3 -m benchmarks cheri_block \
+    --mode forward --providers "$V" --batch-size 512,64 --n-filters 128 --seq-len 1024 --dtype $d --no-csv 2>&1 \
+    | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g' | sed "s/^/$d-r$r /" | cut -c1-230 | tee -a $OUT/call.log)
+done; done
 else
 TAG=s45 DEADLINE=$((${LIMIT:-585} - 120 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! @tracked" "HEAD^! CheriBlockSweep" > /dev/null 2>&1
 echo "asv rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log; grep -E "^===|deadline" $OUT/asv-s45.log | head | tee -a $OUT/call.log
