@@ -4,7 +4,10 @@
 
 No step reaches back into an earlier one: tools.plot reads only the CSV, whose columns are CSV_COLUMNS.
 """
+import csv
+import io
 import math
+from pathlib import Path
 
 CSV_COLUMNS = (
     "kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit",
@@ -34,3 +37,34 @@ def x_value_order(text):
     except ValueError:
         return (1, 0.0, text)
     return (0, number, text) if math.isfinite(number) else (1, 0.0, text)
+
+
+class CsvFormatError(ValueError):
+    """A benchmark CSV that is not in CSV_COLUMNS' schema, or has a damaged (cut) row: the message names the file."""
+
+
+def read_csv_records(path):
+    """The rows of a benchmark CSV as dicts (CSV_COLUMNS), none when the file is empty; CsvFormatError naming the file
+    (and the line) when its header is not CSV_COLUMNS or a row has another number of fields (a cut last row would
+    otherwise read with its missing fields empty and a cut number as data). OSError / UnicodeDecodeError as raised."""
+    text = Path(path).read_text(encoding="utf-8")
+    if not text.strip():
+        return []
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+        if tuple(header) != CSV_COLUMNS:
+            hint = (" (the schema before asv_machine/asv_environment: export into a new file)"
+                    if tuple(header) == CSV_COLUMNS[:-2] else "")
+            raise CsvFormatError(f"{path} has columns {header}, expected {list(CSV_COLUMNS)}{hint}")
+        rows = []
+        for fields in reader:
+            if not fields:
+                continue
+            if len(fields) != len(CSV_COLUMNS):  # a cut or damaged row: zip would drop its missing columns
+                raise CsvFormatError(f"{path} line {reader.line_num} has {len(fields)} fields, expected "
+                                     f"{len(CSV_COLUMNS)} (a cut or damaged row)")
+            rows.append(dict(zip(CSV_COLUMNS, fields)))
+    except csv.Error as err:
+        raise CsvFormatError(f"{path} line {reader.line_num}: {err}") from None
+    return rows

@@ -1,27 +1,119 @@
-"""Atomic file output: write a temporary file in the target's folder, then os.replace it over the target.
+"""Atomic file output: write a temporary file in the target's folder, then os.replace it over the target; and the lock
+a read-modify-write of one file (the benchmark CSV, the noise table) holds around its read, merge and write.
 
-A reader (the docs site, the next pipeline step, a concurrent run) sees the old file or the new one, never half.
+A reader (the docs site, the next pipeline step, a concurrent run) sees the old file or the new one, never half; two
+writers that each read, merge and write the same file take turns (`locked`), so neither drops the other's rows.
 """
 import contextlib
 import os
+import stat
+import sys
 import tempfile
+import time
 from pathlib import Path
+
+LOCK_NOTE_AFTER_S = 2.0  # a writer still waiting for the lock after this long says why it waits
+STALE_TMP_AFTER_S = 3600.0  # a temporary file without a process id (an older naming) is stale after an hour
+
+
+def real_path(path):
+    """`path` with symbolic links resolved: writing through a link replaces its target and keeps the link."""
+    return Path(os.path.realpath(path))
+
+
+@contextlib.contextmanager
+def locked(path):
+    """Hold an exclusive lock on `path` (the `filelock` package, on the sibling lock file `.<name>.lock` of the
+    link-resolved path) for the duration of a read-modify-write. Waits for another process holding it, saying so on
+    stderr after LOCK_NOTE_AFTER_S. The lock file stays: deleting it would let a waiting and a new writer lock two
+    different files."""
+    from filelock import FileLock, Timeout
+
+    target = real_path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(target.with_name(f".{target.name}.lock")))
+    try:
+        lock.acquire(timeout=LOCK_NOTE_AFTER_S)
+    except Timeout:
+        print(f"waiting for {lock.lock_file}: another process is writing {path}", file=sys.stderr)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_temporaries(path):
+    """Delete the temporary files atomic_path left beside `path` in a run that was killed before it could clean up:
+    those of a process that no longer runs (the process id is in the name), and those of the older naming without a
+    process id once STALE_TMP_AFTER_S old. Returns the paths removed."""
+    path = Path(path)
+    prefix, removed = f".{path.stem}.tmp-", []
+    try:
+        candidates = [p for p in path.parent.iterdir() if p.name.startswith(prefix) and p.name.endswith(path.suffix)]
+    except OSError:
+        return removed
+    for candidate in candidates:
+        owner = candidate.name[len(prefix):].split("-", 1)[0]
+        try:
+            stale = (not _process_alive(int(owner)) if owner.isdigit() and "-" in candidate.name[len(prefix):]
+                     else time.time() - candidate.stat().st_mtime > STALE_TMP_AFTER_S)
+            if stale:
+                candidate.unlink()
+                removed.append(candidate)
+        except OSError:  # gone already (another writer cleaned it up), or not ours to remove
+            continue
+    return removed
+
+
+def _mode_for(path):
+    """The mode the new file gets: the existing file's, else what a plain open() would create (0666 less the umask)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _fsync(path, directory=False):
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path beside `path` (same suffix, so writers that infer a format from it still work).
 
-    On a clean exit the temporary file replaces `path`; on an exception it is removed and `path` is untouched.
+    On a clean exit the temporary file is flushed to disk (fsync), given the existing file's mode, and replaces
+    `path` (a symbolic link is written through: its target is replaced); on an exception it is removed and `path` is
+    untouched. Temporary files a killed earlier write left behind are removed first (remove_stale_temporaries).
     """
-    path = Path(path)
+    path = real_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.tmp-", suffix=path.suffix)
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.tmp-{os.getpid()}-", suffix=path.suffix)
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the output is meant to be read by others (docs, CI)
+        _fsync(tmp)
+        os.chmod(tmp, _mode_for(path))  # mkstemp creates 0600; a reader of the old file can read the new one
         os.replace(tmp, path)
+        with contextlib.suppress(OSError):  # the rename itself to disk (not every file system syncs a folder)
+            _fsync(path.parent, directory=True)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

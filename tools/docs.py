@@ -378,11 +378,17 @@ RENDERERS = {"table": render_table, "goals": render_goals, "headline": render_he
 
 
 def update_text(text, frame, source="document"):
+    """`text` with every marker's table rendered again; DocsError naming `source`, the marker's line and the marker
+    when one cannot be rendered."""
     def replace(match):
         kind, _, rest = match.group("args").partition(" ")
+        where = f"{source} line {text.count(chr(10), 0, match.start()) + 1}, marker <!-- tools.docs {match['args']} -->"
         if kind not in RENDERERS:
-            raise DocsError(f"{source}: unknown tools.docs kind {kind!r} (one of {', '.join(RENDERERS)})")
-        return match.group(1) + RENDERERS[kind](frame, parse_args(rest)) + match.group(4)
+            raise DocsError(f"{where}: unknown tools.docs kind {kind!r} (one of {', '.join(RENDERERS)})")
+        try:
+            return match.group(1) + RENDERERS[kind](frame, parse_args(rest)) + match.group(4)
+        except DocsError as err:
+            raise DocsError(f"{where}: {err}") from None
     return MARKER.sub(replace, text)
 
 
@@ -395,11 +401,16 @@ def files_of(patterns, root="."):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.docs", description=__doc__.splitlines()[0])
-    parser.add_argument("--csv", default="docs/data/benchmark_data.csv")
+    parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
+                        help="the benchmark CSV (default: docs/data/benchmark_data.csv)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a committed table differs; write nothing")
     parser.add_argument("files", nargs="*", help=f"markdown files (default: {' '.join(DEFAULT_FILES)})")
     args = parser.parse_args(argv)
     try:
+        if Path(args.csv).is_dir():
+            raise DocsError(f"--csv {args.csv} is a directory, expected the benchmark CSV file tools.export writes")
+        if not Path(args.csv).is_file():
+            raise DocsError(f"--csv {args.csv} does not exist (expected the benchmark CSV file tools.export writes)")
         frame = load(args.csv)
         stale = []
         for path in [Path(f) for f in args.files] or files_of(DEFAULT_FILES):

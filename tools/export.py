@@ -33,13 +33,24 @@ benchmarks.json, or whose version or parameter names differ from it, are left ou
 (counted), since their parameters cannot be named reliably.
 
 Re-exporting replaces rows with the same key (KEY_COLUMNS), and an asv result's rows of the same measurement under
-another GPU name (machine.json gained or changed `gpu_name`), and keeps the CSV's rows of other keys; the CSV is
-sorted and written atomically. A value that is finite in asv's unit but not in the CSV's (1e308 s is inf in ms) is left out like a failed
-one; a carriage return in a name becomes a line feed (quoted in the CSV, so it reads back). `--commit` takes a hash
-prefix or a ref git resolves. Exit status: 0 = everything read; 1 = a file could not be read (a one-line warning
-names it; everything else is exported and written, so CI notices); 2 = the results directory or benchmarks.json is
-missing or unreadable, the existing CSV is unreadable or has unexpected columns, or --commit matches no result file
-(nothing is written).
+another GPU name (machine.json gained or changed `gpu_name`). Each result file exported is authoritative for its
+(machine, environment, commit): the CSV's earlier rows of that key which the file no longer yields (a re-run in which
+the benchmark failed or skipped, a benchmark whose version changed in benchmarks.json, one that left the file) are
+removed and counted, so the CSV is what the results give whatever was exported before; rows of keys this export does
+not read (other result files, other results directories, the sweep CLI's) stay as they are. A benchmark entry that
+cannot be read is warned about and its earlier rows stay. The CSV's lock (a sibling `.<name>.lock`, the `filelock`
+package) is held from reading the CSV to writing it, so concurrent exports and sweeps lose no rows; the CSV is
+sorted and written atomically. `--results` is repeatable, each directory read against its own benchmarks.json. The
+noise side table (tools.noise, `--noise`) is merged the same way: the series of these results replace their rows,
+the others stay; a --noise that is the CSV itself is refused. A value that is finite in asv's unit but not in the
+CSV's (1e308 s is inf in ms) is left out like a failed one; a carriage return in a name becomes a line feed (quoted
+in the CSV, so it reads back). A result file whose params are not a list of value lists, or whose result or samples
+list does not hold one entry per parameter combination, is warned about and that benchmark's entry left out.
+`--commit` takes a ref git resolves (`git rev-parse`: a branch, a tag, a short hash), else, where git cannot resolve
+it, a hash prefix of at least 4 hex digits. Exit status: 0 = everything read; 1 = a file or entry could not be read
+(a one-line warning names it; everything else is exported and written, so CI notices); 2 = the results directory or
+benchmarks.json is missing or unreadable, the existing CSV is unreadable or has unexpected columns, --commit is empty
+or matches no result file, or --noise is the CSV (nothing is written).
 """
 import argparse
 import ast
@@ -57,8 +68,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE, is_finite_number, x_value_order
-from tools._atomic import write_atomic
+from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE, CsvFormatError, is_finite_number, read_csv_records, x_value_order
+from tools._atomic import locked, real_path, write_atomic
 
 # One row per (benchmark, parameter combination, commit, machine, environment): two rows share a key only when they
 # are the same measurement (e.g. a tracked and a sweep benchmark of one kernel at one shape in the same run).
@@ -101,6 +112,7 @@ class ExportSummary:
     stale: int = 0
     collisions: int = 0
     replaced: int = 0  # earlier rows of a measurement exported again under another GPU name
+    removed: int = 0  # earlier rows of a result file exported now that the file no longer yields
     warnings: list = field(default_factory=list)  # one line each; any warning makes the exit status 1
     notes: list = field(default_factory=list)  # informational; the exit status stays 0
 
@@ -352,13 +364,22 @@ def _finite_in_csv(value, scale):
 def stored_measurements(result, name, meta):
     """One benchmark's measurements in one result file: (param_names, combos, values, samples), a value and a sample
     list per parameter combination. values and samples are None when the file stored them for another version or
-    parameter grid than benchmarks.json's `meta` (stale: not the same measurement); ValueError when they do not
-    cover the file's parameter grid."""
-    params = result.get_result_params(name) or []
+    parameter grid than benchmarks.json's `meta` (stale: not the same measurement); ValueError when the file's params
+    are not a list of value lists, or its result or samples list does not hold one entry per combination of them."""
+    params = result.get_result_params(name)
+    params = [] if params is None else params
+    if not (isinstance(params, list) and all(isinstance(values, list) for values in params)):
+        raise ValueError(f"params is {params!r:.80}, expected a list of parameter value lists")
     combos = list(itertools.product(*params))
     param_names = list(meta.get("param_names") or [])
     if result.benchmark_version.get(name) not in (None, meta.get("version")) or len(param_names) != len(params):
         return param_names, combos, None, None
+    # the lists as the file stores them: asv's getters pad a short list with None (or cut a long one) to the grid,
+    # which would shift a sample list onto another combination or read a missing value as a failure
+    for column, stored in (("result", result._results.get(name)), ("samples", result._samples.get(name))):
+        if stored is not None and (not isinstance(stored, list) or len(stored) != len(combos)):
+            count = f"{len(stored)} entries" if isinstance(stored, list) else f"a {type(stored).__name__}"
+            raise ValueError(f"its {column} column holds {count} for {len(combos)} parameter combinations")
     values = result.get_result_value(name, params)
     samples = result.get_result_samples(name, params)
     if len(values) != len(combos) or len(samples) != len(combos):
@@ -416,28 +437,14 @@ def sort_key(row):
 
 def read_csv_rows(path):
     """The rows of an existing CSV (none when it does not exist); ExportError if it is not ours."""
+    path = Path(path)
     if not path.exists():
         return []
     try:
-        text = path.read_text(encoding="utf-8")
-        if not text.strip():
-            return []
-        reader = csv.reader(io.StringIO(text))
-        header = next(reader)
-        if tuple(header) != CSV_COLUMNS:
-            hint = (" (the schema before asv_machine/asv_environment: export into a new file)"
-                    if tuple(header) == CSV_COLUMNS[:-2] else "")
-            raise ExportError(f"{path} has columns {header}, expected {list(CSV_COLUMNS)}{hint}; left it untouched")
-        rows = []
-        for fields in reader:
-            if not fields:
-                continue
-            if len(fields) != len(CSV_COLUMNS):
-                raise ExportError(f"{path} line {reader.line_num} has {len(fields)} fields, expected "
-                                  f"{len(CSV_COLUMNS)}; left it untouched")
-            rows.append(dict(zip(CSV_COLUMNS, fields)))
-        return rows
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        return read_csv_records(path)
+    except CsvFormatError as err:
+        raise ExportError(f"{err}; left it untouched") from None
+    except (OSError, UnicodeDecodeError) as err:
         raise ExportError(f"cannot read {path}: {err}; left it untouched") from None
 
 
@@ -460,14 +467,15 @@ def csv_rows_from_text(text):
 
 
 def merge_csv_rows(csv_path, rows):
-    """Merge rows into the CSV at csv_path (atomically): a row with an existing key replaces that row, so merging
-    the same rows twice changes nothing. Returns the number of rows in the CSV."""
+    """Merge rows into the CSV at csv_path (atomically, holding its lock from the read to the write, so a concurrent
+    writer's rows are never lost): a row with an existing key replaces that row, so merging the same rows twice
+    changes nothing. Returns the number of rows in the CSV."""
     csv_path = Path(csv_path)
     new = {row_key(row): row for row in rows}
-    kept = [row for row in read_csv_rows(csv_path) if row_key(row) not in new]  # (the sweep CLI's and Modal's rows:
-    # one asv_machine, sweep-cli, for every GPU, so the GPU's name is part of what tells their rows apart)
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(csv_path, csv_text(kept + list(new.values())))
+    with locked(csv_path):
+        kept = [row for row in read_csv_rows(csv_path) if row_key(row) not in new]  # (the sweep CLI's and Modal's
+        # rows: one asv_machine, sweep-cli, for every GPU, so the GPU's name is part of what tells their rows apart)
+        write_atomic(csv_path, csv_text(kept + list(new.values())))
     return len(kept) + len(new)
 
 
@@ -481,31 +489,69 @@ def csv_text(rows):
 
 
 # --- the export -------------------------------------------------------------------------------------------------
-def _git_commit(ref):
-    """The full hash git gives `ref` (a branch, tag or short hash) in the repository around the working directory, or
-    None (not a repository, or not a commit there)."""
+MIN_HASH_PREFIX = 4  # the shortest hash prefix a ref git cannot resolve is matched by (git's own minimum)
+
+
+def git_commit(ref, repo="."):
+    """The full hash `git rev-parse` gives `ref` in the git repository around `repo`, or None (not a repository, or
+    not a commit there). git's own order: a branch or tag named like a hash prefix (`dbc9`) is that ref, not the
+    prefix. (GitPython's Repo.commit() tries a hex-looking name as a hash prefix first, so it asks git itself.)"""
+    if ref.startswith("-"):  # an option to git, not a ref
+        return None
     try:
         import git
-        return git.Repo(".", search_parent_directories=True).commit(ref).hexsha
-    except Exception:  # noqa: BLE001 - no repository or an unknown ref: the prefix alone is matched
+        repository = git.Repo(repo, search_parent_directories=True)
+        return repository.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}").strip() or None
+    except Exception:  # noqa: BLE001 - no repository, no git, or an unknown ref: the caller falls back to a prefix
         return None
 
 
-def export(results_dir, csv_path, commit=None, latest=False):
-    """Read `results_dir`, merge its rows into `csv_path` (written atomically) and return an ExportSummary."""
-    results_dir, csv_path = Path(results_dir), Path(csv_path)
-    if not results_dir.is_dir():
-        raise ExportError(f"results directory {results_dir} does not exist or is not a directory")
-    benchmarks = load_benchmarks(results_dir)
-    existing = read_csv_rows(csv_path)  # before any work: a CSV that is not ours stops the export untouched
-    summary = ExportSummary()
+def _git_commit(ref):
+    return git_commit(ref)
+
+
+def hash_prefix(ref, option="--commit"):
+    """`ref` lower-cased when it can be a commit hash prefix (MIN_HASH_PREFIX to 40 hex digits); ValueError naming
+    `option`, what it takes and what it got otherwise."""
+    text = (ref or "").strip().lower()
+    if not (MIN_HASH_PREFIX <= len(text) <= 40 and all(c in "0123456789abcdef" for c in text)):
+        raise ValueError(f"{option} {ref!r}: git does not resolve it to a commit here, and it is not a hash prefix "
+                         f"of {MIN_HASH_PREFIX} to 40 hex digits")
+    return text
+
+
+def commit_matcher(commit):
+    """(predicate on a result's commit hash, the commit it matches in words) for --commit: the commit git resolves the
+    ref to, else (git cannot resolve it) the result commits that start with it as a hash prefix. ExportError for an
+    empty --commit or one that is neither."""
+    if not (commit or "").strip():
+        raise ExportError(f"--commit {commit!r}: expected a commit (a hash prefix of at least {MIN_HASH_PREFIX} hex "
+                          f"digits, or a ref git resolves: a branch, a tag); leave --commit out to export everything")
+    resolved = _git_commit(commit)
+    if resolved:
+        return ((lambda commit_hash: commit_hash.lower() == resolved.lower()),
+                f"{resolved[:12]}, which git resolves it to")
+    try:
+        prefix = hash_prefix(commit)
+    except ValueError as err:
+        raise ExportError(str(err)) from None
+    return ((lambda commit_hash: commit_hash.lower().startswith(prefix)),
+            "a commit whose hash starts with it (git does not resolve it to a commit here)")
+
+
+def _results_dirs(results_dir):
+    """One results directory or several, as Paths."""
+    return [Path(results_dir)] if isinstance(results_dir, (str, os.PathLike)) else [Path(d) for d in results_dir]
+
+
+def _load_directory(results_dir, benchmarks, matches, latest, summary):
+    """The result files of one results directory: (path, gpu name, machine, asv Results, that directory's
+    benchmarks.json) for each file readable and selected by `matches` (--commit) and `latest`."""
     try:
         machine_dirs = sorted(p for p in results_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
     except OSError as err:
         raise ExportError(f"cannot list {results_dir}: {err}") from None
-
-    resolved = _git_commit(commit) if commit else None
-    loaded = []  # (path, gpu name, machine, asv Results)
+    loaded = []
     for machine_dir in machine_dirs:
         files = sorted(p for p in machine_dir.glob("*.json") if p.name != "machine.json")
         if not files:
@@ -518,29 +564,84 @@ def export(results_dir, csv_path, commit=None, latest=False):
             except Exception as err:  # noqa: BLE001 - any unreadable file is reported by name and skipped
                 summary.warnings.append(f"{path}: cannot read results ({type(err).__name__}: {err})")
                 continue
-            if commit and not any((result.commit_hash or "").lower().startswith(ref.lower())
-                                  for ref in filter(None, (commit, resolved))):
-                continue
-            machine_results.append((path, result))
+            if matches is None or matches(result.commit_hash):
+                machine_results.append((path, result))
         if latest and machine_results:
             newest = max(r.date or 0 for _, r in machine_results)
             machine_results = [(p, r) for p, r in machine_results if (r.date or 0) == newest]
         for path, result in machine_results:
             gpu_name = gpu_name_of(result.params or {}, machine_info, machine_dir.name)
-            loaded.append((path, gpu_name, machine_dir.name, result))
-    summary.result_files = len(loaded)
-    if commit and not loaded:
-        raise ExportError(f"--commit {commit}: no result file in {results_dir} is of a commit whose hash starts with "
-                          f"it" + (f" (git resolves it to {resolved[:12]}, which has none either)" if resolved else
-                                   " (nor does git resolve it to a commit here)"))
+            loaded.append((path, gpu_name, machine_dir.name, result, benchmarks))
+    return loaded
 
+
+def source_key(row):
+    """The asv result file a row comes from: (machine, environment, commit)."""
+    return row["asv_machine"], row["asv_environment"], row["git_commit"]
+
+
+def export(results_dir, csv_path, commit=None, latest=False):
+    """Read `results_dir` (one asv results directory, or a list of them: each file read against its own directory's
+    benchmarks.json), merge its rows into `csv_path` and return an ExportSummary. The CSV's lock (tools._atomic.locked)
+    is held from reading the CSV to writing it (atomically), so a concurrent export or sweep loses no rows. Each
+    result file exported is authoritative for its (machine, environment, commit): the CSV's rows of that key which it
+    no longer yields (the benchmark failed or skipped in a re-run, its version changed, it left the file) are removed
+    (counted); rows of keys this export does not read stay."""
+    results_dirs, csv_path = _results_dirs(results_dir), Path(csv_path)
+    matches, how = commit_matcher(commit) if commit is not None else (None, "")
+    for directory in results_dirs:
+        if not directory.is_dir():
+            raise ExportError(f"results directory {directory} does not exist or is not a directory")
+    if csv_path.is_dir():
+        raise ExportError(f"--csv {csv_path} is a directory, expected the path of a CSV file")
+    benchmarks_of = [load_benchmarks(directory) for directory in results_dirs]
+    with locked(csv_path):
+        existing = read_csv_rows(csv_path)  # before any work: a CSV that is not ours stops the export untouched
+        summary = ExportSummary()
+        loaded = []  # (path, gpu name, machine, asv Results, its directory's benchmarks)
+        for directory, benchmarks in zip(results_dirs, benchmarks_of):
+            loaded += _load_directory(directory, benchmarks, matches, latest, summary)
+        summary.result_files = len(loaded)
+        if commit is not None and not loaded:
+            raise ExportError(f"--commit {commit}: no result file in {', '.join(map(str, results_dirs))} is of "
+                              f"{how}")
+        new_rows, unreadable = _rows_of(loaded, summary)
+
+        # An earlier row of the same measurement under another GPU name (machine.json gained or changed `gpu_name`)
+        # is replaced too: an asv result file (machine, commit, environment) has one GPU name for all its rows, so the
+        # old label would only double the row. (Not the sweep CLI's rows, whose one asv_machine spans GPUs.)
+        relabelled = {measurement_key(row) for row in new_rows.values() if row["asv_machine"] != SWEEP_CLI_MACHINE}
+        # The result files read are authoritative for their (machine, environment, commit): a row of one of them that
+        # the file no longer yields goes, except a benchmark entry that could not be read (warned; its rows stay)
+        sources = {(machine, result.env_name or "", result.commit_hash or "") for _, _, machine, result, _ in loaded}
+        kept = []
+        for row in existing:
+            if row_key(row) in new_rows:
+                continue
+            if measurement_key(row) in relabelled:
+                summary.replaced += 1
+            elif source_key(row) in sources and source_key(row) + (row["kernel_name"], row["metric_name"]) \
+                    not in unreadable:
+                summary.removed += 1
+            else:
+                kept.append(row)
+        merged = kept + list(new_rows.values())
+        write_atomic(csv_path, csv_text(merged))
+    summary.rows_exported = len(new_rows)
+    summary.rows_in_csv = len(merged)
+    return summary
+
+
+def _rows_of(loaded, summary):
+    """({row key: row} of the loaded result files, {(machine, environment, commit, kernel, metric) of the benchmark
+    entries that could not be read}). The same measurement twice keeps the later-started run's row (counted)."""
     ceilings, latest_ceilings = {}, {}  # the roofline: per result file, else the machine's newest measurement
-    for path, gpu_name, machine, result in sorted(loaded, key=lambda item: item[3].date or 0):
+    for path, _, machine, result, benchmarks in sorted(loaded, key=lambda item: item[3].date or 0):
         found = ceilings_of(result, benchmarks)
         if found:
             ceilings[str(path)] = latest_ceilings[machine] = found
-    exported = {}  # key -> (started_at, path, row)
-    for path, gpu_name, machine, result in loaded:
+    exported, unreadable = {}, set()  # key -> (started_at, path, row)
+    for path, gpu_name, machine, result, benchmarks in loaded:
         row_ceilings = ceilings.get(str(path)) or latest_ceilings.get(machine)
         for name in sorted(result.get_all_result_keys()):
             meta = benchmarks.get(name)
@@ -550,7 +651,11 @@ def export(results_dir, csv_path, commit=None, latest=False):
             try:
                 rows = rows_of_benchmark(result, name, meta, gpu_name, summary, machine, row_ceilings)
             except Exception as err:  # noqa: BLE001 - a malformed entry is reported and the rest exported
-                summary.warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err})")
+                summary.warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err}); "
+                                        f"its entry left out")
+                spec = describe_benchmark(name, meta, ExportSummary())
+                unreadable.add((machine, result.env_name or "", result.commit_hash or "", spec.kernel_name,
+                                spec.metric_name))
                 continue
             started_at = result.started_at.get(name) or 0
             for row in rows:
@@ -560,24 +665,14 @@ def export(results_dir, csv_path, commit=None, latest=False):
                     if (started_at, str(path)) < exported[key][:2]:
                         continue
                 exported[key] = (started_at, str(path), row)
-
-    new_rows = {key: row for key, (_, _, row) in exported.items()}
-    # An earlier row of the same measurement under another GPU name (machine.json gained or changed `gpu_name`) is
-    # replaced too: an asv result file (machine, commit, environment) has one GPU name for all its rows, so the old
-    # label would only double the row. (Not the sweep CLI's rows, whose one asv_machine spans GPUs.)
-    relabelled = {measurement_key(row) for row in new_rows.values() if row["asv_machine"] != SWEEP_CLI_MACHINE}
-    kept = [row for row in existing if row_key(row) not in new_rows and measurement_key(row) not in relabelled]
-    summary.replaced = sum(row_key(row) not in new_rows and measurement_key(row) in relabelled for row in existing)
-    merged = kept + list(new_rows.values())
-    write_atomic(csv_path, csv_text(merged))
-    summary.rows_exported = len(new_rows)
-    summary.rows_in_csv = len(merged)
-    return summary
+    return {key: row for key, (_, _, row) in exported.items()}, unreadable
 
 
 def report_lines(summary, csv_path):
+    removed = (f"; {summary.removed} earlier rows of these result files removed: the files no longer yield them"
+               if summary.removed else "")
     lines = [f"exported {summary.rows_exported} rows from {summary.result_files} result files into {csv_path} "
-             f"({summary.rows_in_csv} rows in total)"]
+             f"({summary.rows_in_csv} rows in total{removed})"]
     if summary.no_samples:
         lines.append(f"{summary.no_samples} rows without samples (p20/p80 left empty)")
     if summary.failed:
@@ -595,22 +690,51 @@ def report_lines(summary, csv_path):
     return lines
 
 
+def noise_path_of(csv_path, noise):
+    """The noise side table's path (None for --noise none): --noise, else noise.csv beside the CSV. ExportError,
+    naming both options, when it is the CSV itself: the side table would replace the benchmark CSV."""
+    if (noise or "").lower() == "none":
+        return None
+    path = Path(noise) if noise else Path(csv_path).with_name("noise.csv")
+    same = real_path(path) == real_path(csv_path)
+    if not same and path.exists() and Path(csv_path).exists():
+        same = os.path.samefile(path, csv_path)
+    if same:
+        raise ExportError(f"--noise {path} and --csv {csv_path} are the same file: the noise table would replace the "
+                          f"benchmark CSV; give --noise another path (or --noise none)"
+                          + ("" if noise else "; without --noise it is noise.csv beside --csv, so name the CSV "
+                                              "otherwise or give --noise"))
+    if path.is_dir():
+        raise ExportError(f"--noise {path} is a directory, expected the path of a CSV file (or none)")
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m tools.export", description=__doc__.splitlines()[0],
-        epilog="Exit status: 0 ok; 1 some result files could not be read (named; the rest exported); "
-               "2 bad results directory or CSV (nothing written).")
-    parser.add_argument("--results", default="results", help="asv results directory (default: results)")
+        epilog="Each result file exported is authoritative for its (machine, environment, commit): rows of it that the "
+               "file no longer yields (failed, skipped, another benchmark version) leave the CSV; rows of other "
+               "result files stay. Exit status: 0 ok; 1 some result files could not be read (named; the rest "
+               "exported); 2 bad results directory, CSV or option (nothing written).")
+    parser.add_argument("--results", action="append",
+                        help="asv results directory (repeatable: each read against its own benchmarks.json; default: "
+                             "results)")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
                         help="CSV to create or update (default: docs/data/benchmark_data.csv)")
-    parser.add_argument("--commit", help="only results of this commit: a hash prefix, or a ref git resolves (a "
-                                         "branch, a tag); an error when no result file is of it")
+    parser.add_argument("--commit", help="only results of this commit: a ref git resolves (a branch, a tag, a short "
+                                         "hash), else a hash prefix of at least 4 hex digits; an error when no "
+                                         "result file is of it")
     parser.add_argument("--latest", action="store_true", help="only the newest commit of each machine")
-    parser.add_argument("--noise", help="the per-series noise side table (tools.noise; default: noise.csv beside "
-                                        "the CSV; 'none' to skip)")
+    parser.add_argument("--noise", help="the per-series noise side table (tools.noise), merged like the CSV: the "
+                                        "series of these results replace their rows, the others stay (default: "
+                                        "noise.csv beside the CSV; 'none' to skip)")
     args = parser.parse_args(argv)
+    results = args.results or ["results"]
     try:
-        summary = export(args.results, args.csv, commit=args.commit, latest=args.latest)
+        if not args.csv:
+            raise ExportError("--csv is empty, expected the path of a CSV file")
+        noise_path = noise_path_of(args.csv, args.noise)  # before anything is written
+        summary = export(results, args.csv, commit=args.commit, latest=args.latest)
     except ExportError as err:
         print(f"tools.export: error: {err}", file=sys.stderr)
         return 2
@@ -623,11 +747,12 @@ def main(argv=None):
         print(f"tools.export: warning: {line}", file=sys.stderr)
     for line in report_lines(summary, args.csv):
         print(line)
-    if (args.noise or "").lower() != "none":
-        from tools.noise import write_noise_table
-        noise_path = args.noise or str(Path(args.csv).with_name("noise.csv"))
+    if noise_path is not None:
+        from tools.noise import compute_noise_rows, merge_noise_rows
         try:
-            print(f"noise of {len(write_noise_table([args.results], noise_path))} series written to {noise_path}")
+            rows = compute_noise_rows(results)
+            total = merge_noise_rows(noise_path, rows)
+            print(f"noise of {len(rows)} series written to {noise_path} ({total} series in the table)")
         except Exception as err:  # noqa: BLE001 - the CSV is written; the side table is reported, not fatal
             print(f"tools.export: warning: noise table not written ({type(err).__name__}: {err})", file=sys.stderr)
             return 1

@@ -39,7 +39,17 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
 What HEAD did not measure is never a pass: a series of the project's own that BASE measured and whose benchmark
 failed at HEAD (asv's null) is reported FAILED and fails the gate (exit 1); one HEAD skipped (asv's NaN) or did not run
 in an environment it ran is reported MISSING and the gate refuses (exit 2: run it at HEAD too). An environment HEAD
-did not run at all is not compared. BASE and HEAD must be different commits.
+did not run at all is not compared. BASE and HEAD must be different commits: git refs or hashes, resolved by git
+first (`git rev-parse`: a branch named `dbc9` is that branch), else, where git cannot resolve them, a hash prefix of
+at least 4 hex digits matched in the results.
+
+Benchmark versions: each --results directory's results are read against that directory's own benchmarks.json
+(results of a version it does not describe are left out, as asv leaves them out), and each series carries the
+version it was measured under. A benchmark BASE and HEAD measured under different versions (asv's hash of its code:
+the benchmark itself changed, e.g. in a gate-scratch run) is never compared, nor is its history across versions used
+for its noise; the report names those series ("N series not compared: ...", as asv compare marks them "x"). They
+neither fail nor refuse the gate, and the exit status is that of the series compared (a benchmark of the project's
+own that failed at HEAD still fails it).
 
 Other projects' asv results: the `provider` param is found by name wherever it is among a benchmark's params; the
 providers named by --own (default: greyhound's) are the project's own code and the others its peers (controls); a
@@ -60,11 +70,11 @@ import math
 import random
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tools import is_finite_number
-from tools.export import ExportError, load_benchmarks, load_results, stored_measurements
+from tools.export import ExportError, git_commit, hash_prefix, load_benchmarks, load_results, stored_measurements
 from tools.noise import history_noise, median_standard_error, read_gpus
 
 Z = 3.0  # standard deviations of a series' own A/A differences
@@ -94,6 +104,7 @@ class Series:
     env: str = ""  # asv's environment name: each environment (python, requirements) is a series of its own
     provider_index: int = 0  # where the benchmark's `provider` param is in the combination (-1: it has none)
     own: tuple = OWN_PROVIDERS  # the provider names (prefixes) that are the project's own code
+    version: object = None  # the benchmark's version (asv's hash of its code) the series was measured under
 
     @property
     def has_provider(self):
@@ -120,6 +131,10 @@ class Series:
     def label(self):
         return f"{self.benchmark.split('.', 1)[-1]}({', '.join(self.combo)})"
 
+    def unversioned(self):
+        """The series whatever version of its benchmark measured it."""
+        return replace(self, version=None)
+
 
 @dataclass
 class Run:
@@ -131,6 +146,8 @@ class Run:
     failed: set = field(default_factory=set)  # series whose benchmark failed in this run (asv's null result)
     skipped: set = field(default_factory=set)  # series whose benchmark skipped itself in this run (asv's NaN)
     unjudged: set = field(default_factory=set)  # series measured at 0 or below (0 bytes of peak memory): no ratio
+    versions: dict = field(default_factory=dict)  # benchmark -> the version its results in this run were measured
+    # under, where the benchmarks.json of their results directory describes it; ("other", version) where it does not
 
 
 @dataclass
@@ -153,6 +170,8 @@ class Report:
     environment: str = ""
     failed: list = field(default_factory=list)  # the project's series BASE measured whose benchmark failed at HEAD
     missing: list = field(default_factory=list)  # (series, why) BASE measured that HEAD did not: "not run", "skipped"
+    version_changed: list = field(default_factory=list)  # series left out: BASE and HEAD measured different versions
+    # of their benchmark (its code changed), so their figures are not the same measurement
 
     @property
     def regressions(self):
@@ -160,23 +179,28 @@ class Report:
 
 
 # --- reading ------------------------------------------------------------------------------------------------------
-def load_runs(results_dirs, machine=None, tier="tracked", warnings=None, own=OWN_PROVIDERS):
+def load_runs(results_dirs, machine=None, tier="tracked", warnings=None, own=OWN_PROVIDERS, metas=None):
     """{commit: Run} of one machine from asv results directories, tracked-tier series only (tier=None: all; results
-    whose benchmarks declare no tier at all, another project's, are all judged). A file or benchmark entry that
-    cannot be read is left out and named in `warnings` (a list, when given) as "path: problem". `own`: the provider
-    names (prefixes) that are the project's own code."""
-    runs, machines, benchmarks = {}, set(), {}
+    whose benchmarks declare no tier at all, another project's, are all judged). Each directory's results are read
+    against its own benchmarks.json, and each series carries the benchmark version it was measured under (results of
+    a version their benchmarks.json does not describe are left out, as asv leaves them out). A file or benchmark entry
+    that cannot be read is left out and named in `warnings` (a list, when given) as "path: problem". `own`: the
+    provider names (prefixes) that are the project's own code. `metas` (a dict, when given) receives
+    {(benchmark, version): its benchmarks.json entry}."""
+    runs, machines = {}, set()
     warnings = [] if warnings is None else warnings
+    metas = {} if metas is None else metas
+    directories = []
     for results_dir in map(Path, results_dirs):
         try:
-            benchmarks.update(load_benchmarks(results_dir))
-            machine_dirs = _machine_dirs(results_dir)
+            directories.append((results_dir, load_benchmarks(results_dir), _machine_dirs(results_dir)))
         except ExportError as err:
             raise GateError(str(err)) from None
         except OSError as err:
             raise GateError(f"cannot list {results_dir}: {err}") from None
-        # another project's benchmarks declare no tiers: then every benchmark is tracked
-        dir_tier = tier if any("tier" in meta for meta in benchmarks.values()) else None
+    # another project's benchmarks declare no tiers: then every benchmark is tracked
+    tiers = any("tier" in meta for _, benchmarks, _ in directories for meta in benchmarks.values())
+    for results_dir, benchmarks, machine_dirs in directories:
         for machine_dir in machine_dirs:
             if machine and machine_dir.name != machine:
                 continue
@@ -191,7 +215,7 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None, own=OWN
                 machines.add(machine_dir.name)
                 run = runs.setdefault(result.commit_hash, Run(result.commit_hash, result.date or 0,
                                                               dict(result.params or {})))
-                _add_values(run, result, benchmarks, dir_tier, path, warnings, tuple(own))
+                _add_values(run, result, benchmarks, tier if tiers else None, path, warnings, tuple(own), metas)
     if len(machines) > 1:
         raise GateError(f"results of several machines {sorted(machines)}: choose one with --machine")
     try:
@@ -205,7 +229,7 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None, own=OWN
     return runs
 
 
-def _add_values(run, result, benchmarks, tier, path="", warnings=None, own=OWN_PROVIDERS):
+def _add_values(run, result, benchmarks, tier, path="", warnings=None, own=OWN_PROVIDERS, metas=None):
     for name in result.get_all_result_keys():
         meta = benchmarks.get(name)
         if meta is None or (tier and meta.get("tier") != tier):
@@ -216,12 +240,17 @@ def _add_values(run, result, benchmarks, tier, path="", warnings=None, own=OWN_P
             if warnings is not None:
                 warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err})")
             continue
-        if values is None:
-            continue  # an older definition or parameter grid of the benchmark: not the same measurement
+        if values is None:  # an older definition or parameter grid of the benchmark: not the same measurement
+            run.versions[name] = ("other", result.benchmark_version.get(name))
+            continue
+        version = meta.get("version")
+        run.versions[name] = version
+        if metas is not None:
+            metas[(name, version)] = meta
         unit = str(meta.get("unit") or "seconds")
         provider_index = list(param_names).index("provider") if "provider" in param_names else -1
         for combo, value, combo_samples in zip(combos, values, samples):
-            series = Series(name, tuple(combo), result.env_name or "", provider_index, own)
+            series = Series(name, tuple(combo), result.env_name or "", provider_index, own, version)
             if value is None:  # asv writes null for a benchmark that failed, NaN for one that skipped itself
                 run.failed.add(series)
             elif isinstance(value, float) and math.isnan(value):
@@ -334,13 +363,21 @@ def judge(base, head, history):
                                 f"unchanged code; its first samples are the device's time")
         verdicts.append(verdict)
     report = Report(verdicts)
+    # a benchmark BASE and HEAD measured under different versions (its code changed) is never compared: its series
+    # are named instead (asv compare marks them "x", not comparable)
+    changed = {name for name in set(base.versions) & set(head.versions) if base.versions[name] != head.versions[name]}
+    report.version_changed = sorted({s.unversioned() for run in (base, head) for s in run.values
+                                     if s.benchmark in changed}, key=lambda s: (s.label(), s.env))
     # the project's series BASE measured and HEAD did not: failed there (a benchmark that crashes is not judged
     # faster), or not run in an environment HEAD ran (a partial run cannot vouch for what it left out; an environment
     # HEAD did not run at all is simply not compared)
     head_envs = {series.env for series in set(head.values) | head.failed | head.skipped | head.unjudged}
+    head_failed = {series.unversioned() for series in head.failed}
     for series in sorted(set(base.values) - set(head.values) - head.unjudged, key=lambda s: (s.label(), s.env)):
-        if series.is_greyhound and series in head.failed:
+        if series.is_greyhound and series.unversioned() in head_failed:
             report.failed.append(series)
+        elif series.benchmark in changed:
+            continue  # not comparable; named in report.version_changed
         elif series.is_greyhound and series.env in head_envs:
             report.missing.append((series, "skipped" if series in head.skipped else "not run"))
     moves = list(drifted.values())
@@ -418,23 +455,66 @@ def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None, own=OW
                     + ("choose one with --machine" if both else f"none measured both {base} and {head}"))
 
 
-def resolve(runs, ref, repo=".", unreadable=()):
-    """A commit hash (any prefix) or git ref -> the full hash of a run in `runs`; the error names the result files
-    that could not be read (`unreadable`: "path: problem" lines), one of which may hold it."""
-    matches = [c for c in runs if c.startswith(ref.lower())]
-    if len(matches) == 1:
-        return matches[0]
-    try:
-        import git
-        full = git.Repo(repo, search_parent_directories=True).commit(ref).hexsha
-    except Exception:  # noqa: BLE001 - not a repository, or an unknown ref: reported below
-        full = None
-    if full in runs:
-        return full
-    hint = unreadable_of(unreadable, ref.lower()) or list(unreadable)
-    raise GateError(f"no results for {ref!r} on this machine (have {len(runs)} commits: "
-                    f"{', '.join(sorted(c[:8] for c in runs)[:12])}...)"
+def resolve(runs, ref, repo=".", unreadable=(), machine=None):
+    """A git ref or commit hash -> the full hash of a run in `runs`. git resolves `ref` first (`git rev-parse`: a
+    branch named `dbc9` is that branch, as git reads it); only where git cannot resolve it (no repository, another
+    project's commits) is it matched as a hash prefix of at least 4 hex digits. The error names the result files that
+    could not be read (`unreadable`: "path: problem" lines), one of which may hold it."""
+    where = f"machine {machine}" if machine else "this machine"
+    have = f"have {len(runs)} commits: {', '.join(sorted(c[:8] for c in runs)[:12])}{'...' if len(runs) > 12 else ''}"
+    if not (ref or "").strip():
+        raise GateError(f"commit {ref!r}: expected a git ref or a hash prefix, got an empty string")
+    full = git_commit(ref, repo)
+    if full is not None:
+        if full in runs:
+            return full
+        what = f"{ref!r} (git resolves it to {full[:12]})"
+    else:
+        try:
+            prefix = hash_prefix(ref, "commit")
+        except ValueError as err:
+            raise GateError(f"{err} ({where}: {have})") from None
+        matches = [c for c in runs if c.startswith(prefix)]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise GateError(f"commit {ref!r} is ambiguous on {where}: {', '.join(sorted(m[:12] for m in matches))}")
+        what = repr(ref)
+    hint = unreadable_of(unreadable, full or ref.lower()) or list(unreadable)
+    raise GateError(f"no results for {what} on {where} ({have})"
                     + (f"; {len(hint)} result file(s) could not be read: {'; '.join(hint[:3])}" if hint else ""))
+
+
+def check_machine(results_dirs, machine):
+    """GateError when `results_dirs` hold no result files, or none of --machine `machine` (naming the machines they
+    do hold)."""
+    for results_dir in map(Path, results_dirs):  # first what load_runs says of a folder that is not asv's
+        try:
+            load_benchmarks(results_dir)
+        except ExportError as err:
+            raise GateError(str(err)) from None
+    names = machine_names(results_dirs)
+    where = ", ".join(map(str, results_dirs))
+    if not names:
+        raise GateError(f"no asv result files in {where} (expected <machine>/<commit>-<env>.json files)")
+    if machine is not None and machine not in names:
+        raise GateError(f"--machine {machine!r}: no results of that machine in {where}; the machines there: "
+                        f"{', '.join(names)}")
+    return names
+
+
+def version_changed_line(report, shown=5):
+    """The line naming the series left out because BASE and HEAD measured different versions of their benchmark
+    (count, then the first `shown` names), or ''."""
+    changed = report.version_changed
+    if not changed:
+        return ""
+    names = ", ".join(series.label() for series in changed[:shown]) + (
+        f", ... ({len(changed) - shown} more)" if len(changed) > shown else "")
+    benchmarks = sorted({series.benchmark for series in changed})
+    return (f"{len(changed)} series not compared: BASE and HEAD measured different versions of "
+            f"{'its benchmark' if len(benchmarks) == 1 else f'their {len(benchmarks)} benchmarks'} (the benchmark's "
+            f"code changed; measure both commits under one version to compare them): {names}")
 
 
 def format_report(report, base, head):
@@ -455,7 +535,7 @@ def format_report(report, base, head):
                                 + [("MISSING", series, why) for series, why in report.missing]):
         lines.append(f"  {status:11s} at HEAD ({why} there, measured at BASE)  {series.label()}"
                      + (f"  [{series.env}]" if several_envs else ""))
-    for line in (report.drift, report.environment):
+    for line in (report.drift, report.environment, version_changed_line(report)):
         if line:
             lines.append(f"  {line}")
     counts = {s: sum(v.status == s for v in report.verdicts) for s in ("regression", "drift", "improvement")}
@@ -466,7 +546,8 @@ def format_report(report, base, head):
     if report.regressions or report.failed:
         lines.append("PERFORMANCE REGRESSED" if report.regressions else "BENCHMARKS FAILED AT HEAD")
     else:
-        lines.append("no regression" + (" among the series compared" if report.missing else ""))
+        lines.append("no regression" + (" among the series compared" if report.missing or report.version_changed
+                                        else ""))
     return lines
 
 
@@ -494,7 +575,7 @@ def identical_code_pairs(runs, path="greyhound", repo="."):
 def scaled(run, factor):
     """A copy of `run` whose greyhound time series are `factor` times slower (samples included)."""
     copy = Run(run.commit, run.date, run.params, failed=set(run.failed), skipped=set(run.skipped),
-               unjudged=set(run.unjudged))
+               unjudged=set(run.unjudged), versions=dict(run.versions))
     for series, (value, samples, unit) in run.values.items():
         if series.is_greyhound and unit == "seconds":
             value, samples = value * factor, [s * factor for s in samples] if samples else None
@@ -581,7 +662,8 @@ def main(argv=None):
             if not (math.isfinite(args.slowdown) and args.slowdown > 1):
                 raise GateError(f"--slowdown must be a factor > 1 (the slowdown injected into HEAD), got "
                                 f"{args.slowdown}")
-            names = [args.machine] if args.machine else machine_names(results) or [None]
+            names = check_machine(results, args.machine)
+            names = [args.machine] if args.machine else names
             for name in names:
                 runs = load_runs(results, name, tier=tier, warnings=warnings, own=own)
                 _print_warnings(warnings)
@@ -604,7 +686,9 @@ def main(argv=None):
         _print_warnings(warnings)
         if not (args.base and args.head):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
-        base, head = resolve(runs, args.base, unreadable=warnings), resolve(runs, args.head, unreadable=warnings)
+        if not runs:
+            check_machine(results, args.machine)
+        base, head = (resolve(runs, ref, unreadable=warnings, machine=args.machine) for ref in (args.base, args.head))
         if base == head:
             raise GateError(f"BASE {args.base!r} and HEAD {args.head!r} are the same commit ({base[:8]}): a run judged "
                             "against itself says nothing")
@@ -616,7 +700,8 @@ def main(argv=None):
         if not report.verdicts:
             raise GateError(f"no series measured in both {base[:8]} and {head[:8]}"
                             + ("" if args.all_tiers else " in the tracked tier (--all-tiers judges every benchmark)")
-                            + ": nothing was compared")
+                            + ": nothing was compared" + (f"; {version_changed_line(report)}"
+                                                          if report.version_changed else ""))
     except GateError as err:
         print(f"tools.gate: error: {err}", file=sys.stderr)
         return 2

@@ -13,8 +13,13 @@ parameter combination instead:
   the run that started later wins and the combination is reported as replaced;
 * a benchmark whose parameter grid or version (asv's hash of its code) differs between the two sides is refused
   with an error naming it: those numbers measure different code and are not merged;
-* benchmarks.json and machine.json: entries results/ lacks are added; differing entries keep results/' version and
-  are reported;
+* benchmarks.json: entries results/ lacks are added. An entry that differs (a benchmark whose code, and so asv's
+  version of it, changed) takes the side whose results of it started later, the source's when its runs are newer:
+  `asv run` rewrites benchmarks.json with the definitions it ran, and asv (publish, compare), tools.export and
+  tools.gate read only results of the version benchmarks.json names. The replaced definition's results then read as
+  an older version, as after `asv run`; each benchmark whose entry was taken, or kept although the source's differs,
+  is named (with what to do where the source's results now read as older);
+* machine.json: entries results/ lacks are added; differing entries keep results/' version and are reported;
 * a result file whose two runs differ in machine, GPU model or software (params: MATCHING_PARAMS) is refused: those
   numbers belong under another machine or environment; a differing driver or host is reported and merged;
 * <machine>/gpus.csv (which GPU ran which commit, for tools.noise): rows results/ lacks are added, where both files
@@ -150,6 +155,63 @@ def _merge_dict_file(ours, theirs, label, log):
     return merged
 
 
+def newest_runs(results_root):
+    """{(benchmark, version): the latest started_at of a result of it} over the result files of a results folder
+    (files that cannot be read, or in the old format without result_columns, say nothing)."""
+    newest = {}
+    for path in Path(results_root).glob("*/*.json"):
+        if path.name == "machine.json":
+            continue
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+            columns, results = document["result_columns"], document["results"]
+            for name, entry in results.items():
+                row = _row(entry, columns)
+                key = (name, row["version"])
+                newest[key] = max(newest.get(key, 0), row["started_at"] or 0)
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return newest
+
+
+def _names(names, shown=5):
+    return ", ".join(names[:shown]) + (f", ... ({len(names) - shown} more)" if len(names) > shown else "")
+
+
+def merge_benchmarks_json(ours, theirs, source, into, label, log):
+    """benchmarks.json merged: entries results/ lacks added; a differing entry takes the side whose results of it (of
+    that side's version) started later, results/' on a tie. Each benchmark taken or kept is logged by name."""
+    merged, taken, kept = dict(ours), [], []
+    newest_theirs = newest_ours = None
+    for name, entry in theirs.items():
+        if name not in merged:
+            merged[name] = entry
+        elif merged[name] != entry:
+            if not (isinstance(entry, dict) and isinstance(merged[name], dict)):
+                log(f"{label}: {name} differs, kept results/' entry")
+                continue
+            if newest_theirs is None:  # read the result files only where a definition differs
+                newest_theirs, newest_ours = newest_runs(source), newest_runs(into)
+            theirs_at = newest_theirs.get((name, entry.get("version")), 0)
+            ours_at = newest_ours.get((name, merged[name].get("version")), 0)
+            if theirs_at > ours_at:
+                merged[name] = entry
+                taken.append(name)
+            else:
+                kept.append(name)
+    if taken:
+        log(f"{label}: took the source's definition of {len(taken)} benchmark(s), whose results there started later "
+            f"(as `asv run` rewrites benchmarks.json with the definitions it ran): {_names(taken)}; results/' "
+            f"results of their other version now read as an older version (asv publish, tools.export and tools.gate "
+            f"leave them out)")
+    if kept:
+        log(f"{label}: warning: kept results/' definition of {len(kept)} benchmark(s) that differ in the source, "
+            f"whose results of them are not newer: {_names(kept)}; the source's results of them read as an older "
+            f"version (asv publish, tools.export and tools.gate leave them out): re-run those benchmarks at the "
+            f"source's commits with the current code to use them")
+    return merged
+
+
 def merge_tree(source, into, log=print):
     """Merge the results folder `source` into `into`; returns a summary dict. Every file is checked and merged in
     memory first: a source with one bad file writes nothing (MergeError names it)."""
@@ -172,7 +234,9 @@ def merge_tree(source, into, log=print):
             summary["replaced"] += replaced
             if replaced:
                 log(f"{target}: {replaced} parameter combination(s) measured on both sides: the later run kept")
-        else:  # benchmarks.json, machine.json
+        elif path == source / "benchmarks.json":
+            merged = merge_benchmarks_json(ours, theirs, source, into, str(target), log)
+        else:  # machine.json
             merged = _merge_dict_file(ours, theirs, str(target), log)
         if merged == ours:
             summary["unchanged"] += 1

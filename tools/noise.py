@@ -13,6 +13,11 @@ benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, G
 * between_machine_cv: the standard deviation of the per-GPU median of the log-medians, where runs of two or more
   GPUs are known (`results/<machine>/gpus.csv`: commit, gpu_uuid, written by scripts/h200_asv.sh); empty otherwise.
 tools.gate reads the same statistics (history_noise, median_standard_error) to set each series' threshold.
+
+The table is merged, like the benchmark CSV: the series these results give replace their rows (NOISE_KEY), the rows of
+other series (another results directory's, e.g. docs/perf/h200-results-v1) stay where they are; the read, merge and
+atomic write hold the table's lock (tools._atomic.locked). A table whose columns are not COLUMNS is left untouched
+(an error).
 """
 import argparse
 import csv
@@ -23,11 +28,13 @@ import statistics
 import sys
 from pathlib import Path
 
-from tools._atomic import write_atomic
+from tools._atomic import locked, write_atomic
 
 COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
            "extra_benchmark_config_str", "gpu_name", "runs", "gpus", "within_process_cv", "between_process_cv",
            "between_machine_cv", "benchmark", "asv_environment")
+NOISE_KEY = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
+             "extra_benchmark_config_str", "gpu_name", "benchmark", "asv_environment")  # one series of the table
 GPUS_FILE = "gpus.csv"
 
 
@@ -79,15 +86,17 @@ def read_gpus(results_dirs, machines=None):
     return gpus
 
 
-def noise_rows(runs, gpus, benchmarks):
-    """One row per series of `runs` (tools.gate.load_runs), keyed like the benchmark CSV."""
+def noise_rows(runs, gpus, benchmarks, machine_info=None, machine=""):
+    """One row per series of `runs` (tools.gate.load_runs), keyed like the benchmark CSV: `benchmarks` maps a
+    benchmark's name, or (name, version) as load_runs' `metas` gives it, to its benchmarks.json entry; the GPU's name
+    falls back on `machine_info` (machine.json) and the `machine` name as the export's rows do."""
     from tools.export import ExportSummary, describe_benchmark, gpu_name_of, parse_param
 
     ordered = sorted(runs.values(), key=lambda r: (r.date, r.commit))
     series_all = sorted({s for run in ordered for s in run.values}, key=lambda s: (s.label(), s.env))
     summary, rows = ExportSummary(), []
     for series in series_all:
-        meta = benchmarks[series.benchmark]
+        meta = benchmarks.get((series.benchmark, series.version)) or benchmarks[series.benchmark]
         spec = describe_benchmark(series.benchmark, meta, summary)
         present = [run for run in ordered if series in run.values]
         by_gpu = {}
@@ -115,7 +124,8 @@ def noise_rows(runs, gpus, benchmarks):
             "kernel_name": spec.kernel_name, "kernel_provider": provider, "kernel_operation_mode": mode,
             "metric_name": spec.metric_name, "x_name": spec.x_name, "x_value": x_value,
             "extra_benchmark_config_str": json.dumps({k: v for k, (_, v) in named.items()}, sort_keys=True),
-            "gpu_name": gpu_name_of(present[-1].params, {}, ""), "runs": len(present), "gpus": len(known),
+            "gpu_name": gpu_name_of(present[-1].params, machine_info or {}, machine), "runs": len(present),
+            "gpus": len(known),
             "within_process_cv": _fmt(statistics.median(within) if within else float("nan")),
             "between_process_cv": _fmt(between), "between_machine_cv": _fmt(machine),
             "benchmark": series.benchmark, "asv_environment": series.env,
@@ -127,9 +137,10 @@ def _fmt(value):
     return "" if value is None or math.isnan(value) else f"{value:.5f}"
 
 
-def write_noise_table(results_dirs, out, tier=None):
-    """Compute the table for every machine in `results_dirs` and write it atomically; returns the rows."""
-    from tools.export import load_benchmarks
+def compute_noise_rows(results_dirs, tier=None):
+    """The table's rows for every machine in `results_dirs` (each directory's results read against its own
+    benchmarks.json; the GPU's name from the result params, else the machine's machine.json, as the export does)."""
+    from tools.export import ExportSummary, load_benchmarks, read_machine_json
     from tools.gate import load_runs
 
     results_dirs = [Path(d) for d in results_dirs]
@@ -140,12 +151,70 @@ def write_noise_table(results_dirs, out, tier=None):
     rows = []
     machines = sorted({p.name for d in results_dirs for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")})
     for machine in machines:
-        rows += noise_rows(load_runs(results_dirs, machine, tier=tier), gpus, benchmarks)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_atomic(Path(out), buffer.getvalue())
+        infos = [read_machine_json(d / machine, ExportSummary()) for d in results_dirs if (d / machine).is_dir()]
+        metas = dict(benchmarks)
+        runs = load_runs(results_dirs, machine, tier=tier, metas=metas)
+        rows += noise_rows(runs, gpus, metas, next((info for info in infos if info), {}), machine)
+    return rows
+
+
+def read_noise_table(path):
+    """The rows of an existing noise table (none when it does not exist or is empty); ValueError naming the file when
+    its columns are not COLUMNS or a row is cut."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+        reader = csv.reader(io.StringIO(text))
+        header = next(reader, None)
+        if header is None:
+            return []
+        if tuple(header) != COLUMNS:
+            raise ValueError(f"{path} has columns {header}, expected {list(COLUMNS)}; left it untouched")
+        rows = []
+        for fields in reader:
+            if fields and len(fields) != len(COLUMNS):
+                raise ValueError(f"{path} line {reader.line_num} has {len(fields)} fields, expected {len(COLUMNS)}; "
+                                 f"left it untouched")
+            if fields:
+                rows.append(dict(zip(COLUMNS, fields)))
+        return rows
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"cannot read {path}: {err}; left it untouched") from None
+
+
+def merge_noise_rows(out, rows):
+    """Merge `rows` into the table at `out` (holding its lock; written atomically): each series (NOISE_KEY) of `rows`
+    replaces that series' rows where they stand, new series are appended, every other row stays. Returns the number
+    of rows in the table."""
+    new = {}
+    for row in rows:  # a carriage return becomes a line feed, which the writer quotes (as the export's rows)
+        row = {c: str(v).replace("\r\n", "\n").replace("\r", "\n") for c, v in row.items()}
+        new.setdefault(tuple(row[c] for c in NOISE_KEY), []).append(row)
+    with locked(out):
+        merged, placed = [], set()
+        for row in read_noise_table(out):
+            key = tuple(row[c] for c in NOISE_KEY)
+            if key not in new:
+                merged.append(row)
+            elif key not in placed:
+                merged += new[key]
+                placed.add(key)
+        merged += [row for key, key_rows in new.items() if key not in placed for row in key_rows]
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(merged)
+        write_atomic(Path(out), buffer.getvalue())
+    return len(merged)
+
+
+def write_noise_table(results_dirs, out, tier=None):
+    """Compute the table for every machine in `results_dirs` and merge it into `out` (merge_noise_rows); returns the
+    rows computed."""
+    rows = compute_noise_rows(results_dirs, tier)
+    merge_noise_rows(out, rows)
     return rows
 
 
@@ -161,7 +230,7 @@ def main(argv=None):
     except (ExportError, GateError, OSError, ValueError) as err:
         print(f"tools.noise: error: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {len(rows)} series to {args.out}")
+    print(f"wrote {len(rows)} series to {args.out} (merged: the table's rows of other series stay)")
     return 0
 
 

@@ -36,7 +36,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE, is_finite_number, x_value_order
+from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE, CsvFormatError, is_finite_number, read_csv_records, x_value_order
 from tools._atomic import atomic_path, write_atomic
 
 SWEEP_COLUMNS = ["kernel_name", "kernel_operation_mode", "metric_name", "metric_unit", "x_name",
@@ -56,18 +56,21 @@ class PlotError(Exception):
 
 # --- reading ------------------------------------------------------------------------------------------------------
 def read_benchmark_csv(path):
-    """The CSV as strings plus float y columns (NaN where empty); PlotError when it is missing or not ours."""
+    """The CSV as strings plus float y columns (NaN where empty); PlotError when it is missing, a directory, or not
+    ours: read with the export's own checks (tools.read_csv_records: the header, every row's field count), so a cut
+    or damaged CSV stops the plot before anything under the output folder is written or removed."""
     path = Path(path)
+    if path.is_dir():
+        raise PlotError(f"--csv {path} is a directory, expected the benchmark CSV file tools.export writes")
     if not path.is_file():
-        raise PlotError(f"CSV {path} does not exist")
-    if path.stat().st_size == 0:
-        return pd.DataFrame(columns=list(CSV_COLUMNS))
+        raise PlotError(f"--csv {path} does not exist (expected the benchmark CSV file tools.export writes)")
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        rows = read_csv_records(path)
+    except CsvFormatError as err:
+        raise PlotError(f"{err}; nothing plotted, no plot removed") from None
+    except (OSError, UnicodeDecodeError) as err:
         raise PlotError(f"cannot read {path}: {err}") from None
-    if tuple(frame.columns) != CSV_COLUMNS:
-        raise PlotError(f"{path} has columns {list(frame.columns)}, expected {list(CSV_COLUMNS)}")
+    frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS), dtype=str)
     for column in Y_COLUMNS:
         numbers = pd.to_numeric(frame[column].replace("", np.nan), errors="coerce")
         frame[column] = numbers.where(np.isfinite(numbers))  # inf: no figure to draw, like NaN

@@ -217,3 +217,17 @@ def test_a_sweep_cli_run_of_the_measured_commit_leaves_the_asv_tables_alone(tmp_
         assert docs._number(asv["greyhound"]) in text and docs._number(sweep["greyhound"]) not in text, marker
     text = docs.update_text("<!-- tools.docs table kernel=k machine=sweep-cli -->\n<!-- /tools.docs -->\n", frame)
     assert "machine sweep-cli" in text and docs._number(sweep["fla"]) in text and docs._number(asv["fla"]) not in text
+
+
+def test_errors_name_the_markdown_file_the_marker_and_the_csv_option(tmp_path, capsys):
+    # before: "no speed rows for {}" without the file or the marker; a missing --csv gave a bare "[Errno 2] ..."
+    path = _csv(tmp_path, [_row("greyhound", "full", 1.0, "a" * 40, "2026-12-01T00:00:00Z")])
+    page = tmp_path / "page.md"
+    page.write_text("intro\n\n<!-- tools.docs headline gpu=NVIDIA-L4 -->\n<!-- /tools.docs -->\n")
+    assert docs.main(["--csv", str(path), str(page)]) == 2
+    err = capsys.readouterr().err
+    assert f"{page} line 3, marker <!-- tools.docs headline gpu=NVIDIA-L4 -->: " in err
+    assert docs.main(["--csv", str(tmp_path / "missing.csv"), str(page)]) == 2
+    assert f"--csv {tmp_path / 'missing.csv'} does not exist" in capsys.readouterr().err
+    assert docs.main(["--csv", str(tmp_path), str(page)]) == 2
+    assert f"--csv {tmp_path} is a directory" in capsys.readouterr().err

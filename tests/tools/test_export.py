@@ -139,7 +139,8 @@ def test_greyhound_suite_rows_percentiles_units_and_metadata(tmp_path, capsys):
             assert row["gpu_name"] == "NVIDIA H200"
             assert row["git_commit"] == COMMIT_A
             assert row["timestamp"] == iso(DATE)
-    assert not list(csv_path.parent.glob(".*"))  # the atomic write left no temporary file
+    # the atomic write left no temporary file, only the locks the read-modify-writes held
+    assert sorted(p.name for p in csv_path.parent.glob(".*")) == [".data.csv.lock", ".noise.csv.lock"]
 
 
 def test_nan_token_and_null_results_are_left_out_and_counted(tmp_path, capsys):
@@ -284,7 +285,7 @@ def test_reexport_replaces_same_key_keeps_other_rows_never_duplicates(tmp_path):
     assert run_export(root, csv_path) == 0
     assert csv_path.read_bytes() == first  # idempotent, byte for byte
 
-    foreign = dict(read_rows(csv_path)[0], kernel_name="logprobs", y_value_50="7.5")
+    foreign = dict(read_rows(csv_path)[0], kernel_name="logprobs", y_value_50="7.5", asv_machine="other")
     with open(csv_path, "a", newline="") as f:
         csv.writer(f, lineterminator="\n").writerow([foreign[c] for c in CSV_COLUMNS])
     new_values, new_samples = random_time_results(rng)
@@ -396,7 +397,7 @@ def test_csv_with_unexpected_columns_is_left_untouched(tmp_path, capsys):
         assert csv_path.read_text() == content
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and str(csv_path) in err
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".") and p.suffix != ".lock"] == []
 
 
 def test_missing_results_directory_or_benchmarks_json(tmp_path, capsys):
@@ -581,7 +582,7 @@ def test_a_carriage_return_in_a_name_reads_back(tmp_path):
     params = [["'greyhound'"], ["'full'"], ["8"], ["'a\rb'"], ["'bfloat16'"]]
     root = make_results_dir(tmp_path / "results", {name: meta(name, "time", "seconds", params=params,
                                                               kernel_name="cross_entropy_with_grad")})
-    write_result(root, COMMIT_A, {name: entry([0.001], params=params, samples=[0.001, 0.0011, 0.0009])})
+    write_result(root, COMMIT_A, {name: entry([0.001], params=params, samples=[[0.001, 0.0011, 0.0009]])})
     csv_path = tmp_path / "data.csv"
     assert run_export(root, csv_path) == 0
     first = csv_path.read_bytes()
@@ -623,3 +624,197 @@ def test_a_machine_without_machine_json_exports_with_a_note_not_a_failure(tmp_pa
     assert {r["gpu_name"] for r in read_rows(tmp_path / "data.csv")} == {"NVIDIA H200"}
     (root / "h200" / "machine.json").write_text("{not json")
     assert run_export(root, tmp_path / "data.csv") == 1  # unreadable: still a warning
+
+
+# --- audit 2: the noise table merged, concurrent writers, result files authoritative, damaged lists, refs ----------
+OTHER_TIME = "logprobs.LogprobsSuite.time_logprobs"
+
+
+def _two_results_dirs(tmp_path):
+    """Two results directories (e.g. results/ and docs/perf/h200-results-v1) of different benchmarks."""
+    rng = np.random.default_rng(3)
+    first = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(rng)
+    write_result(first, COMMIT_A, {TIME: entry(values, samples=samples)})
+    second = make_results_dir(tmp_path / "v1", {OTHER_TIME: meta(OTHER_TIME, "time", "seconds",
+                                                                 kernel_name="logprobs", x_name="vocab_size")})
+    values, samples = random_time_results(rng)
+    write_result(second, COMMIT_B, {OTHER_TIME: entry(values, samples=samples)})
+    return first, second
+
+
+def _noise_kernels(path):
+    with open(path, newline="") as f:
+        return sorted(row["kernel_name"] for row in csv.DictReader(f))
+
+
+def test_the_noise_table_keeps_the_series_of_other_results_directories(tmp_path, capsys):
+    # before: exporting docs/perf/h200-results-v1 (as docs/benchmarking.md says) rewrote noise.csv from that
+    # directory alone: 801 lines became 229
+    first, second = _two_results_dirs(tmp_path)
+    csv_path = tmp_path / "out" / "data.csv"
+    assert run_export(first, csv_path) == 0 and run_export(second, csv_path) == 0
+    noise = tmp_path / "out" / "noise.csv"
+    assert _noise_kernels(noise) == ["cross_entropy_with_grad"] * N_COMBOS + ["logprobs"] * N_COMBOS
+    table = noise.read_bytes()
+    assert run_export(first, csv_path) == 0 and noise.read_bytes() == table  # re-exported: replaced in place
+    assert f"noise of {N_COMBOS} series written to {noise} ({2 * N_COMBOS} series in the table)" \
+        in capsys.readouterr().out
+    both = tmp_path / "both" / "data.csv"  # one export of both directories gives the same rows
+    assert export.main(["--results", str(first), "--results", str(second), "--csv", str(both)]) == 0
+    assert both.read_bytes() == csv_path.read_bytes()
+    assert sorted(noise.read_text().splitlines()) == sorted((both.parent / "noise.csv").read_text().splitlines())
+
+
+@pytest.mark.parametrize("variant", ["--noise equal to --csv", "--csv named noise.csv"])
+def test_a_noise_table_that_would_replace_the_csv_is_refused(tmp_path, capsys, variant):
+    # before: the CSV was written, then replaced by the noise table; the next export refused the file (its columns)
+    first, _ = _two_results_dirs(tmp_path)
+    csv_path = tmp_path / ("data.csv" if variant.startswith("--noise") else "noise.csv")
+    assert run_export(first, csv_path) == (0 if variant.startswith("--noise") else 2)
+    before = csv_path.read_bytes() if csv_path.exists() else None
+    extra = ["--noise", str(csv_path)] if variant.startswith("--noise") else []
+    assert run_export(first, csv_path, *extra) == 2
+    err = capsys.readouterr().err
+    assert f"--noise {csv_path} and --csv {csv_path} are the same file" in err
+    assert (csv_path.read_bytes() if csv_path.exists() else None) == before
+
+
+def test_concurrent_exports_into_one_csv_lose_no_rows(tmp_path, monkeypatch):
+    # before: both read the CSV, then each wrote its own merge: the later write dropped the other's rows
+    import threading
+    first, second = _two_results_dirs(tmp_path)
+    csv_path = tmp_path / "data.csv"
+    read_once, real_read = threading.Event(), export.read_csv_rows
+
+    def slow_read(path):
+        rows = real_read(path)
+        if not read_once.is_set():  # the first reader waits until the other had its chance to read too
+            read_once.set()
+            threading.Event().wait(1.5)
+        return rows
+
+    monkeypatch.setattr(export, "read_csv_rows", slow_read)
+    threads = [threading.Thread(target=export.export, args=(first, csv_path))]
+    threads[0].start()
+    read_once.wait(5)
+    threads.append(threading.Thread(target=export.export, args=(second, csv_path)))
+    threads[1].start()
+    for thread in threads:
+        thread.join(20)
+    assert sorted({r["git_commit"] for r in read_rows(csv_path)}) == [COMMIT_A, COMMIT_B]
+    assert len(read_rows(csv_path)) == 2 * N_COMBOS
+
+
+def test_concurrent_processes_merging_rows_lose_none(tmp_path):
+    # the sweep CLI and tools.modal_runner merge rows with merge_csv_rows; exports run beside them
+    first, second = _two_results_dirs(tmp_path)
+    csv_path = tmp_path / "data.csv"
+    assert export.main(["--results", str(first), "--csv", str(tmp_path / "rows.csv"), "--noise", "none"]) == 0
+    rows = read_rows(tmp_path / "rows.csv")
+    script = ("import sys, csv; from tools.export import merge_csv_rows; rows = list(csv.DictReader(open(sys.argv[1])))"
+              "\nfor i in range(15):\n    merge_csv_rows(sys.argv[2], [dict(r, asv_machine=f'{sys.argv[3]}-{i}') "
+              "for r in rows[:2]])")
+    with open(tmp_path / "rows.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "rows.csv"), str(csv_path), name],
+                              cwd=ROOT) for name in ("a", "b", "c")]
+    procs.append(subprocess.Popen([sys.executable, "-m", "tools.export", "--results", str(second), "--csv",
+                                   str(csv_path), "--noise", "none"], cwd=ROOT, stdout=subprocess.DEVNULL))
+    assert [p.wait(120) for p in procs] == [0, 0, 0, 0]
+    assert len(read_rows(csv_path)) == 3 * 15 * 2 + N_COMBOS
+
+
+def test_a_result_file_is_authoritative_for_its_machine_environment_and_commit(tmp_path, capsys):
+    # before: a re-run in which a benchmark failed, or a bumped benchmark version, left the old rows in the CSV, so
+    # the CSV depended on the export history rather than on results/
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples), PEAKMEM: entry([2.0**30] * N_COMBOS)})
+    write_result(root, COMMIT_B, {TIME: entry(values, samples=samples)}, date=DATE + 1000)
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path) == 0
+    failed = [None] + values[1:]  # a re-run of COMMIT_A in which one combination failed
+    write_result(root, COMMIT_A, {TIME: entry(failed, samples=[None] + samples[1:]),
+                                  PEAKMEM: entry([2.0**30] * N_COMBOS)})
+    assert run_export(root, csv_path, "--commit", COMMIT_A[:8]) == 0
+    assert "1 earlier rows of these result files removed: the files no longer yield them" in capsys.readouterr().out
+    rows = read_rows(csv_path)
+    assert len(rows) == 3 * N_COMBOS - 1  # COMMIT_B's rows (not exported this time) stay
+    benchmarks = dict(GREYHOUND_BENCHMARKS)
+    benchmarks[PEAKMEM] = dict(benchmarks[PEAKMEM], version="v2")  # the peak-memory benchmark's code changed
+    write_json(root / "benchmarks.json", {**benchmarks, "version": 2})
+    assert run_export(root, csv_path) == 0
+    fresh = tmp_path / "fresh.csv"
+    assert run_export(root, fresh) == 0
+    assert csv_path.read_bytes() == fresh.read_bytes()  # the CSV is what results/ gives, whatever came before
+    assert {r["metric_name"] for r in read_rows(csv_path)} == {"speed"}
+
+
+def test_a_damaged_benchmark_entry_is_warned_and_its_earlier_rows_stay(tmp_path, capsys):
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path) == 0
+    first = csv_path.read_bytes()
+    write_result(root, COMMIT_A, {TIME: entry(values[:3], samples=samples)})  # a cut result list
+    assert run_export(root, csv_path) == 1
+    assert "its result column holds 3 entries for 12 parameter combinations" in capsys.readouterr().err
+    assert csv_path.read_bytes() == first
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("result_short", "its result column holds 1 entries for 12 parameter combinations"),
+    ("samples_short", "its samples column holds 2 entries for 12 parameter combinations"),
+    ("params_str", "params is 'abc', expected a list of parameter value lists"),
+])
+def test_result_lists_that_do_not_match_their_grid_are_named_and_left_out(tmp_path, capsys, damage, message):
+    # before: asv pads a short list with None (or the string's characters make a grid): the rows were exported with
+    # exit 0, a sample list shifted onto another combination, or a bogus row made of the letters of "abc"
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    bad = {"result_short": entry(values[:1], samples=samples), "samples_short": entry(values, samples=samples[-2:]),
+           "params_str": entry(values[:3], params="abc", samples=samples[:3])}[damage]
+    path = write_result(root, COMMIT_A, {TIME: bad, PEAKMEM: entry([2.0**30] * N_COMBOS)})
+    assert run_export(root, tmp_path / "data.csv") == 1
+    err = capsys.readouterr().err
+    assert f"{path}: benchmark {TIME}: cannot read" in err and message in err
+    assert {r["metric_name"] for r in read_rows(tmp_path / "data.csv")} == {"memory"}
+
+
+def test_commit_is_resolved_by_git_first_and_an_empty_one_is_refused(tmp_path, capsys, monkeypatch):
+    # before: a branch named like a hash prefix (dbc9) exported both its commit and the commit with that prefix;
+    # --commit '' exported everything
+    git = pytest.importorskip("git")
+    repo = git.Repo.init(tmp_path / "repo")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "t").set_value("user", "email", "t@t")
+    commit = repo.index.commit("first", skip_hooks=True).hexsha
+    repo.create_head(COMMIT_B[:4], commit)  # a branch named like COMMIT_B's prefix, on another commit
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    for sha in (commit, COMMIT_B):
+        write_result(root, sha, {TIME: entry(values, samples=samples)})
+    monkeypatch.chdir(tmp_path / "repo")
+    assert run_export(root, tmp_path / "data.csv", "--commit", COMMIT_B[:4]) == 0
+    assert {r["git_commit"] for r in read_rows(tmp_path / "data.csv")} == {commit}
+    assert run_export(root, tmp_path / "b.csv", "--commit", COMMIT_B[:6]) == 0  # git does not know it: a prefix
+    assert {r["git_commit"] for r in read_rows(tmp_path / "b.csv")} == {COMMIT_B}
+    for ref in ("", "b2c"):
+        assert run_export(root, tmp_path / "c.csv", "--commit", ref) == 2
+        assert f"--commit {ref!r}:" in capsys.readouterr().err and not (tmp_path / "c.csv").exists()
+
+
+def test_the_noise_tables_gpu_name_falls_back_on_machine_json_as_the_csv_does(tmp_path):
+    # before: the CSV said "NVIDIA L4" (machine.json) and noise.csv the machine's name: their rows did not join
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS,
+                            machine_json={"machine": "h200", "version": 1, "gpu_name": "NVIDIA L4"})
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)}, gpu_name=None)
+    assert run_export(root, tmp_path / "data.csv") == 0
+    with open(tmp_path / "noise.csv", newline="") as f:
+        assert {row["gpu_name"] for row in csv.DictReader(f)} == {"NVIDIA L4"}
+    assert {r["gpu_name"] for r in read_rows(tmp_path / "data.csv")} == {"NVIDIA L4"}

@@ -570,3 +570,89 @@ def test_a_series_measured_at_zero_at_head_is_not_missing(tmp_path, capsys):
     runs = gate.load_runs([results])
     report = gate.judge(runs[commits[3]], runs[commits[4]], [runs[commits[3]]])
     assert report.missing == [] and report.failed == []
+
+
+# --- audit 2: benchmark versions, git refs, unknown machines ---------------------------------------------------------
+def _write_head_of_new_version(directory, base_document, commit, name, version, factor):
+    """A result file of `commit` copied from `base_document`: `name` measured under `version`, `factor` x its values
+    (factor None: the benchmark failed, asv's null)."""
+    document = json.loads(json.dumps(base_document))
+    document["commit_hash"], document["date"] = commit, base_document["date"] + 1
+    entry = document["results"][name]
+    entry[0] = [None if factor is None else value * factor for value in entry[0]]
+    entry[5] = None if factor is None else [[s * factor for s in samples] for samples in entry[5]]
+    entry[2] = version
+    (directory / "box").mkdir(parents=True, exist_ok=True)
+    (directory / "box" / f"{commit[:8]}-py3.10.json").write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("factor, status", [(2.0, 0), (None, 1)])
+def test_base_and_head_of_different_benchmark_versions_in_two_dirs_are_never_compared(tmp_path, capsys, factor,
+                                                                                        status):
+    # before: each directory's results were checked only against the benchmarks.json read so far, so HEAD's new
+    # version (gate-scratch) was compared with BASE's old one: +100%, a REGRESSION of different code
+    results, commits = _write_foreign(tmp_path, 5)
+    scratch, head = tmp_path / "scratch", "feed" * 10
+    benchmarks = json.loads((results / "benchmarks.json").read_text())
+    benchmarks["bench_core.Core.time_array_1"]["version"] = "2"
+    scratch.mkdir()
+    (scratch / "benchmarks.json").write_text(json.dumps(benchmarks))
+    (scratch / "box").mkdir()
+    (scratch / "box" / "machine.json").write_text(json.dumps({"machine": "box", "version": 1}))
+    base_document = json.loads((results / "box" / f"{commits[4][:8]}-py3.10.json").read_text())
+    _write_head_of_new_version(scratch, base_document, head, "bench_core.Core.time_array_1", "2", factor)
+    assert gate.main([commits[4], head, "--results", str(results), "--results", str(scratch)]) == status
+    out = capsys.readouterr().out
+    assert "REGRESSION" not in out
+    if factor is None:  # a benchmark of the project's own that fails at HEAD fails the gate, whatever its version
+        assert "FAILED" in out and "Core.time_array_1()" in out
+    else:
+        assert ("1 series not compared: BASE and HEAD measured different versions of its benchmark" in out
+                and "Core.time_array_1()" in out and "4 tracked series" in out)
+        assert "no regression among the series compared" in out
+
+
+def test_a_benchmark_whose_version_changed_in_one_dir_is_named_not_dropped_silently(tmp_path, capsys):
+    # before: BASE's results of the older version were left out without a word (99 series instead of 111)
+    results, commits = _write_foreign(tmp_path, 5)
+    benchmarks = json.loads((results / "benchmarks.json").read_text())
+    benchmarks["bench_ufunc.UFunc.time_add"]["version"] = "2"
+    (results / "benchmarks.json").write_text(json.dumps(benchmarks))
+    base_document = json.loads((results / "box" / f"{commits[4][:8]}-py3.10.json").read_text())
+    _write_head_of_new_version(results, base_document, "feed" * 10, "bench_ufunc.UFunc.time_add", "2", 1.0)
+    assert gate.main([commits[4], "feed" * 10, "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "1 tracked series" in out
+    assert "4 series not compared: BASE and HEAD measured different versions of its benchmark" in out
+    assert "UFunc.time_add('float32', 10)" in out
+
+
+def test_a_ref_git_resolves_wins_over_a_hash_prefix_and_an_empty_ref_is_refused(tmp_path, capsys):
+    # before: a branch named like a hash prefix (dbc9) was taken as the prefix of another commit's results
+    git = pytest.importorskip("git")
+    repo = git.Repo.init(tmp_path / "repo")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "t").set_value("user", "email", "t@t")
+    first = repo.index.commit("first", skip_hooks=True).hexsha
+    repo.create_head("dbc9", first)
+    other = "dbc9" + "0" * 36
+    runs = {first: gate.Run(first, 1, {}), other: gate.Run(other, 2, {})}
+    assert gate.resolve(runs, "dbc9", repo=tmp_path / "repo") == first
+    assert gate.resolve(runs, other[:6], repo=tmp_path / "repo") == other  # git does not know it: the prefix
+    for ref, message in (("", "expected a git ref or a hash prefix"), ("d", "not a hash prefix of 4 to 40 hex"),
+                         ("0", "not a hash prefix of 4 to 40 hex")):
+        with pytest.raises(gate.GateError, match=message):
+            gate.resolve(runs, ref, repo=tmp_path / "repo")
+
+
+def test_an_unknown_machine_is_named_with_the_machines_there(tmp_path, capsys):
+    # before: "no results for 'X' on this machine (have 0 commits: ...)", naming neither
+    results, commits = _write_foreign(tmp_path, 3)
+    assert gate.main([commits[1], commits[2], "--results", str(results), "--machine", "nope"]) == 2
+    assert "--machine 'nope': no results of that machine in" in capsys.readouterr().err
+    assert gate.main(["--evaluate", "--results", str(results), "--machine", "nope"]) == 2
+    assert "the machines there: box" in capsys.readouterr().err
+    for path in (results / "box").glob("*-py3.10.json"):
+        path.unlink()
+    assert gate.main([commits[1], commits[2], "--results", str(results)]) == 2
+    assert "no asv result files in" in capsys.readouterr().err

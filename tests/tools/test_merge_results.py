@@ -189,3 +189,36 @@ def test_gpus_csv_rows_merge_only_under_the_same_columns(tmp_path, capsys):
     (source / "gpu" / "gpus.csv").write_text("commit,gpu_uuid,measured_at\ndef,GPU-2,2026-12-05T01:00Z\n")
     assert merge_results.main([str(source), "--into", str(into)]) == 0
     assert (into / "gpu" / "gpus.csv").read_text().splitlines()[-1] == "def,GPU-2,2026-12-05T01:00Z"
+
+
+# --- audit 2: benchmarks.json of a newer benchmark version --------------------------------------------------------
+def _benchmarks(folder, version):
+    path = folder / "results" / "benchmarks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": 2, "s.time_x": {"name": "s.time_x", "version": version, "params": PARAMS,
+                                                           "param_names": ["provider", "mode"], "type": "time",
+                                                           "unit": "seconds"}}))
+    return path
+
+
+@pytest.mark.parametrize("source_newer", [True, False])
+def test_benchmarks_json_takes_the_definition_of_the_newer_run(tmp_path, source_newer):
+    # before: results/' old entry was always kept, so the merged newer runs read as "an older version": the export
+    # left them out and the gate said HEAD "did not run" them (exit 2)
+    target = _benchmarks(tmp_path / "into", "v1")
+    _write(tmp_path / "into", "aaaa0000-env.json", _document({"s.time_x": _entry([1.0] * 4, 100, "v1")}, "aaaa0000"))
+    _benchmarks(tmp_path / "src", "v2")
+    _write(tmp_path / "src", "bbbb0000-env.json",
+           _document({"s.time_x": _entry([2.0] * 4, 200 if source_newer else 50, "v2")}, "bbbb0000"))
+    lines = []
+    merge_results.merge_tree(tmp_path / "src" / "results", tmp_path / "into" / "results", log=lines.append)
+    version = json.loads(target.read_text())["s.time_x"]["version"]
+    assert version == ("v2" if source_newer else "v1")
+    assert len(lines) == 1 and "s.time_x" in lines[0]
+    if source_newer:
+        assert "took the source's definition of 1 benchmark(s)" in lines[0]
+    else:
+        assert "warning: kept results/' definition" in lines[0] and "re-run those benchmarks" in lines[0]
+    # merging the same source again changes nothing more
+    again = merge_results.merge_tree(tmp_path / "src" / "results", tmp_path / "into" / "results", log=lines.append)
+    assert again["merged"] == 0 and json.loads(target.read_text())["s.time_x"]["version"] == version

@@ -254,3 +254,28 @@ def test_the_committed_plots_are_the_csvs(tmp_path):
         drawn = sorted(p.name for p in (out / folder).glob(f"*__*{suffix}"))
         committed = sorted(p.name for p in (ROOT / "docs/public/assets" / folder).glob(f"*__*{suffix}"))
         assert drawn and committed == drawn, (folder, sorted(set(drawn) ^ set(committed)))
+
+
+# --- audit 2: a cut CSV, a directory ---------------------------------------------------------------------------------
+def test_a_cut_csv_is_refused_before_any_plot_is_written_or_removed(tmp_path, capsys):
+    # before: a last row cut inside its 9th field read with its missing fields empty and the cut number as data, and
+    # the plots of every other row were deleted as stale (201 of them)
+    rows = [dict(row, asv_machine="m", asv_environment="e") for row in sample_rows(np.random.default_rng())]
+    full = write_csv(tmp_path / "data.csv", rows)
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(full), "--out", str(out)]) == 0
+    before = sorted(p.name for p in out.rglob("*"))
+    text = full.read_text()
+    cut = tmp_path / "cut.csv"
+    cut.write_text(text[:text.rstrip("\n").rfind("\n") + 1] + ",".join(text.rstrip("\n").rsplit("\n", 1)[1]
+                                                                         .split(",")[:9]))
+    assert plot.main(["--csv", str(cut), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{cut} line {len(rows) + 1} has 9 fields, expected {len(CSV_COLUMNS)}" in err
+    assert sorted(p.name for p in out.rglob("*")) == before
+
+
+def test_a_directory_as_csv_is_named_a_directory(tmp_path, capsys):
+    # before: "CSV ... does not exist"
+    assert plot.main(["--csv", str(tmp_path), "--out", str(tmp_path / "assets")]) == 2
+    assert f"--csv {tmp_path} is a directory" in capsys.readouterr().err
