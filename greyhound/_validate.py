@@ -47,6 +47,13 @@ def check_triton_device(name, t):
     )
 
 
+def check_bool(name, value):
+    """A flag must be a real bool: None or a string would otherwise pass by truthiness."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
 def check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")

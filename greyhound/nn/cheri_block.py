@@ -30,6 +30,8 @@ from greyhound.ops.cheri_conv_norm import (
 )
 
 _CACHE_BUFFERS = ("_mlp_fc1_hi", "_mlp_fc1_lo", "_mlp_fc2_hi", "_mlp_fc2_lo")
+_PARAM_NAMES = ("conv.weight", "conv.bias", "norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight",
+                "fc2.bias")
 
 
 class CheriBlock(nn.Module):
@@ -69,7 +71,7 @@ class CheriBlock(nn.Module):
     # -------------------------------------------------------------------------------------------- forward
     def forward(self, x):
         params = self._params()
-        self._check_input(x, params[4])
+        self._check_input(x, params)
         if x.numel() == 0:
             return x.clone()
         eps = self._modules["norm"].eps
@@ -78,8 +80,11 @@ class CheriBlock(nn.Module):
         if torch.is_grad_enabled() or not self.uses_megakernel_when_no_grad:
             return train_forward(x, *params, self.dilation, eps, self.fp32_dot)
         # No cache in train mode: the cast happens here, every call. Nor inside torch.compile, which cannot read the
-        # cache key (data_ptr, _version): there the cast is part of the graph (bf16 models have none to do).
-        if self.training or torch.compiler.is_compiling():
+        # cache key (data_ptr, _version): there the cast is part of the graph (bf16 models have none to do). Nor for
+        # inference tensors (a model built under inference_mode): they have no _version, and inside inference_mode
+        # they can be written in place (load_state_dict) unseen.
+        if (self.training or torch.compiler.is_compiling() or params[4].is_inference()
+                or params[6].is_inference()):
             mlp_weights = prepare_mlp_weights(params[4], params[6], self.fp32_dot)
         else:
             mlp_weights = self._cached_mlp_weights(params[4], params[6])
@@ -102,9 +107,7 @@ class CheriBlock(nn.Module):
         # (a bias or affine parameter set to None after construction; by identity: `None in params` compares each
         # tensor with None through Tensor.__eq__, ~96 us a call on this CPU, where this is ~0.4 us)
         if any(param is None for param in params):
-            names = ("conv.weight", "conv.bias", "norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight",
-                     "fc2.bias")
-            missing = [name for name, param in zip(names, params) if param is None]
+            missing = [name for name, param in zip(_PARAM_NAMES, params) if param is None]
             raise ValueError(f"CheriBlock computes with every parameter it was built with; {', '.join(missing)} "
                              f"is None (set after construction): give it a tensor (e.g. zeros) instead")
         return params
@@ -118,12 +121,16 @@ class CheriBlock(nn.Module):
         self._fp32_dot = check_choice("fp32_dot", value, FP32_DOT_MODES)
         self._cache_key = None  # (the eval-mode cast depends on it)
 
-    def _check_input(self, x, weight):
+    def _check_input(self, x, params):
+        weight = params[4]
         if weight.dtype not in FLOAT_DTYPES:  # e.g. an fp64 twin: its forward would multiply in bf16
             raise TypeError(f"CheriBlock's forward runs float32, bfloat16 or float16 models, got a "
                             f"{str(weight.dtype).replace('torch.', '')} model (use reference_forward for an fp64 "
                             f"oracle)")
-        check_tensor("x", x, dtypes=(weight.dtype,), ndim=3, like=weight)
+        check_tensor("x", x, ndim=3)
+        self._check_params(params, x)
+        if x.dtype is not weight.dtype:
+            check_tensor("x", x, dtypes=(weight.dtype,))  # raises
         if x.shape[1] != self.n_filters:
             raise ValueError(f"x must have shape (N, {self.n_filters}, L) for n_filters={self.n_filters}, "
                              f"got {tuple(x.shape)}")
@@ -131,13 +138,49 @@ class CheriBlock(nn.Module):
             raise ValueError(f"x must have n_filters * L < 2**31 (the kernels' in-row offsets are int32), got shape "
                              f"{tuple(x.shape)}")
 
+    _param_signature = None  # [(shape, device, dtype)] of the parameters as _check_params last passed them
+
+    def _check_params(self, params, x):
+        """Each parameter against the block as built: the shapes its sizes give, the MLP's in fc1.weight's dtype (the
+        model's), conv and norm in a float dtype, all on x's device. The kernels take the shapes from the sizes: a
+        parameter set after construction with another shape would be read out of bounds."""
+        # Fast path (~2.4 us on a dev CPU; at small N the Python around the launch is the call's time): the
+        # parameters' shapes, devices and dtypes as the last check passed them, x on their device. (Shapes alone
+        # would take ~1.2 us, but a parameter moved or cast alone after a call would then fail deep inside.)
+        signature = [(param.shape, param.device, param.dtype) for param in params]
+        device = x.device
+        if signature == self._param_signature and device == signature[4][1]:
+            return
+        if all(param.device != device for param in params):
+            check_tensor("x", x, like=params[4])  # x is the one off: raises
+        channels, kernel_size, hidden, model = self.n_filters, self.kernel_size, self.hidden, params[4].dtype
+        shapes = ((channels, 1, kernel_size), (channels,), (channels,), (channels,), (hidden, channels), (hidden,),
+                  (channels, hidden), (channels,))
+        for i, (name, param, shape) in enumerate(zip(_PARAM_NAMES, params, shapes)):
+            if param.shape != shape:
+                sizes = f"n_filters={channels}, kernel_size={kernel_size}, expansion={self.expansion}"
+                raise ValueError(f"{name} must have shape {shape} for CheriBlock({sizes}), got {tuple(param.shape)}")
+            if param.device != device:
+                raise ValueError(f"{name} must be on {device} like x, got {param.device}")
+            if i < 4:
+                check_tensor(name, param, dtypes=FLOAT_DTYPES)
+            elif param.dtype != model:
+                raise TypeError(f"{name} must have fc1.weight's dtype ({str(model).replace('torch.', '')}: the MLP's "
+                                f"parameters share the model's dtype), got {str(param.dtype).replace('torch.', '')}")
+        if not torch.compiler.is_compiling():
+            self._param_signature = signature
+
     # ---------------------------------------------------------------------- eval-mode MLP weight cache
     def train(self, mode=True):
         super().train(mode)
         if mode:
             self.clear_inference_cache()
-        elif self.fc1.weight.dtype in FLOAT_DTYPES:  # build the cast once here, outside any (compiled) forward
-            self._cached_mlp_weights(self.fc1.weight, self.fc2.weight)
+        elif self.fc1.weight.dtype in FLOAT_DTYPES and not (self.fc1.weight.is_inference()
+                                                           or self.fc2.weight.is_inference()):
+            try:  # built here, outside any (compiled) forward
+                self._cached_mlp_weights(self.fc1.weight, self.fc2.weight)
+            except (TypeError, ValueError):  # weights that do not fit each other: the forward's check names them
+                self.clear_inference_cache()
         return self
 
     def clear_inference_cache(self):

@@ -19,7 +19,7 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int
+from greyhound._validate import FLOAT_DTYPES, check_bool, check_choice, check_tensor, check_triton_device, is_int
 
 __all__ = ["causal_conv1d", "causal_conv1d_update", "causal_conv1d_reference"]
 
@@ -1250,8 +1250,7 @@ def causal_conv1d(x, weight, bias=None, *, activation=None, dilation=1, seq_idx=
         _check_seq_idx(seq_idx, x)
     if initial_states is not None:
         _check_initial_states(initial_states, x, state_len)
-    if not isinstance(return_final_states, bool):
-        raise TypeError(f"return_final_states must be a bool, got {type(return_final_states).__name__}")
+    check_bool("return_final_states", return_final_states)
     if bias is not None:
         bias = bias.contiguous()  # the kernels index bias[d] at bias_ptr + d (a no-op for a contiguous bias)
     out = _library.call(_causal_conv1d_fwd, _causal_conv1d_eager, x, weight, bias, seq_idx, initial_states,
@@ -1321,14 +1320,28 @@ def _causal_conv1d_update_fake(x_t, conv_state, weight, bias, silu, dilation):
     return torch.empty_like(x_t)
 
 
+def _may_overlap(t):
+    """Whether two elements of `t` may share an address: false when, its dims of size > 1 sorted by stride, each
+    stride steps past the furthest offset of the dims before it (conservative: an interleaved layout that does not
+    overlap is refused too). torch._debug_has_internal_overlap answers "too hard" for e.g. strides (3, 1, 1)."""
+    extent = 1  # one past the furthest offset reached so far
+    for stride, size in sorted(zip(t.stride(), t.shape)):
+        if size > 1:
+            if stride < extent:
+                return True
+            extent += stride * (size - 1)
+    return False
+
+
 def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, dilation=1):
     """One decoding step: out (B, D) = the last step of causal_conv1d over (conv_state, x_t); conv_state is then
     rolled left by one with x_t appended, in place (its autograd version is bumped). Not differentiable: with grad
     enabled, an input that requires grad is refused (RuntimeError naming it; call it under no_grad). A registered
     op: a decoding step calling it compiles with torch.compile(fullgraph=True), conv_state updated as in eager.
 
-    x_t (B, D) and conv_state (B, D, (W − 1)·dilation) of one dtype (fp32/bf16/fp16, any strides), weight (D, W)
-    and bias (D,) of that dtype; fp32 math, out in x_t's dtype. One Triton launch.
+    x_t (B, D) and conv_state (B, D, (W − 1)·dilation) of one dtype (fp32/bf16/fp16, any strides; no two elements
+    of conv_state at one address), weight (D, W) and bias (D,) of that dtype; fp32 math, out in x_t's dtype. One
+    Triton launch.
     """
     check_tensor("x_t", x_t, dtypes=FLOAT_DTYPES, ndim=2)
     check_triton_device("x_t", x_t)
@@ -1341,11 +1354,10 @@ def causal_conv1d_update(x_t, conv_state, weight, bias=None, activation=None, di
     if tuple(conv_state.shape) != (batch, dim, state_len):
         raise ValueError(f"conv_state must have shape (B, D, (W - 1) * dilation) = {(batch, dim, state_len)}, "
                          f"got {tuple(conv_state.shape)}")
-    state_strides = conv_state.stride()
-    if 0 in state_strides and any(stride == 0 and size > 1 for size, stride in zip(conv_state.shape, state_strides)):
-        raise ValueError(f"conv_state is updated in place and must not have overlapping memory (stride 0 along a dim "
-                         f"of size > 1, as expand() gives), got shape {tuple(conv_state.shape)} with strides "
-                         f"{conv_state.stride()}; pass a contiguous copy")
+    if not conv_state.is_contiguous() and _may_overlap(conv_state):
+        raise ValueError(f"conv_state is updated in place and must not have overlapping memory (two elements at one "
+                         f"address, as expand() or as_strided() can give), got shape {tuple(conv_state.shape)} with "
+                         f"strides {conv_state.stride()}; pass a contiguous copy")
     if torch.is_grad_enabled():  # not differentiable: refuse rather than cut the graph (or write into a grad leaf)
         wanting = [name for name, tensor in (("x_t", x_t), ("conv_state", conv_state), ("weight", weight),
                                              ("bias", bias)) if tensor is not None and tensor.requires_grad]

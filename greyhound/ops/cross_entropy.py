@@ -18,7 +18,8 @@ from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
 from greyhound.ops import _ce_gluon
 from greyhound.ops._ce_gluon import TANH_SERIES, TANH_SERIES_BOUND
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int, is_real
+from greyhound._validate import (FLOAT_DTYPES, check_bool, check_choice, check_tensor, check_triton_device, is_int,
+                                 is_real)
 
 __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_reference"]
 
@@ -703,8 +704,9 @@ def cross_entropy_with_grad(
     lse are fp32, the logits gradient has the logits' dtype. When a gradient is needed (logits.requires_grad and
     grad mode on) it is computed in the forward pass and kept (BT x V); `backward` only rescales it in place.
     With `inplace_backward=True` that gradient is written into `logits` itself (no extra memory; the values of
-    `logits` are lost and its version counter is bumped so that other users of it raise); otherwise `logits` is
-    never written. Without a gradient nothing is written and `inplace_backward` has no effect. Inside
+    `logits` are lost and its version counter is bumped so that other users of it raise; a leaf that requires grad,
+    or a view of one, is refused, as torch refuses in-place writes to it); otherwise `logits` is never written.
+    Without a gradient nothing is written and `inplace_backward` has no effect. Inside
     torch.compile the function is a registered torch.library op (no graph break with fullgraph=True), and there
     `inplace_backward=True` falls back to the out-of-place path (the gradient gets its own BT x V buffer and
     `logits` is not written): an op that carries autograd cannot also mutate its input.
@@ -733,6 +735,9 @@ def cross_entropy_with_grad(
     if logits.shape[1] == 0:
         raise ValueError(f"logits must have at least one class (V >= 1), got shape {tuple(logits.shape)}")
     ignore_index = _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
+    for name, flag in (("return_per_token_loss", return_per_token_loss), ("return_lse", return_lse),
+                       ("inplace_backward", inplace_backward), ("check_target", check_target)):
+        check_bool(name, flag)
     V = logits.shape[1]
     needs_grad = torch.is_grad_enabled() and logits.requires_grad
     if logits.stride(1) != 1 and V > 1:  # a single class has no stride to speak of (e.g. a (1, BT) tensor's .mT)
@@ -750,6 +755,11 @@ def cross_entropy_with_grad(
         )
     target = target.contiguous()
     if needs_grad and inplace_backward and not torch.compiler.is_compiling():
+        leaf = logits._base if logits._is_view() else logits  # (torch refuses in-place writes to either)
+        if leaf.is_leaf:  # (one that requires grad, as logits does)
+            raise ValueError(f"inplace_backward=True would write the gradient into logits, which is "
+                             f"{'a view of ' if leaf is not logits else ''}a leaf that requires grad (a parameter?) "
+                             f"whose values would be lost; pass inplace_backward=False")
         n_valid = _valid_targets(target, V, ignore_index, check_target)  # checked before the kernels overwrite logits
         loss, per_token_loss, lse = _InplaceCrossEntropyFunction.apply(
             logits, target, n_valid, reduction, ignore_index, float(label_smoothing), softcap,
@@ -757,7 +767,7 @@ def cross_entropy_with_grad(
     else:
         loss, per_token_loss, lse, _ = _library.call(
             _cross_entropy_fwd, _cross_entropy_eager, logits, target, _reduction_code(reduction), ignore_index,
-            float(label_smoothing), float(softcap or 0.0), float(lse_square_scale), needs_grad, bool(check_target))
+            float(label_smoothing), float(softcap or 0.0), float(lse_square_scale), needs_grad, check_target)
     if reduction == "none":
         per_token_loss = loss.detach()
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)

@@ -38,7 +38,7 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int
+from greyhound._validate import FLOAT_DTYPES, check_bool, check_choice, check_tensor, check_triton_device, is_int
 from greyhound.ops import _lce_gluon
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 from greyhound.ops.cross_entropy import (
@@ -767,6 +767,9 @@ def chunked_linear_cross_entropy(
         raise ValueError(f"chunk_size must be None or a positive int, got {chunk_size!r}")
     chunk_size = None if chunk_size is None else int(chunk_size)
     ignore_index = _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square_scale)
+    for name, flag in (("return_per_token_loss", return_per_token_loss), ("return_lse", return_lse),
+                       ("check_target", check_target)):
+        check_bool(name, flag)
     check_choice("forward_schedule", forward_schedule, FORWARD_SCHEDULES)
     check_choice("grad_schedule", grad_schedule, GRAD_SCHEDULES)
     grad_vocab = grad_schedule == "vocab" or (
@@ -782,7 +785,7 @@ def chunked_linear_cross_entropy(
         _linear_cross_entropy_fwd, _linear_cross_entropy_eager, x, weight, bias, target, REDUCTIONS.index(reduction),
         chunk_size or 0, ignore_index, float(label_smoothing), float(softcap or 0.0), float(lse_square_scale),
         forward_schedule == "vocab" or (forward_schedule == "auto" and chunk_size is None) or grad_vocab, grad_vocab,
-        needs_grad, bool(check_target))
+        needs_grad, check_target)
     if reduction == "none":
         per_token_loss = loss.detach()
     return _outputs(loss, per_token_loss, lse, return_per_token_loss, return_lse)

@@ -20,10 +20,12 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_tensor, check_triton_device, is_int, is_real
+from greyhound._validate import FLOAT_DTYPES, check_bool, check_tensor, check_triton_device, is_int, is_real
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 
 LOG2E = 1.4426950408889634
+# The smallest temperature whose kernel scale, log2(e) / temperature (above 1 / temperature), is finite in fp32.
+MIN_TEMPERATURE = LOG2E / torch.finfo(torch.float32).max
 LN2 = tl.constexpr(0.6931471805599453)
 # Below any log2 of a nonzero fp32 probability (>= -149): clamping there leaves p > 0 terms exact, makes p = 0 ones 0.
 MIN_LOG2_P = tl.constexpr(-200.0)
@@ -273,6 +275,9 @@ def _check_temperature(temperature):
         raise TypeError(f"temperature must be a positive float, got {type(temperature).__name__}")
     if not (math.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a positive finite float, got {temperature!r}")
+    if temperature < MIN_TEMPERATURE:  # (the kernels' scale overflows to inf and every output is nan)
+        raise ValueError(f"temperature must be >= {MIN_TEMPERATURE:.4g} (log2(e) / temperature must be finite in "
+                         f"fp32), got {temperature!r}")
     return float(temperature)
 
 
@@ -381,8 +386,10 @@ def logprobs(logits, target, *, temperature=1.0, return_entropy=False, check_tar
     check_triton_device("logits", logits)
     _check_target(target, logits.shape[:-1], like=logits)
     temperature = _check_temperature(temperature)
+    check_bool("return_entropy", return_entropy)
+    check_bool("check_target", check_target)
     logprob, _, _, entropy = _library.call(_logprobs_fwd, _logprobs_eager, logits, target.reshape(-1).contiguous(),
-                                           temperature, bool(return_entropy), bool(check_target))
+                                           temperature, return_entropy, check_target)
     return _shaped_outputs(logprob, entropy if return_entropy else None, target.shape)
 
 
@@ -544,6 +551,8 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
             raise ValueError(f"bias must have shape [{weight.shape[0]}] (weight's V), got {tuple(bias.shape)}")
     _check_target(target, hidden.shape[:-1], like=hidden)
     temperature = _check_temperature(temperature)
+    check_bool("return_entropy", return_entropy)
+    check_bool("check_target", check_target)
     n_rows = target.numel()
     if chunk_size is None:
         chunk_size = _tuning.get(TUNING_OP, "linear_chunk_rows",
@@ -553,8 +562,7 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
     chunk_size = int(chunk_size)
     logprob, _, _, entropy = _library.call(
         _linear_logprobs_fwd, _linear_logprobs_eager, hidden.reshape(n_rows, hidden.shape[-1]), weight, bias,
-        target.reshape(-1).contiguous(), temperature, bool(return_entropy), max(1, min(chunk_size, n_rows)),
-        bool(check_target))
+        target.reshape(-1).contiguous(), temperature, return_entropy, max(1, min(chunk_size, n_rows)), check_target)
     return _shaped_outputs(logprob, entropy if return_entropy else None, target.shape)
 
 

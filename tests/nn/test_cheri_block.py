@@ -2172,3 +2172,61 @@ def test_edits_after_construction_get_clear_errors():
     block.conv.bias = None
     with pytest.raises(ValueError, match="conv.bias is None"):
         block(torch.randn(2, 16, 8))
+
+
+def test_parameters_set_after_construction_must_fit_the_block(device):
+    """A parameter set after construction with another shape was read out of bounds in silence (the kernels take the
+    shapes from the block's sizes), mixed MLP dtypes failed late or blamed x, a parameter on another device failed deep
+    inside. Each path (training forward, no_grad, the eval megakernel) names the parameter; also after a forward has
+    passed, and for a `.data` swap of the same Parameter."""
+    x = torch.randn(2, 8, 10, device=device)
+
+    def new(*shape, dtype=torch.float32):
+        return torch.nn.Parameter(torch.randn(*shape, device=device, dtype=dtype))
+
+    sizes = r"for CheriBlock\(n_filters=8, kernel_size=3, expansion=4\)"
+    cases = [
+        (lambda b: setattr(b.conv, "bias", new(4)), ValueError, rf"conv.bias must have shape \(8,\) {sizes}, got \(4"),
+        (lambda b: setattr(b.conv, "weight", new(8, 2, 3)), ValueError, r"conv.weight must have shape \(8, 1, 3\)"),
+        (lambda b: setattr(b.norm, "weight", new(4)), ValueError, r"norm.weight must have shape \(8,\)"),
+        (lambda b: setattr(b.fc1, "bias", new(16)), ValueError, r"fc1.bias must have shape \(32,\) .*got \(16,\)"),
+        (lambda b: setattr(b.fc2, "weight", new(32, 8)), ValueError, r"fc2.weight must have shape \(8, 32\)"),
+        (lambda b: setattr(b.fc2.bias, "data", b.fc2.bias.data[:4]), ValueError, r"fc2.bias must have shape \(8,\)"),
+        (lambda b: b.fc2.to(torch.bfloat16), TypeError, r"fc2.weight must have fc1.weight's dtype \(float32.*bfloat16"),
+        (lambda b: b.fc1.to(torch.bfloat16), TypeError, r"fc2.weight must have fc1.weight's dtype \(bfloat16.*float32"),
+        (lambda b: setattr(b.norm, "bias", new(8, dtype=torch.float64)), TypeError, r"norm.bias must have dtype in"),
+        (lambda b: b.conv.to("meta"), ValueError, rf"conv.weight must be on {x.device} like x, got meta"),
+        (lambda b: setattr(b.fc2, "bias", torch.nn.Parameter(b.fc2.bias.to("meta"))), ValueError, "fc2.bias must be"),
+    ]
+    for edit, error, message in cases:
+        for path in ("training", "no_grad", "eval"):
+            block = make_block(8, 3, 1, expansion=4, device=device)
+            block(x)  # passes: the next call checks again after the edit
+            edit(block)
+            with torch.set_grad_enabled(path == "training"), pytest.raises(error, match=message):
+                block.train(path != "eval")(x)
+    block = make_block(8, 3, 1, expansion=4, device=device)
+    block.fc2.bias = new(8)  # one that fits runs as before
+    for path in ("training", "no_grad", "eval"):
+        with torch.set_grad_enabled(path == "training"):
+            out = block.train(path != "eval")(x)
+        assert rel_err(out, fp64_twin(block).reference_forward(x.double())) < 1e-5
+
+
+def test_a_model_built_under_inference_mode_runs_in_eval_mode(device):
+    """Its parameters are inference tensors, without the _version the eval cache's key read: .eval() raised. Their
+    cast is made every call instead: inside inference_mode they can be written in place (load_state_dict) unseen."""
+    with torch.inference_mode():
+        block = make_block(16, 3, 2, expansion=4, device=device)
+    assert block.fc1.weight.is_inference()
+    block.eval()
+    x = torch.randn(2, 16, 24, device=device)
+    with torch.no_grad():
+        out = block(x)
+    assert rel_err(out, fp64_twin(block).reference_forward(x.double())) < 1e-5
+    other = make_block(16, 3, 2, expansion=4, device=device)
+    with torch.inference_mode():
+        assert torch.equal(block(x), out)
+        block.load_state_dict(other.state_dict())  # in place, no version bump
+        loaded = block(x)
+    assert rel_err(loaded, fp64_twin(other).reference_forward(x.double())) < 1e-5

@@ -382,6 +382,20 @@ def test_update_refuses_an_overlapping_state(device):
         causal_conv1d_update(torch.randn(3, 4, device=device), conv_state, weight, bias)
 
 
+def test_update_refuses_a_state_overlapping_without_a_zero_stride(device):
+    """Rows sharing memory through as_strided (no zero stride; torch's own overlap check says "too hard") are refused;
+    a permuted layout that does not overlap is rolled in place as before."""
+    weight, bias = make_params(3, 4, device)
+    x_t = torch.randn(2, 3, device=device)
+    overlapping = torch.randn(20, device=device).as_strided((2, 3, 3), (3, 1, 1))
+    with pytest.raises(ValueError, match=r"conv_state .*overlapping memory.*strides \(3, 1, 1\)"):
+        causal_conv1d_update(x_t, overlapping, weight, bias)
+    permuted = torch.randn(3, 3, 2, device=device).permute(2, 1, 0)  # (2, 3, 3), strides (1, 2, 6)
+    expected = causal_conv1d_reference(x_t[..., None].double(), weight.double(), bias.double(),
+                                       initial_states=permuted.double())[..., -1]
+    assert rel_err(causal_conv1d_update(x_t, permuted, weight, bias), expected) < 1e-6
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Bad input
 # ------------------------------------------------------------------------------------------------------------------

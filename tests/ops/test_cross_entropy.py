@@ -452,6 +452,33 @@ def test_bad_arguments(device):
         assert validate.triton_interpreting()
 
 
+def test_inplace_backward_refuses_a_leaf_that_requires_grad(device):
+    """A parameter (or a view of one) as logits: its values were replaced by its gradient after backward, where
+    torch refuses in-place writes to such a leaf. Refused before anything is written; out of place it still runs."""
+    logits, target = make_inputs(5, 40, torch.float32, device)
+    parameter = torch.nn.Parameter(logits.clone())
+    for given in (parameter, parameter[1:], parameter.view(5, 40)):
+        with pytest.raises(ValueError, match="inplace_backward=True would write the gradient into logits, which is "
+                                             "(a view of )?a leaf that requires grad"):
+            cross_entropy_with_grad(given, target[:given.shape[0]], inplace_backward=True)
+        assert torch.equal(parameter.detach(), logits)
+    cross_entropy_with_grad(parameter, target).backward()
+    assert torch.equal(parameter.detach(), logits)
+    expected = cross_entropy_reference(logits.double().requires_grad_(), target)
+    expected.backward()
+    with torch.no_grad():  # no gradient: nothing is written, nothing to refuse
+        assert rel_err(cross_entropy_with_grad(parameter, target, inplace_backward=True), expected.detach()) < 1e-5
+
+
+@pytest.mark.parametrize("flag", ["return_per_token_loss", "return_lse", "inplace_backward", "check_target"])
+@pytest.mark.parametrize("value", [None, "no", 1])
+def test_flags_must_be_bools(device, flag, value):
+    """Taken by truthiness, check_target=None turned the target check off and return_lse="no" the lse on."""
+    logits, target = make_inputs(4, 10, torch.float32, device)
+    with pytest.raises(TypeError, match=f"{flag} must be a bool, got {type(value).__name__}"):
+        cross_entropy_with_grad(logits.requires_grad_(), target, **{flag: value})
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_gpu_large_vocab(dtype):

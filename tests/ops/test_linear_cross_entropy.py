@@ -306,6 +306,15 @@ def test_bad_arguments(device):
                                          **args)
 
 
+@pytest.mark.parametrize("flag", ["return_per_token_loss", "return_lse", "check_target"])
+@pytest.mark.parametrize("value", [None, "no", 1])
+def test_flags_must_be_bools(device, flag, value):
+    """Taken by truthiness, check_target=None turned the target check off and return_lse="no" the lse on."""
+    x, weight, bias, target = make_inputs(4, 8, 10, torch.float32, device, with_bias=True)
+    with pytest.raises(TypeError, match=f"{flag} must be a bool, got {type(value).__name__}"):
+        chunked_linear_cross_entropy(x, weight, target, bias, **{flag: value})
+
+
 @pytest.mark.gpu
 def test_gpu_fp32_accumulation_uses_cublas():
     # False means this torch lacks addmm(out_dtype=float32) into an fp32 `self`: the slow upcast path runs

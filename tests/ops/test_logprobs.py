@@ -394,6 +394,36 @@ def test_linear_bad_input(device, bad, error, words):
                         temperature=tensors["temperature"], chunk_size=tensors["chunk_size"])
 
 
+def both_forms(device, **options):
+    """logprobs and linear_logprobs of one random case, each called with `options`."""
+    hidden, weight = torch.randn(3, 8, device=device), torch.randn(7, 8, device=device)
+    target = torch.randint(0, 7, (3,), device=device)
+    return (lambda: logprobs(hidden @ weight.t(), target, **options),
+            lambda: linear_logprobs(hidden, weight, target, **options))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy, at the bound
+def test_temperature_whose_kernel_scale_overflows_fp32_is_refused(device):
+    """log2(e) / temperature is the kernels' fp32 scale: below ops.MIN_TEMPERATURE it was inf and every output nan."""
+    for temperature in (4.2e-39, 1e-40, 5e-324):
+        for call in both_forms(device, temperature=temperature):
+            with pytest.raises(ValueError, match=r"temperature must be >= 4.24e-39 \(log2\(e\) / temperature .*fp32\), "
+                               f"got {temperature!r}"):
+                call()
+    for call in both_forms(device, temperature=ops.MIN_TEMPERATURE, return_entropy=True):  # the bound itself runs
+        logprob, entropy = call()
+        assert not logprob.isnan().any() and not entropy.isnan().any()
+
+
+@pytest.mark.parametrize("flag", ["return_entropy", "check_target"])
+@pytest.mark.parametrize("value", [None, "no", 1])
+def test_flags_must_be_bools(device, flag, value):
+    """Taken by truthiness, check_target=None turned the target check off and return_entropy="no" the entropy on."""
+    for call in both_forms(device, **{flag: value}):
+        with pytest.raises(TypeError, match=f"{flag} must be a bool, got {type(value).__name__}"):
+            call()
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # GPU only: the H200 shapes' vocabulary with real CUDA kernels (compiled, vectorised loads), all dtypes
 # ------------------------------------------------------------------------------------------------------------------
