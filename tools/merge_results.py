@@ -35,7 +35,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tools._atomic import write_atomic
+from tools._atomic import locked, write_atomic
 
 GPUS_FILE = "gpus.csv"  # tools.noise's record of which GPU ran which commit
 SCALAR_COLUMNS = {"params", "version", "started_at", "duration", "profile"}
@@ -214,8 +214,15 @@ def merge_benchmarks_json(ours, theirs, source, into, label, log):
 
 def merge_tree(source, into, log=print):
     """Merge the results folder `source` into `into`; returns a summary dict. Every file is checked and merged in
-    memory first: a source with one bad file writes nothing (MergeError names it)."""
+    memory first: a source with one bad file writes nothing (MergeError names it). `into`'s lock (its benchmarks.json's
+    sibling `.benchmarks.json.lock`, as tools._atomic.locked) is held from the first read to the last write, so two
+    merges into one results folder take turns instead of losing each other's runs."""
     source, into = Path(source), Path(into)
+    with locked(into / "benchmarks.json"):
+        return _merge_tree(source, into, log)
+
+
+def _merge_tree(source, into, log):
     summary = {"copied": 0, "merged": 0, "replaced": 0, "unchanged": 0}
     writes = []  # (target, text or bytes), written once everything merged
     for path in sorted(source.rglob("*.json")):

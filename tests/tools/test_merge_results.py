@@ -5,6 +5,7 @@ import random
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +223,28 @@ def test_benchmarks_json_takes_the_definition_of_the_newer_run(tmp_path, source_
     # merging the same source again changes nothing more
     again = merge_results.merge_tree(tmp_path / "src" / "results", tmp_path / "into" / "results", log=lines.append)
     assert again["merged"] == 0 and json.loads(target.read_text())["s.time_x"]["version"] == version
+
+
+def test_concurrent_merges_into_one_results_folder_lose_no_rows(tmp_path):
+    # two merges at once (two remote runs fetched together) each read gpus.csv, add their rows and write it back:
+    # without the results folder's lock the later write dropped the other's rows
+    into = tmp_path / "results"
+    (into / "gpu").mkdir(parents=True)
+    (into / "gpu" / "gpus.csv").write_text("commit,gpu_uuid,measured_at\n")
+    sources = []
+    for name in ("a", "b", "c"):
+        rows = [f"{random.getrandbits(40):010x},GPU-{name}{i},2026-12-05T00:{i:02d}Z" for i in range(12)]
+        sources.append([])
+        for i, row in enumerate(rows):  # one source folder a row, merged one after another by one process
+            folder = tmp_path / f"{name}{i}"
+            (folder / "gpu").mkdir(parents=True)
+            (folder / "gpu" / "gpus.csv").write_text(f"commit,gpu_uuid,measured_at\n{row}\n")
+            sources[-1].append(str(folder))
+    script = ("import sys; from tools import merge_results\n"
+              "for source in sys.argv[2:]:\n    assert merge_results.main([source, '--into', sys.argv[1]]) == 0")
+    root = Path(__file__).resolve().parents[2]
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(into), *folders], stdout=subprocess.DEVNULL, cwd=root)
+             for folders in sources]
+    assert [p.wait(120) for p in procs] == [0, 0, 0]
+    lines = (into / "gpu" / "gpus.csv").read_text().splitlines()
+    assert lines[0] == "commit,gpu_uuid,measured_at" and len(lines) == 1 + 3 * 12
