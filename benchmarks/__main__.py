@@ -9,15 +9,19 @@ table and merges the rows into the benchmark CSV (atomically; keyed like tools.e
 `sweep-cli` and asv_environment `python-X.Y`, so re-running a sweep replaces its rows and never duplicates them).
 `python -m benchmarks KERNEL --help` lists the kernel's providers and shape options (each takes one value or a
 comma-separated list; defaults: the tracked tier's shape on this machine).
+Exit status: 0 every combination was timed and its rows merged; 1 a combination failed, or none was timed (every one
+skipped: its provider is not installed here); 2 bad arguments (found before anything is measured), no combination to
+measure (none served), or rows that could not be merged. A sweep that times nothing leaves the CSV untouched.
 """
 import argparse
 import functools
 import itertools
 import re
 import platform
-import statistics
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from benchmarks import harness
 
@@ -50,9 +54,13 @@ def known_values(kernel_name, name):
     return found
 
 
+MAX_SIZE = 2**40  # a size option's bound: far above any tensor a GPU holds, far below int64's
+
+
 def _values(text, like=""):
     """One value or a comma-separated list, in order, a repeated value once (it would be measured twice); integers
-    (where `like` is one) must be positive. ArgumentTypeError (argparse names the option) otherwise."""
+    (where `like` is one) must be positive and at most MAX_SIZE. ArgumentTypeError (argparse names the option)
+    otherwise."""
     out = []
     for item in re.split(r",(?![^\[]*\])", str(text)):  # commas inside a variant's [...] belong to it
         item = item.strip()
@@ -65,6 +73,8 @@ def _values(text, like=""):
                 item = None
             if item is None or item < 1:
                 raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+            if item > MAX_SIZE:  # else torch's int64 overflow ends the combination in a C++ backtrace
+                raise argparse.ArgumentTypeError(f"expected integers at most 2**40, got {text!r}")
         out.append(item)
     if not out:
         raise argparse.ArgumentTypeError(f"expected one value or a comma-separated list, got {text!r}")
@@ -84,6 +94,11 @@ def _tuning_help(suite):
             "e.g. --providers 'greyhound,greyhound[" + f"{sorted(declared)[0]}=...]':\n" + "\n".join(lines))
 
 
+def _default_shape(shapes, key, value):
+    """The first of `shapes` whose option `key` is `value` (the first shape where none is)."""
+    return next((s for s in shapes if s[key] == value), shapes[0])
+
+
 def build_parser(kernel_name, suite):
     shapes = suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes
     default = shapes[0]
@@ -101,15 +116,21 @@ def build_parser(kernel_name, suite):
     parser.add_argument("--providers", "--provider", dest="providers",
                         default=",".join(p for p in suite.providers), type=_values,
                         help=f"comma-separated providers, of: {', '.join(providers)} (default: {','.join(suite.providers)})")
+    key = suite.default_key
     for name in suite.param_names[2:]:
         flag = name.replace("_", "-")
         plural = flag if flag.endswith("s") else flag + ("es" if flag.endswith(("ch", "sh", "x")) else "s")
-        parser.add_argument(*dict.fromkeys((f"--{flag}", f"--{plural}")), dest=name, default=str(default[name]),
+        by_key = key is not None and name != key  # None: filled in per value of `key` (parse_options)
+        text = (", ".join(f"{s[key]} {s[name]}" for s in shapes if s is _default_shape(shapes, key, s[key]))
+                if by_key else default[name])
+        parser.add_argument(*dict.fromkeys((f"--{flag}", f"--{plural}")), dest=name,
+                            default=None if by_key else str(default[name]),
                             type=functools.partial(_values, like=default[name]),
-                            help=f"{name}: one value or a comma-separated list (default {default[name]})")
-    parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
+                            help=f"{name}: one value or a comma-separated list (default {text})")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--csv", default="docs/data/benchmark_data.csv",
                         help="CSV to merge the rows into (default docs/data/benchmark_data.csv)")
-    parser.add_argument("--no-csv", action="store_true", help="print the table only")
+    output.add_argument("--no-csv", action="store_true", help="print the table only")
     return parser
 
 
@@ -163,19 +184,24 @@ def parse_options(kernel_name, argv):
     args = parser.parse_args(argv)
     modes, providers = args.modes, args.providers
     known = known_providers(suite.kernel_name)
+    labels = []
     for provider in providers:
         try:
             base, options = harness.split_variant(provider)
             if base not in known:
                 raise ValueError(f"{provider} not one of {', '.join(known)}")
-            if options:
-                with suite().tuning(options):  # validates the options against the op's tunables
-                    pass
+            labels.append(suite().variant_label(provider))  # validates the options against the op's tunables
         except (ValueError, NotImplementedError) as err:
             parser.error(f"--providers: {err}")
+    args.providers = list(dict.fromkeys(labels))  # one setting, one label: a re-run never stores it twice
     bad_modes = [m for m in modes if m not in suite.modes]
     if bad_modes:
         parser.error(f"--mode: {', '.join(bad_modes)} not one of {', '.join(suite.modes)}")
+    shapes = suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes
+    args.by_key = [name for name in suite.param_names[2:] if getattr(args, name) is None]
+    for name in args.by_key:  # each value of default_key's own default (main keeps only those combinations)
+        setattr(args, name, list(dict.fromkeys(_default_shape(shapes, suite.default_key, value)[name]
+                                               for value in getattr(args, suite.default_key))))
     shape_values = [getattr(args, name) for name in suite.param_names[2:]]
     for name, values in zip(suite.param_names[2:], shape_values):
         allowed = known_values(suite.kernel_name, name) if isinstance(values[0], str) else values
@@ -216,14 +242,24 @@ def main(argv=None):
         return 0
     suite, args, shape_values = parse_options(argv[0], argv[1:])
     modes, providers = args.modes, args.providers
+    shapes = suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes
     combos, not_served = [], []
     for provider, mode, values in itertools.product(providers, modes, itertools.product(*shape_values)):
         shape = dict(zip(suite.param_names[2:], values))
+        own = _default_shape(shapes, suite.default_key, shape[suite.default_key]) if args.by_key else {}
+        if any(shape[name] != own[name] for name in args.by_key):
+            continue  # another value of default_key's default (e.g. gemm's size with op=copy)
         # the suite's own filter (e.g. an inference-only path has no full mode), as asv skips the combination
         served = suite.serves(harness.split_variant(provider)[0], mode, shape)
         (combos if served else not_served).append((provider, mode, *values))
     swept = [name for name, values in zip(suite.param_names[2:], shape_values) if len(values) > 1]
     x_name = suite.x_name if suite.x_name in swept or not swept else swept[0]
+    if not combos:  # before: exit 0 and a header-only CSV
+        for provider, mode, *values in not_served:
+            print(f"  {provider} {mode} {dict(zip(suite.param_names[2:], values))}: not served by this provider (n/a)")
+        print(f"error: {suite.kernel_name}: 0 combinations: no provider serves these modes and shapes; "
+              "nothing measured, the CSV untouched", file=sys.stderr)
+        return 2
     measured = harness.measure_suites_of(suite, combos)
     print(f"{suite.kernel_name}: {len(combos)} combinations, p50 ms [p20–p80], peak MiB")
     for provider, mode, *values in not_served:
@@ -232,15 +268,19 @@ def main(argv=None):
     for (provider, mode, *values), result in measured.items():
         shape = ", ".join(f"{n}={v}" for n, v in zip(suite.param_names[2:], values))
         if result["samples"]:
-            ms = sorted(s * 1e3 for s in result["samples"])
-            q = statistics.quantiles(ms, n=5)
+            # numpy's linear percentiles, as the CSV's y_value_20/50/80 (tools.export.csv_row)
+            p20, p50, p80 = np.percentile(np.asarray(result["samples"], dtype=np.float64) * 1e3, [20, 50, 80])
             memory = f"{result['peak_bytes'] / 2**20:.1f}" if result["peak_bytes"] is not None else "n/a"
-            print(f"  {provider:{width}s} {mode:8s} {shape:60s} {statistics.median(ms):9.4f} "
-                  f"[{q[0]:.4f}–{q[3]:.4f}]  {memory}{gpu_note(result.get('gpu'))}")
+            print(f"  {provider:{width}s} {mode:8s} {shape:60s} {p50:9.4f} "
+                  f"[{p20:.4f}–{p80:.4f}]  {memory}{gpu_note(result.get('gpu'))}")
         else:
             print(f"  {provider:{width}s} {mode:8s} {shape:60s} {'skipped' if result['skipped'] else 'FAILED'}: "
                   f"{result['skipped'] or result['error']}")
     failed = [r for r in measured.values() if r["error"]]
+    if not any(r["samples"] for r in measured.values()):  # before: exit 0 and a header-only CSV
+        print(f"error: {suite.kernel_name}: nothing timed: all {len(measured)} combinations skipped or failed; "
+              "the CSV untouched", file=sys.stderr)
+        return 1
     if not args.no_csv:
         commit, gpu_name = _commit_and_gpu()
         rows = rows_for_csv(suite, measured, commit, gpu_name, x_name)

@@ -14,6 +14,7 @@ class DeviceCeilingsTracked(harness.KernelSuite):
     modes = ["forward"]
     gpu_shapes = [dict(op="copy", size=2**30, dtype="bfloat16"), dict(op="gemm", size=8192, dtype="bfloat16")]
     cpu_shapes = [dict(op="copy", size=2**16, dtype="float32"), dict(op="gemm", size=128, dtype="float32")]
+    default_key = "op"  # a sweep's --op gemm takes gemm's size and dtype, not the copy's (2**30 elements a side)
 
     def make_inputs(self, op, size, dtype):
         if op == "copy":

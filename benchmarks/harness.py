@@ -251,6 +251,8 @@ class KernelSuite(abc.ABC):
     gpu_shapes: list
     cpu_shapes: list
     tier = "tracked"  # or "sweep": which `python -m tools.bench --tier` runs it (class names end in Tracked/Sweep)
+    # the shape option whose value picks the other options' sweep defaults (its first shape with that value), or None
+    default_key = None
     # asv attributes; all of them land in benchmarks.json, so none may depend on the machine.
     timer = staticmethod(replay_clock)
     repeat = SAMPLES
@@ -362,6 +364,28 @@ class KernelSuite(abc.ABC):
             stack.close()
             raise
         return stack
+
+    def variant_label(self, provider):
+        """A provider's one name for a setting: a tuning variant's keys sorted, an `OP.NAME` key of the suite's own
+        op written NAME, values as the op parses them (bools 1/0), so `greyhound[warps=4,block_l=+16]` and
+        `greyhound[block_l=16,warps=4]` key the same rows; any other provider unchanged. ValueError (a key given
+        twice, a bad option) and NotImplementedError as split_variant and tuning raise them."""
+        base, options = split_variant(provider)
+        if not options:
+            return provider
+        with self.tuning(options):  # validates every option against its op's tunables
+            pass
+        tuning = importlib.import_module("greyhound._tuning")
+        own_op = getattr(importlib.import_module(self.tuning_module), "TUNING_OP", self.kernel_name)
+        parsed = {}
+        for key, value in options.items():
+            op, dot, name = key.rpartition(".")
+            label = name if not dot or op == own_op else key
+            if label in parsed:
+                raise ValueError(f"provider {provider!r}: key {label!r} given twice")
+            value = tuning.parse(op if dot else own_op, {name: value})[name]
+            parsed[label] = int(value) if isinstance(value, bool) else value
+        return f"{base}[{','.join(f'{k}={v}' for k, v in sorted(parsed.items()))}]"
 
     def forward_context(self, provider):
         """Forward mode runs without autograd by default. `provider` is the base name (a tuning variant
@@ -661,7 +685,7 @@ _VARIANT = re.compile(r"^(?P<base>[A-Za-z0-9_.-]+)\[(?P<options>[^\[\]]*)\]$")
 
 def split_variant(provider):
     """A tuning variant `greyhound[block_l=64,warps=8]` -> ('greyhound', {'block_l': '64', 'warps': '8'}); any
-    other provider -> (provider, {}). ValueError for a malformed option list."""
+    other provider -> (provider, {}). ValueError for a malformed option list or a key given twice."""
     match = _VARIANT.match(provider)
     if match is None:
         if "[" in provider or "]" in provider:
@@ -672,6 +696,8 @@ def split_variant(provider):
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise ValueError(f"provider {provider!r}: expected key=value options, got {item!r}")
+        if key.strip() in options:  # else the last would win, under a label naming both
+            raise ValueError(f"provider {provider!r}: key {key.strip()!r} given twice")
         options[key.strip()] = value.strip()
     if not match["base"].startswith("greyhound"):
         raise ValueError(f"provider {provider!r}: only greyhound providers take tuning options")

@@ -21,6 +21,7 @@ arguments, found before any GPU runs.
 import argparse
 import contextlib
 import io
+import re
 import shlex
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from tools.export import ExportError
 ROOT = Path(__file__).resolve().parents[1]
 REMOTE_ROOT = "/repo"
 REMOTE_CSV = "/tmp/greyhound-rows.csv"
+GPU_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*!?(:[1-9][0-9]*)?$")  # Modal's H100, A100-80GB, H100!, H200:2
 
 
 class RunnerError(Exception):
@@ -59,6 +61,11 @@ def benchmark_argv(spec, kernels=None):
     if kernels is not None:
         if "--no-csv" in words:
             raise RunnerError(f"--benchmark {spec!r}: --no-csv would bring no rows back")
+        if any(w in ("-h", "--help") for w in words[1:]):  # before: planned, and each GPU would print help only
+            raise RunnerError(f"--benchmark {spec!r}: --help would measure nothing (run it locally: "
+                              f"python -m benchmarks {kernel} --help)")
+        if any(w == "--csv" or w.startswith("--csv=") for w in words[1:]):  # before: overridden by REMOTE_CSV
+            raise RunnerError(f"--benchmark {spec!r}: --csv is the runner's own (the rows come back into --csv)")
         check_sweep_options(spec, kernel, words[1:])
     return ["python", "-m", "benchmarks", kernel, *words[1:], "--csv", REMOTE_CSV]
 
@@ -72,6 +79,8 @@ def check_sweep_options(spec, kernel, options):
         with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
             parse_options(kernel, [*options, "--no-csv"])
     except SystemExit as exit_info:
+        if exit_info.code == 0:  # argparse's help (an abbreviation of --help)
+            raise RunnerError(f"--benchmark {spec!r}: it prints help and measures nothing") from None
         if exit_info.code:
             lines = said.getvalue().strip().splitlines() or [f"exit status {exit_info.code}"]
             raise RunnerError(f"--benchmark {spec!r}: {lines[-1]}") from None
@@ -107,7 +116,23 @@ def commands(benchmarks=(), asv_tier=None, kernels=None):
     return out
 
 
+def check_image_options(gpus, torch_version):
+    """RunnerError for a GPU type that is not a Modal GPU name (H100, A100-80GB, optionally :COUNT) or a torch
+    version that is not a version (found here, not at the image build or the spawn)."""
+    from packaging.version import InvalidVersion, Version
+
+    for gpu in gpus:
+        if not GPU_TYPE.match(gpu):
+            raise RunnerError(f"--gpu: expected a GPU type such as H100, H200 or A100-80GB (optionally :COUNT), "
+                              f"got {gpu!r}")
+    try:
+        Version(torch_version)
+    except InvalidVersion:
+        raise RunnerError(f"--torch: expected a torch version such as 2.11.0, got {torch_version!r}") from None
+
+
 def plan(args, kernels):
+    check_image_options(args.gpu or [], args.torch)
     packages = image_packages(args.extra, args.group, args.skip_thirdparty)
     return {"gpus": list(dict.fromkeys(args.gpu or ["H100"])), "torch": args.torch, "packages": packages,
             "commands": commands(args.benchmark, args.asv, kernels)}

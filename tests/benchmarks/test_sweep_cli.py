@@ -61,7 +61,9 @@ def test_a_tuning_variant_is_measured_beside_the_default(capsys):
             "--vocab-sizes", "150", "--dtype", "float32", "--no-csv"]
     assert cli.main(argv) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("greyhound")]
-    assert [row[0] for row in rows] == ["greyhound", variant]
+    # labelled by its options in canonical form (keys sorted)
+    canonical = "greyhound[grad_block_v=32,loss_block_v=64,loss_warps=2,prefetch=0]"
+    assert [row[0] for row in rows] == ["greyhound", canonical]
     assert all(float(row[5]) > 0 for row in rows)  # p50 ms of each (after mode and the three shape fields)
 
 
@@ -99,6 +101,13 @@ def test_a_kernel_only_the_sweep_tier_measures_is_reachable_and_tracked_suites_t
     (["--providers", " , "], "argument --providers/--provider: expected one value or a comma-separated list"),
     (["--dtype", "float32,float64"], "--dtype: float64 not one of float32, bfloat16, float16"),
     (["--layout", "channel-last"], "--layout: channel-last not one of channel_last, contiguous"),
+    # before: torch's int64 overflow, a FAILED line and a C++ backtrace
+    (["--batch-size", "99999999999999999999999"], "argument --batch-size/--batch-sizes: expected integers at most "
+                                                  "2**40, got '99999999999999999999999'"),
+    (["--seq-len", str(2**40 + 1)], "argument --seq-len/--seq-lens: expected integers at most 2**40"),
+    (["--providers", "greyhound[block_l=16,block_l=32]"], "--providers: provider 'greyhound[block_l=16,block_l=32]': "
+                                                          "key 'block_l' given twice"),  # before: timed at 32
+    (["--providers", "greyhound[block_l=16,causal_conv1d.block_l=32]"], "key 'block_l' given twice"),
 ])
 def test_bad_option_values_are_refused_by_name_before_anything_runs(argv, message, capsys):
     """Before: a traceback from int() or argparse, or (0, a typo'd layout) a measured and merged row of nonsense."""
@@ -153,3 +162,65 @@ def test_table_notes_the_gpu_state_while_the_calls_ran():
         "  [SM 1410 MHz, 71 C, 612 W]"
     assert cli.gpu_note(None) == "" and cli.gpu_note({"before": None, "during": None}) == ""
     assert cli.gpu_note({"before": {}, "during": {"error": "RuntimeError: not supported"}}) == ""
+
+
+def test_a_sweep_that_times_nothing_fails_and_leaves_the_csv_alone(tmp_path, capsys):
+    """Before: exit 0 and a new header-only CSV, both when every combination was skipped (providers not installed)
+    and when there was no combination at all (none served)."""
+    csv_path = tmp_path / "data.csv"
+    argv = ["causal_conv1d", "--mode", "forward", "--providers", "fla,causal-conv1d", "--csv", str(csv_path)]
+    from benchmarks import providers
+    if any(providers.available(p) for p in ("fla", "causal-conv1d")):
+        pytest.skip("a third-party provider is installed here")
+    assert cli.main(argv) == 1
+    assert "nothing timed: all 2 combinations skipped or failed" in capsys.readouterr().err
+    assert not csv_path.exists()
+    argv = ["cheri_block", "--mode", "full", "--providers", "greyhound-megakernel", "--csv", str(csv_path)]
+    assert cli.main(argv) == 2
+    assert "cheri_block: 0 combinations" in capsys.readouterr().err and not csv_path.exists()
+
+
+def test_tuning_variants_of_one_setting_are_one_label(tmp_path):
+    """Before: `[block_l=+16]`, `[block_l=16]` and key reorderings were measured and stored as separate providers."""
+    csv_path = tmp_path / "data.csv"
+    variants = ("greyhound[warps=4,block_l=+16],greyhound[block_l=16,warps=4],"
+                "greyhound[causal_conv1d.warps=4,block_l=16]")
+    argv = ["causal_conv1d", "--mode", "forward", "--providers", variants, "--batch-size", "1", "--dim", "8",
+            "--seq-len", "16", "--csv", str(csv_path)]
+    assert cli.main(argv) == 0
+    with open(csv_path) as f:
+        assert [r["kernel_provider"] for r in csv.DictReader(f)] == ["greyhound[block_l=16,warps=4]"]
+
+
+def test_device_ceilings_ops_take_their_own_default_shape(capsys):
+    """Before: every option's default came from the copy shape, so --op gemm ran a 65536 x 65536 GEMM on the CPU."""
+    suite = cli.kernels()["device_ceilings"]
+    assert cli.main(["device_ceilings", "--op", "gemm,copy", "--no-csv"]) == 0
+    out = capsys.readouterr().out
+    for shape in suite.cpu_shapes:
+        assert f"op={shape['op']}, size={shape['size']}, dtype={shape['dtype']}" in out
+    assert "device_ceilings: 2 combinations" in out
+
+
+def test_no_csv_and_csv_are_mutually_exclusive(tmp_path, capsys):
+    """Before: --csv was silently ignored."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["causal_conv1d", "--no-csv", "--csv", str(tmp_path / "x.csv")])
+    assert exit_info.value.code == 2
+    assert "argument --csv: not allowed with argument --no-csv" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_the_tables_percentiles_are_the_csvs(tmp_path, capsys, monkeypatch):
+    """Before: the table's p20-p80 came from statistics.quantiles (exclusive), the CSV's from numpy's percentiles."""
+    samples = [0.001 * (1 + i * i) for i in range(7)]
+    monkeypatch.setattr(cli.harness, "measure_suites_of", lambda suite, combos: {
+        combo: dict(samples=samples, peak_bytes=None, error=None, skipped=None, gpu=None) for combo in combos})
+    csv_path = tmp_path / "data.csv"
+    assert cli.main(["causal_conv1d", "--mode", "forward", "--providers", "torch-eager", "--csv", str(csv_path)]) == 0
+    with open(csv_path) as f:
+        row = next(csv.DictReader(f))
+    line = next(line for line in capsys.readouterr().out.splitlines() if "torch-eager" in line)
+    p50, span = line.split()[-3:-1]
+    assert [float(p50), *map(float, span.strip("[]").split("–"))] == pytest.approx(
+        [float(row["y_value_50"]), float(row["y_value_20"]), float(row["y_value_80"])], rel=1e-3)

@@ -81,10 +81,33 @@ def test_defaults_run_every_kernel_and_skip_thirdparty_drops_the_group(capsys):
     (["--benchmark", "logprobs --vocab-sizes 128k", "--dry-run"], "argument --vocab-size/--vocab-sizes: expected "
                                                                   "positive integers, got '128k'"),
     (["--benchmark", "logprobs --no-csv", "--dry-run"], "--no-csv would bring no rows back"),
+    # before: accepted; each GPU would print help, merge 0 rows, or write its rows where the runner never reads
+    (["--benchmark", "causal_conv1d --help", "--dry-run"], "--benchmark 'causal_conv1d --help': --help would "
+                                                           "measure nothing"),
+    (["--benchmark", "causal_conv1d -h", "--dry-run"], "--help would measure nothing"),
+    (["--benchmark", "causal_conv1d --hel", "--dry-run"], "it prints help and measures nothing"),
+    (["--benchmark", "logprobs --csv /tmp/x.csv", "--dry-run"], "--csv is the runner's own"),
+    (["--benchmark", "logprobs --csv=/tmp/x.csv", "--dry-run"], "--csv is the runner's own"),
+    # before: accepted, to fail only at the image build or the spawn
+    (["--gpu", "", "--dry-run"], "--gpu: expected a GPU type such as H100, H200 or A100-80GB (optionally :COUNT), "
+                                 "got ''"),
+    (["--gpu", "H100!!", "--dry-run"], "--gpu: expected a GPU type"),
+    (["--gpu", "H100", "--gpu", "H100:0", "--dry-run"], "got 'H100:0'"),
+    (["--torch", "not-a-version", "--dry-run"], "--torch: expected a torch version such as 2.11.0, "
+                                                "got 'not-a-version'"),
 ])
 def test_bad_arguments_are_named(argv, message, capsys):
     assert modal_runner.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_gpu_types_and_torch_versions_modal_takes_pass(capsys):
+    argv = ["--gpu", "A100-80GB", "--gpu", "H200:2", "--gpu", "H100!", "--torch", "2.11.0+cu128", "--dry-run",
+            "--benchmark", "logprobs --mode forward"]
+    assert modal_runner.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "torch==2.11.0+cu128" in out and all(f"[{gpu}] python -m benchmarks" in out
+                                                for gpu in ("A100-80GB", "H200:2", "H100!"))
 
 
 def _rows_text(gpu, value):
