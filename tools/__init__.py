@@ -43,28 +43,41 @@ class CsvFormatError(ValueError):
     """A benchmark CSV that is not in CSV_COLUMNS' schema, or has a damaged (cut) row: the message names the file."""
 
 
-def read_csv_records(path):
-    """The rows of a benchmark CSV as dicts (CSV_COLUMNS), none when the file is empty; CsvFormatError naming the file
-    (and the line) when its header is not CSV_COLUMNS or a row has another number of fields (a cut last row would
-    otherwise read with its missing fields empty and a cut number as data). OSError / UnicodeDecodeError as raised."""
-    text = Path(path).read_text(encoding="utf-8")
-    if not text.strip():
-        return []
+def csv_records(text, columns, where, hint=""):
+    """The rows of CSV `text` as dicts under the header `columns`, none for an empty text; CsvFormatError naming
+    `where` (and the line) when the header is not `columns` (`hint` appended) or a row has another number of fields (a
+    cut last row would otherwise read with its missing fields empty and a cut number as data), or a line is not CSV."""
+    columns = tuple(columns)
     reader = csv.reader(io.StringIO(text))
     try:
-        header = next(reader)
-        if tuple(header) != CSV_COLUMNS:
-            hint = (" (the schema before asv_machine/asv_environment: export into a new file)"
-                    if tuple(header) == CSV_COLUMNS[:-2] else "")
-            raise CsvFormatError(f"{path} has columns {header}, expected {list(CSV_COLUMNS)}{hint}")
+        header = next(reader, None)
+        if header is None:
+            return []
+        if tuple(header) != columns:
+            raise CsvFormatError(f"{where} has columns {header}, expected {list(columns)}{hint}")
         rows = []
         for fields in reader:
             if not fields:
                 continue
-            if len(fields) != len(CSV_COLUMNS):  # a cut or damaged row: zip would drop its missing columns
-                raise CsvFormatError(f"{path} line {reader.line_num} has {len(fields)} fields, expected "
-                                     f"{len(CSV_COLUMNS)} (a cut or damaged row)")
-            rows.append(dict(zip(CSV_COLUMNS, fields)))
+            if len(fields) != len(columns):
+                raise CsvFormatError(f"{where} line {reader.line_num} has {len(fields)} fields, expected "
+                                     f"{len(columns)} (a cut or damaged row)")
+            rows.append(dict(zip(columns, fields)))
     except csv.Error as err:
-        raise CsvFormatError(f"{path} line {reader.line_num}: {err}") from None
+        raise CsvFormatError(f"{where} line {reader.line_num}: {err}") from None
     return rows
+
+
+def read_csv_records(path):
+    """The rows of a benchmark CSV as dicts (CSV_COLUMNS), none when the file is empty; CsvFormatError naming the file
+    as csv_records does (a header of the schema before asv_machine/asv_environment says so). OSError /
+    UnicodeDecodeError as raised."""
+    text = Path(path).read_text(encoding="utf-8")
+    if not text.strip():
+        return []
+    try:
+        old_schema = next(csv.reader(io.StringIO(text)), None) == list(CSV_COLUMNS[:-2])
+    except csv.Error:  # (csv_records names the line)
+        old_schema = False
+    return csv_records(text, CSV_COLUMNS, path, " (the schema before asv_machine/asv_environment: export into a new "
+                                                "file)" if old_schema else "")

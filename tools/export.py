@@ -68,7 +68,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE, CsvFormatError, is_finite_number, read_csv_records, x_value_order
+from tools import (CSV_COLUMNS, SWEEP_CLI_MACHINE, CsvFormatError, csv_records, is_finite_number,
+                   read_csv_records, x_value_order)
 from tools._atomic import locked, real_path, write_atomic
 
 # One row per (benchmark, parameter combination, commit, machine, environment): two rows share a key only when they
@@ -450,20 +451,10 @@ def read_csv_rows(path):
 
 def csv_rows_from_text(text):
     """Rows of a CSV text in our schema (another machine's sweep, a Modal run); ExportError if it is not ours."""
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    if header is None:
-        return []
-    if tuple(header) != CSV_COLUMNS:
-        raise ExportError(f"rows with columns {header}, expected {list(CSV_COLUMNS)}")
-    rows = []
-    for fields in reader:
-        if not fields:
-            continue
-        if len(fields) != len(CSV_COLUMNS):  # a cut or damaged row: zip would drop its missing columns
-            raise ExportError(f"rows: line {reader.line_num} has {len(fields)} fields, expected {len(CSV_COLUMNS)}")
-        rows.append(dict(zip(CSV_COLUMNS, fields)))
-    return rows
+    try:
+        return csv_records(text, CSV_COLUMNS, "rows")
+    except CsvFormatError as err:
+        raise ExportError(str(err)) from None
 
 
 def merge_csv_rows(csv_path, rows):

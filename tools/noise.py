@@ -28,6 +28,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from tools import CsvFormatError, csv_records
 from tools._atomic import locked, write_atomic
 
 COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
@@ -160,27 +161,15 @@ def compute_noise_rows(results_dirs, tier=None):
 
 def read_noise_table(path):
     """The rows of an existing noise table (none when it does not exist or is empty); ValueError naming the file when
-    its columns are not COLUMNS or a row is cut."""
+    its columns are not COLUMNS or a row is cut (tools.csv_records)."""
     path = Path(path)
     if not path.exists():
         return []
     try:
-        text = path.read_text(encoding="utf-8")
-        reader = csv.reader(io.StringIO(text))
-        header = next(reader, None)
-        if header is None:
-            return []
-        if tuple(header) != COLUMNS:
-            raise ValueError(f"{path} has columns {header}, expected {list(COLUMNS)}; left it untouched")
-        rows = []
-        for fields in reader:
-            if fields and len(fields) != len(COLUMNS):
-                raise ValueError(f"{path} line {reader.line_num} has {len(fields)} fields, expected {len(COLUMNS)}; "
-                                 f"left it untouched")
-            if fields:
-                rows.append(dict(zip(COLUMNS, fields)))
-        return rows
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        return csv_records(path.read_text(encoding="utf-8"), COLUMNS, path)
+    except CsvFormatError as err:
+        raise ValueError(f"{err}; left it untouched") from None
+    except (OSError, UnicodeDecodeError) as err:
         raise ValueError(f"cannot read {path}: {err}; left it untouched") from None
 
 
