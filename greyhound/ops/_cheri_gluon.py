@@ -962,22 +962,22 @@ if available():
         num_groups, _ = _ws_groups(num_tiles, CONSUMERS, BALANCE)
         for group in range(first, num_groups, gl.num_programs(0)):
             for k in range(n_chunks):
-                slot = count % STAGES
-                mbarrier.wait(empty1.index(slot), ((count // STAGES) & 1) ^ 1)
-                _async_load(w1_smem.index(slot), w1_ptr + k * BLOCK_E * C + w1_offsets)
-                async_copy.mbarrier_arrive(ready1.index(slot), increment_count=False)
+                _fill_slot(w1_smem, empty1, ready1, w1_ptr + k * BLOCK_E * C + w1_offsets, count, STAGES)
                 if count > 0:
-                    slot2 = (count - 1) % STAGES
-                    mbarrier.wait(empty2.index(slot2), (((count - 1) // STAGES) & 1) ^ 1)
-                    _async_load(w2_smem.index(slot2), w2_ptr + previous_k * BLOCK_E + w2_offsets)
-                    async_copy.mbarrier_arrive(ready2.index(slot2), increment_count=False)
+                    _fill_slot(w2_smem, empty2, ready2, w2_ptr + previous_k * BLOCK_E + w2_offsets, count - 1, STAGES)
                 previous_k = k
                 count += 1
         if count > 0:  # the last chunk's W2
-            slot2 = (count - 1) % STAGES
-            mbarrier.wait(empty2.index(slot2), (((count - 1) // STAGES) & 1) ^ 1)
-            _async_load(w2_smem.index(slot2), w2_ptr + previous_k * BLOCK_E + w2_offsets)
-            async_copy.mbarrier_arrive(ready2.index(slot2), increment_count=False)
+            _fill_slot(w2_smem, empty2, ready2, w2_ptr + previous_k * BLOCK_E + w2_offsets, count - 1, STAGES)
+
+    @gluon.jit
+    def _fill_slot(ring, empty, ready, ptrs, fill, STAGES: gl.constexpr):
+        """(ws_split_ring) The ring's fill-th fill: slot fill % STAGES once the consumers have released its previous
+        fill, loaded from ptrs by cp.async, its arrival on `ready`."""
+        slot = fill % STAGES
+        mbarrier.wait(empty.index(slot), ((fill // STAGES) & 1) ^ 1)
+        _async_load(ring.index(slot), ptrs)
+        async_copy.mbarrier_arrive(ready.index(slot), increment_count=False)
 
     @gluon.jit
     def _ws_joint_producer(w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles,
