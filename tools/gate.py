@@ -425,17 +425,17 @@ def machine_names(results_dirs):
     return sorted(names)
 
 
-def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None, own=OWN_PROVIDERS):
+def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None, own=OWN_PROVIDERS, metas=None):
     """load_runs for judging BASE -> HEAD without --machine: the results' one machine, or where they hold several,
     the one machine that measured both commits (a GPU's figures are only ever compared with the same GPU's); an error
     naming each machine's share where none or several did. Each machine's results are read once."""
     names = machine_names(results_dirs)
     if len(names) <= 1:
-        return load_runs(results_dirs, tier=tier, warnings=warnings, own=own)
+        return load_runs(results_dirs, tier=tier, warnings=warnings, own=own, metas=metas)
     both, have = [], []
     for name in names:
         machine_warnings = []
-        runs = load_runs(results_dirs, name, tier=tier, warnings=machine_warnings, own=own)
+        runs = load_runs(results_dirs, name, tier=tier, warnings=machine_warnings, own=own, metas=metas)
         found = []
         for ref in (base, head):
             try:
@@ -517,8 +517,10 @@ def version_changed_line(report, shown=5):
             f"code changed; measure both commits under one version to compare them): {names}")
 
 
-def format_report(report, base, head):
-    lines = [f"tools.gate: {base[:8]} -> {head[:8]}: {len(report.verdicts)} tracked series"]
+def format_report(report, base, head, scope="tracked"):
+    """The report's lines; `scope` qualifies the series counted ("tracked" for the tracked tier, "" where every
+    benchmark is judged: --all-tiers, or another project's benchmarks that declare no tier)."""
+    lines = [f"tools.gate: {base[:8]} -> {head[:8]}: {len(report.verdicts)} {scope + ' ' if scope else ''}series"]
     several_envs = len({v.series.env for v in report.verdicts}) > 1
     for verdict in sorted(report.verdicts, key=lambda v: (v.status, -v.change)):
         if verdict.status == "ok":
@@ -652,6 +654,7 @@ def main(argv=None):
     warnings = []
     tier = None if args.all_tiers else "tracked"
     own = tuple(args.own or OWN_PROVIDERS)
+    metas = {}  # (benchmark, version) -> benchmarks.json entry, of the series read
     try:
         results = args.results or ["results"]
         if any(not name for name in own):
@@ -680,9 +683,9 @@ def main(argv=None):
                     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
             return 0
         if args.machine is None and args.base and args.head:
-            runs = runs_of_pair(results, args.base, args.head, tier, warnings, own)
+            runs = runs_of_pair(results, args.base, args.head, tier, warnings, own, metas)
         else:
-            runs = load_runs(results, args.machine, tier=tier, warnings=warnings, own=own)
+            runs = load_runs(results, args.machine, tier=tier, warnings=warnings, own=own, metas=metas)
         _print_warnings(warnings)
         if not (args.base and args.head):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
@@ -705,7 +708,9 @@ def main(argv=None):
     except GateError as err:
         print(f"tools.gate: error: {err}", file=sys.stderr)
         return 2
-    print("\n".join(format_report(report, base, head)))
+    # "tracked series" only where a tier selected them: benchmarks that declare no tier are all judged
+    scope = "tracked" if tier and any("tier" in meta for meta in metas.values()) else ""
+    print("\n".join(format_report(report, base, head, scope)))
     if report.regressions or report.failed:
         return 1
     if report.missing:  # no verdict on what HEAD did not measure: a partial run is not a pass

@@ -181,7 +181,10 @@ def test_cli_exit_status_follows_the_verdict(tmp_path, capsys):
     runs.append(_run("deadbeef", rng, date=99, factor={"'greyhound'": 1.07}))
     results = _write_results(tmp_path, runs)
     assert gate.main([runs[6].commit, runs[7].commit, "--results", str(results)]) == 0
-    assert "no regression" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "no regression" in out and " tracked series" in out  # tiers declared: the tracked tier judged
+    assert gate.main([runs[6].commit, runs[7].commit, "--results", str(results), "--all-tiers"]) == 0
+    assert " tracked series" not in capsys.readouterr().out
     assert gate.main([runs[7].commit, "deadbeef", "--results", str(results)]) == 1
     out = capsys.readouterr().out
     assert "PERFORMANCE REGRESSED" in out and out.count("REGRESSION ") == 6  # 3 modes x (time, memory)
@@ -349,7 +352,8 @@ def test_another_projects_slowdown_fails_the_gate_and_its_a_a_passes(tmp_path, c
     slowed = ("bench_ufunc.UFunc.time_add", ("'float64'", "1000"))
     results, commits = _write_foreign(tmp_path, 10, slow={slowed: 1.10})
     assert gate.main([commits[7], commits[8], "--results", str(results)]) == 0
-    assert "5 tracked series" in capsys.readouterr().out
+    first = capsys.readouterr().out
+    assert ": 5 series" in first and "tracked" not in first  # no tier declared: every benchmark judged
     assert gate.main([commits[8], commits[9], "--results", str(results)]) == 1
     out = capsys.readouterr().out
     assert out.count("REGRESSION ") == 1 and "UFunc.time_add('float64', 1000)" in out
@@ -362,7 +366,7 @@ def test_each_environment_is_its_own_series(tmp_path, capsys):
                                       skip={(f"{5:x}".rjust(8, "c").ljust(40, "0"), "py3.11")})
     assert gate.main([commits[4], commits[5], "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert "5 tracked series" in out and "IMPROVEMENT" not in out and "DRIFT" not in out
+    assert ": 5 series" in out and "IMPROVEMENT" not in out and "DRIFT" not in out
 
 
 @pytest.mark.parametrize("damage", ["truncated", "values", "commit"])
@@ -608,7 +612,7 @@ def test_base_and_head_of_different_benchmark_versions_in_two_dirs_are_never_com
         assert "FAILED" in out and "Core.time_array_1()" in out
     else:
         assert ("1 series not compared: BASE and HEAD measured different versions of its benchmark" in out
-                and "Core.time_array_1()" in out and "4 tracked series" in out)
+                and "Core.time_array_1()" in out and ": 4 series" in out)
         assert "no regression among the series compared" in out
 
 
@@ -622,7 +626,7 @@ def test_a_benchmark_whose_version_changed_in_one_dir_is_named_not_dropped_silen
     _write_head_of_new_version(results, base_document, "feed" * 10, "bench_ufunc.UFunc.time_add", "2", 1.0)
     assert gate.main([commits[4], "feed" * 10, "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert "1 tracked series" in out
+    assert ": 1 series" in out
     assert "4 series not compared: BASE and HEAD measured different versions of its benchmark" in out
     assert "UFunc.time_add('float32', 10)" in out
 
