@@ -94,13 +94,18 @@ def _tuning_help(suite):
             "e.g. --providers 'greyhound,greyhound[" + f"{sorted(declared)[0]}=...]':\n" + "\n".join(lines))
 
 
+def _shapes_here(suite):
+    """The suite's shapes on this machine (the tracked tier's GPU shapes on a GPU, its CPU shapes elsewhere)."""
+    return suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes
+
+
 def _default_shape(shapes, key, value):
     """The first of `shapes` whose option `key` is `value` (the first shape where none is)."""
     return next((s for s in shapes if s[key] == value), shapes[0])
 
 
 def build_parser(kernel_name, suite):
-    shapes = suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes
+    shapes = _shapes_here(suite)
     default = shapes[0]
     providers = known_providers(kernel_name)
     parser = argparse.ArgumentParser(
@@ -197,7 +202,7 @@ def parse_options(kernel_name, argv):
     bad_modes = [m for m in modes if m not in suite.modes]
     if bad_modes:
         parser.error(f"--mode: {', '.join(bad_modes)} not one of {', '.join(suite.modes)}")
-    shapes = suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes
+    shapes = _shapes_here(suite)
     args.by_key = [name for name in suite.param_names[2:] if getattr(args, name) is None]
     for name in args.by_key:  # each value of default_key's own default (main keeps only those combinations)
         setattr(args, name, list(dict.fromkeys(_default_shape(shapes, suite.default_key, value)[name]
@@ -242,7 +247,7 @@ def main(argv=None):
         return 0
     suite, args, shape_values = parse_options(argv[0], argv[1:])
     modes, providers = args.modes, args.providers
-    shapes = suite.gpu_shapes if harness.ON_GPU else suite.cpu_shapes
+    shapes = _shapes_here(suite)
     combos, not_served = [], []
     for provider, mode, values in itertools.product(providers, modes, itertools.product(*shape_values)):
         shape = dict(zip(suite.param_names[2:], values))
