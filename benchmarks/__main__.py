@@ -81,6 +81,23 @@ def _values(text, like=""):
     return list(dict.fromkeys(out))
 
 
+class _Once(argparse.Action):
+    """argparse's store, refusing an option given twice: with last-wins, `--dtype bfloat16 --dtype float16` measured
+    float16 alone where both were meant."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", {})
+        many = isinstance(values, list)
+        text = ",".join(map(str, values)) if many else str(values)
+        if self.dest in given:
+            first, then = given[self.dest]
+            fix = f"give one comma-separated list: {option_string} {then},{text}" if many else "give it once"
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice ({first} {then}, then "
+                         f"{option_string} {text}); {fix}")
+        given[self.dest] = (option_string, text)
+        setattr(namespace, self.dest, values)
+
+
 def _tuning_help(suite):
     """The epilog's paragraph on tuning variants: the op's tunables, or that it has none."""
     if suite.tuning_module is None:
@@ -117,9 +134,10 @@ def build_parser(kernel_name, suite):
                + _tuning_help(suite),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", "--modes", dest="modes", default=",".join(suite.modes), type=_values,
+                        action=_Once,
                         help=f"comma-separated modes (default: {','.join(suite.modes)})")
     parser.add_argument("--providers", "--provider", dest="providers",
-                        default=",".join(p for p in suite.providers), type=_values,
+                        default=",".join(p for p in suite.providers), type=_values, action=_Once,
                         help=f"comma-separated providers, of: {', '.join(providers)} (default: {','.join(suite.providers)})")
     key = suite.default_key
     for name in suite.param_names[2:]:
@@ -130,10 +148,10 @@ def build_parser(kernel_name, suite):
                 if by_key else default[name])
         parser.add_argument(*dict.fromkeys((f"--{flag}", f"--{plural}")), dest=name,
                             default=None if by_key else str(default[name]),
-                            type=functools.partial(_values, like=default[name]),
+                            type=functools.partial(_values, like=default[name]), action=_Once,
                             help=f"{name}: one value or a comma-separated list (default {text})")
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--csv", default="docs/data/benchmark_data.csv",
+    output.add_argument("--csv", default="docs/data/benchmark_data.csv", action=_Once,
                         help="CSV to merge the rows into (default docs/data/benchmark_data.csv)")
     output.add_argument("--no-csv", action="store_true", help="print the table only")
     return parser

@@ -108,6 +108,14 @@ def test_a_kernel_only_the_sweep_tier_measures_is_reachable_and_tracked_suites_t
     (["--providers", "greyhound[block_l=16,block_l=32]"], "--providers: provider 'greyhound[block_l=16,block_l=32]': "
                                                           "key 'block_l' given twice"),  # before: timed at 32
     (["--providers", "greyhound[block_l=16,causal_conv1d.block_l=32]"], "key 'block_l' given twice"),
+    # before: argparse's last wins, float32 alone measured and merged where both dtypes were meant
+    (["--dtype", "float32", "--dtypes", "bfloat16"], "argument --dtype/--dtypes: given twice (--dtype float32, then "
+                                                     "--dtypes bfloat16); give one comma-separated list: --dtypes "
+                                                     "float32,bfloat16"),
+    (["--mode", "forward", "--mode", "forward"], "argument --mode/--modes: given twice (--mode forward, then --mode "
+                                                 "forward)"),
+    (["--provider", "torch-eager", "--seq-len", "64", "--providers", "greyhound"], "argument --providers/--provider: "
+                                                                                   "given twice"),
 ])
 def test_bad_option_values_are_refused_by_name_before_anything_runs(argv, message, capsys):
     """Before: a traceback from int() or argparse, or (0, a typo'd layout) a measured and merged row of nonsense."""
@@ -145,6 +153,18 @@ def test_a_csv_the_rows_cannot_merge_into_is_refused_before_the_sweep(tmp_path, 
     captured = capsys.readouterr()
     assert f"--csv: {foreign} has columns ['name', 'seconds'], expected" in captured.err
     assert "combinations" not in captured.out and foreign.read_bytes() == before
+
+
+def test_a_csv_given_twice_is_refused_and_neither_file_is_written(tmp_path, capsys):
+    """Before: the rows went to the last --csv alone, the first named and silently left out."""
+    first, last = tmp_path / "a.csv", tmp_path / "b.csv"
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["cross_entropy_with_grad", "--mode", "forward", "--providers", "torch-eager", "--batch-size", "4",
+                  "--vocab-sizes", "64", "--dtype", "float32", "--csv", str(first), "--csv", str(last)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert f"argument --csv: given twice (--csv {first}, then --csv {last}); give it once" in captured.err
+    assert "combinations" not in captured.out and not first.exists() and not last.exists()
 
 
 def test_table_notes_the_gpu_state_while_the_calls_ran():
