@@ -86,8 +86,10 @@ _tuning.register(
     ws_thread_release=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz): every consumer thread "
                              "releases a weight-ring slot with an arrive of its own (the slot's barrier counts 128 a "
                              "consumer) instead of one arrive a warp group, which Triton 3.6 fences with a warp-group "
-                             "barrier; one such barrier a chunk fewer (offline, sm_90a). Off: level on the H200 (session 36, "
-                             "N=512 bf16 0.3929 / 0.3954 ms against 0.3970 / 0.3906)"),
+                             "barrier; one such barrier a chunk fewer (offline, sm_90a). Off: level or slower on the H200 "
+                             "(session 36, N=512 bf16 0.3929 / 0.3954 ms against 0.3970 / 0.3906; session 47, N=512: "
+                             "bf16 0.3610 / 0.3616 against 0.3578 / 0.3579, fp16 0.3642 / 0.3610 against 0.3546 / "
+                             "0.3575)"),
     ws_balance=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz; not with ws_schedule=turns): "
                       "when the tiles left after the grid's whole rounds (two or three tiles a CTA) are no more than "
                       "the grid, they go one a CTA, on its first consumer, instead of two or three a CTA (N=512, "
@@ -119,18 +121,26 @@ _tuning.register(
     ws_split_ring=(bool, "layout gluon_wsz on the pingpong schedule: W1 and W2 stream through weight rings of their "
                          "own (the same shared memory, a barrier pair each), W1 a chunk ahead, each slot released as "
                          "soon as its one GEMM is done, where a joint slot is held for two steps: the two consumers "
-                         "may drift two chunks apart instead of one before the one ahead waits on the ring (session "
-                         "43's profile: consumer 0 waited on the ring in 8% of its samples). Off: not yet timed"),
+                         "may drift two chunks apart instead of one before the one ahead waits on the ring. Default: on "
+                         "with ws_epilogue16 where an fp16 model's shuffled taps are (ws_x_shuffle; not with "
+                         "ws_cross_tile), off elsewhere (session 47, H200, sweep CLI, N=512, two rounds: fp16 with "
+                         "ws_epilogue16 0.3510 / 0.3504 ms against 0.3546 / 0.3575, alone 0.3548 / 0.3558; bf16 alone "
+                         "0.3610 / 0.3621 against 0.3578 / 0.3579)"),
     ws_cross_tile=(bool, "layout gluon_wsz on the pingpong schedule (not with ws_split_ring or z_regs): each tile's "
                          "first GEMM is issued with the previous tile's last second GEMM, one wait for both, instead "
                          "of after that tile's stores (the residual then loads late unless ws_late_residual says "
-                         "otherwise). Off: not yet timed"),
+                         "otherwise). Off: slower (session 47, H200, sweep CLI, N=512: bf16 0.3856 / 0.3863 ms against "
+                         "0.3578 / 0.3579, fp16 0.3753 / 0.3762 against 0.3546 / 0.3575)"),
     ws_epilogue16=(bool, "layout gluon_wsz on the pingpong schedule, 16-bit x, the residual loaded early (not with "
                          "ws_cross_tile or ws_late_residual=True): each tile's residual goes to the accumulator's "
                          "layout under the tile's last GEMM and the tile's 16-bit output, not its fp32 accumulator, "
                          "through shared memory to 16-byte stores (offline, Triton 3.6, the bf16 default: after the "
                          "last GEMM 16 shared-memory accesses a thread instead of 32, 8 stores instead of 16, spills "
-                         "168 -> 104 bytes). Bit-identical. Off: not yet timed"),
+                         "168 -> 104 bytes). Bit-identical. Default: on with ws_split_ring where an fp16 model's "
+                         "shuffled taps are (not with ws_cross_tile or ws_late_residual=True), off elsewhere (session "
+                         "47, H200, sweep CLI, N=512, two rounds: fp16 alone 0.3560 / 0.3563 ms, with ws_split_ring "
+                         "0.3510 / 0.3504, against 0.3546 / 0.3575; bf16 alone 0.3697 / 0.3677, with ws_split_ring "
+                         "0.3655 / 0.3628, against 0.3578 / 0.3579)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1143,6 +1153,20 @@ def _ws_late_residual(layout, schedule, mode, late_residual, cross_tile=False, e
     return bool(late_residual)
 
 
+def _ws_ring_and_epilogue(layout, schedule, mode, x_shuffle, split_ring, epilogue16, cross_tile, late_residual):
+    """launch_ws's (split_ring, epilogue16) for the ws_split_ring and ws_epilogue16 tunables (None: both on in
+    gluon_wsz on the ping-pong schedule where an fp16 model's conv taps come by shuffles, `x_shuffle` being launch_ws's
+    resolved one, unless ws_cross_tile (one weight ring, a late residual) is on; epilogue16 not beside
+    ws_late_residual=True either. Off elsewhere. Session 47, logs 175-176, H200, sweep CLI, one process a round, N=512
+    fp16: both 0.3510 / 0.3504 ms against 0.3546 / 0.3575 without (asv at d2a9ecd: 0.3544), split ring alone 0.3548 /
+    0.3558, epilogue16 alone 0.3560 / 0.3563; N=64 level (0.0537 / 0.0538 against 0.0536 / 0.0530). bf16, whose taps
+    come from shared memory, slower with each: both 0.3655 / 0.3628 against 0.3578 / 0.3579)."""
+    on = layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16" and bool(x_shuffle) \
+        and not cross_tile
+    return (on if split_ring is None else bool(split_ring),
+            on and not late_residual if epilogue16 is None else bool(epilogue16))
+
+
 def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype):
     """Where session 39 measured the z producer's conv taps in shared memory and L2 prefetch of x faster: gluon_wsz on
     the ping-pong schedule with a bf16 model (not an fp32 model's bf16 dots: x of 4 bytes an element, unmeasured)."""
@@ -1319,18 +1343,19 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             b1_by_mma = _ws_b1_mma(layout, ws_schedule, b1_mma, block_e)
             conv_taps = _ws_conv_taps(layout, ws_schedule, mode, x.dtype, ws_conv_smem, kernel_size, num_stages,
                                       block_e, channels, hidden_width, block_l, b1_by_mma)
+            x_shuffle = _ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels, kernel_size,
+                                      dilation)
+            split_ring, epilogue16 = _ws_ring_and_epilogue(layout, ws_schedule, mode, x_shuffle, ws_split_ring,
+                                                           ws_epilogue16, ws_cross_tile, ws_late_residual)
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu, pingpong=pingpong,
                           b1_mma=b1_by_mma, thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
                           late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual,
-                                                          bool(ws_cross_tile), bool(ws_epilogue16)),
+                                                          bool(ws_cross_tile), epilogue16),
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch),
-                          conv_smem=bool(conv_taps),
-                          x_shuffle=_ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels,
-                                                  kernel_size, dilation),
-                          split_ring=bool(ws_split_ring), cross_tile=bool(ws_cross_tile),
-                          epilogue16=bool(ws_epilogue16))
+                          conv_smem=bool(conv_taps), x_shuffle=x_shuffle, split_ring=split_ring,
+                          cross_tile=bool(ws_cross_tile), epilogue16=epilogue16)
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

@@ -752,8 +752,12 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert plan_of("gluon_ws").kwargs["balance"] is True
     # the residual's load after the last GEMM: by default gluon_wsz's on the ping-pong schedule with fp16 dots (where
     # it was measured faster), not with bf16 dots (slower) nor on the other layouts; the ping-pong and turns schedules
-    # only
-    assert plan_of("gluon_wsz", mode="fp16").kwargs["late_residual"] is True
+    # only; not where fp16's default ws_epilogue16 adds an early residual (the shuffled taps' shapes, K=3 here)
+    assert plan_of("gluon_wsz", mode="fp16").kwargs["late_residual"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_epilogue16=False):
+        assert plan_of("gluon_wsz", mode="fp16").kwargs["late_residual"] is True
+    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x.half(), 512, 5, "fp16", False, 4,
+                                "poly").kwargs["late_residual"] is True  # K=5 at dilation 4: no shuffles, no epilogue16
     assert plan_of("gluon_wsz").kwargs["late_residual"] is False
     assert plan_of("gluon_ws", mode="fp16").kwargs["late_residual"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=False):
@@ -839,9 +843,36 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
         assert plan_of("gluon_wsz").kwargs["x_shuffle"] is False
         assert plan_of("gluon_wsz", mode="fp16").kwargs["x_shuffle"] is False
-    # W1 and W2 in weight rings of their own (ws_split_ring): by name only (not yet timed); gluon_wsz on the pingpong
-    # schedule
-    assert plan_of("gluon_wsz").kwargs["split_ring"] is False
+    # W1 and W2 in weight rings of their own (ws_split_ring) and the 16-bit tile tail (ws_epilogue16): by default
+    # together where an fp16 model's taps come by shuffles (measured faster there, session 47; each slower for bf16),
+    # not beside ws_cross_tile (one ring), epilogue16 not beside a late residual asked for; off elsewhere; asked for by
+    # name on the pingpong schedule of gluon_wsz
+    for mode in ("bf16", "fp16"):
+        plan = plan_of("gluon_wsz", mode=mode)
+        assert (plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == ((mode == "fp16",) * 2)
+    for kernel_size in (3, 5):  # K=5 at dilation 4: a tap 16 positions back, no shuffles: neither
+        plan = cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x.half(), 512, kernel_size, "fp16", False, 4,
+                                    "poly")
+        assert (plan.kwargs["x_shuffle"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == ((kernel_size == 3,) * 3)
+    assert plan_of("gluon_wsz", mode="fp16", x_dtype=torch.float32).kwargs["split_ring"] is False
+    assert plan_of("gluon_wsz", mode="fp16", x_dtype=torch.float32).kwargs["epilogue16"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="tail"):
+        plan = plan_of("gluon_wsz", stages=3, mode="fp16")
+        assert plan.kwargs["split_ring"] is False and plan.kwargs["epilogue16"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
+        plan = plan_of("gluon_wsz", mode="fp16")
+        assert plan.kwargs["split_ring"] is False and plan.kwargs["epilogue16"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_cross_tile=True):
+        plan = plan_of("gluon_wsz", mode="fp16")
+        assert (plan.kwargs["cross_tile"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == (True, False, False)
+    with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=True):
+        plan = plan_of("gluon_wsz", mode="fp16")
+        assert (plan.kwargs["late_residual"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == (True, True, False)
+    for name in ("ws_split_ring", "ws_epilogue16"):
+        with _tuning.override(cheri_ops.TUNING_OP, **{name: False}):
+            plan = plan_of("gluon_wsz", mode="fp16")
+            assert plan.kwargs[name[3:]] is False and plan.kwargs[{"ws_split_ring": "epilogue16",
+                                                                    "ws_epilogue16": "split_ring"}[name]] is True
     with _tuning.override(cheri_ops.TUNING_OP, ws_split_ring=True):
         assert plan_of("gluon_wsz").kwargs["split_ring"] is True
         assert plan_of("gluon_wsz", mode="fp16").kwargs["split_ring"] is True
@@ -864,8 +895,8 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
             with pytest.raises(ValueError, match="ws_cross_tile runs with one weight ring and z from shared memory: "
                                                  "not with ws_split_ring or z_regs"):
                 plan_of("gluon_wsz")
-    # the residual added in the accumulator's layout, the 16-bit output through shared memory (ws_epilogue16): by
-    # name only (not yet timed); it takes the early residual for every dtype (fp16's default is late), and refuses a
+    # the residual added in the accumulator's layout, the 16-bit output through shared memory (ws_epilogue16), asked
+    # for by name: it takes the early residual for every dtype (fp16's default without it is late), and refuses a
     # late one, ws_cross_tile (whose residual is late) and x of 4 bytes, naming them
     assert plan_of("gluon_wsz").kwargs["epilogue16"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_epilogue16=True):
@@ -1345,9 +1376,9 @@ def test_gpu_late_residual_changes_no_bit(dtype, length, schedule):
 @pytest.mark.parametrize("variant", [dict(ws_x_prefetch=1), dict(ws_x_prefetch=2), dict(ws_conv_smem=True),
                                      dict(ws_x_prefetch=1, ws_conv_smem=True), dict(ws_split_ring=True),
                                      dict(ws_split_ring=True, ws_thread_release=True), dict(ws_cross_tile=True),
-                                     dict(ws_epilogue16=True)],
+                                     dict(ws_epilogue16=True), dict(ws_epilogue16=True, ws_split_ring=True)],
                          ids=["x_prefetch1", "x_prefetch2", "conv_smem", "both", "split_ring",
-                              "split_ring_thread_release", "cross_tile", "epilogue16"])
+                              "split_ring_thread_release", "cross_tile", "epilogue16", "epilogue16_split_ring"])
 @pytest.mark.parametrize("kernel_size", [3, 5])
 @pytest.mark.parametrize("length", [1024, 1000])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -1362,14 +1393,16 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
     layout and moves the 16-bit output through shared memory (a wrong lane, position or mask there would move
     outputs, a masked 16-byte store at ragged L most of all). The same output bit for bit, whole and ragged L, with lone
     last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU). Against the kernel with both off, and the default
-    (for bf16 both on at K=3; at K=5 the prefetch alone, as the taps would cost a z slot) against it too."""
+    (for bf16 both on at K=3; at K=5 the prefetch alone, as the taps would cost a z slot; for fp16 at K=3 ws_split_ring
+    and ws_epilogue16, whose pair is timed by the sweep CLI and not checked by it) against it too."""
     from greyhound import _tuning
     block = make_block(128, kernel_size, 4, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
     config = (64, 64, 4, 4, "gluon_wsz")
     with torch.no_grad():
         default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
-        with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0, ws_conv_smem=False):
+        with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0, ws_conv_smem=False, ws_split_ring=False,
+                              ws_epilogue16=False):
             expected = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
             with _tuning.override(cheri_ops.TUNING_OP, **variant):
                 out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
