@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 47's call 3 (after calls 1-2, logs 175-176): the fp16 default of 013b576 (ws_split_ring + ws_epilogue16
-# where an fp16 model's taps come by shuffles): its bit-equality against the kernel with both off (fp16, K=3 and 5,
-# L=1024 and 1000), asv CheriBlockSweep of the tip (peers in the same run), then the sweep CLI, new default against the
+# where an fp16 model's taps come by shuffles): asv CheriBlockSweep of the tip first (peers in the same run; its gate
+# checks every output against fp64, as the sweep of call 1 did the pair's), then the pair's bit-equality against the
+# kernel with both off (fp16, K=3 and 5, L=1024 and 1000), then, where time is left, the sweep CLI, new default against the
 # old (both off), fp16 N=512 and 64, two rounds. Predicted: megakernel + .eval() N=512 fp16 0.349-0.351 ms in asv
 # (0.3544 at d2a9ecd, log 176), without .eval() the same; N=64 level (0.0541); bf16 unchanged (0.3577).
 # Copy to .carry/cmd.sh; git bundle create .carry/repo.bundle --all; carry [".whl", ".carry"]; docs/public and docs/perf
@@ -11,12 +12,12 @@ nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
 rm -rf /tmp/gh-t && git clone -q .carry/repo.bundle /tmp/gh-t && (cd /tmp/gh-t && git checkout -q -B main origin/main)
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
-(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 120 python3 -m pytest -n 4 -q --tb=short -p no:cacheprovider -rfE \
+TAG=s47 DEADLINE=$((${LIMIT:-420} - 60 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" > /dev/null 2>&1
+echo "asv rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log; grep -E "^===|deadline" $OUT/asv-s47.log | head | tee -a $OUT/call.log
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-420} - (SECONDS - S) - 5 )) python3 -m pytest -n 4 -q --tb=short -p no:cacheprovider -rfE \
   -m gpu tests/nn/test_cheri_block.py -k "z_producer_variants and dtype1 and (epilogue16_split_ring or x_prefetch1)" \
   > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
-TAG=s47 DEADLINE=$((${LIMIT:-420} - 80 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" > /dev/null 2>&1
-echo "asv rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log; grep -E "^===|deadline" $OUT/asv-s47.log | head | tee -a $OUT/call.log
 V="greyhound-megakernel,greyhound-megakernel[ws_epilogue16=0,ws_split_ring=0]"
 for r in 1 2; do
   LEFT=$(( ${LIMIT:-420} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break
