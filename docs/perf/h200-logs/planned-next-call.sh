@@ -5,6 +5,8 @@
 # kernel with both off (fp16, K=3 and 5, L=1024 and 1000), then, where time is left, the sweep CLI, new default against the
 # old (both off), fp16 N=512 and 64, two rounds. Predicted: megakernel + .eval() N=512 fp16 0.349-0.351 ms in asv
 # (0.3544 at d2a9ecd, log 176), without .eval() the same; N=64 level (0.0541); bf16 unchanged (0.3577).
+# After asv, bf16 with fp16's whole configuration (shuffled taps, no taps in shared memory, no prefetch, the pair), and
+# the pair with shuffled taps beside bf16's own: predicted level with fp16's 0.351 if only the configuration differs.
 # Copy to .carry/cmd.sh; git bundle create .carry/repo.bundle --all; carry [".whl", ".carry"]; docs/public and docs/perf
 # hidden while it travels.
 S=$SECONDS
@@ -14,7 +16,14 @@ rm -rf /tmp/gh-t && git clone -q .carry/repo.bundle /tmp/gh-t && (cd /tmp/gh-t &
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 TAG=s47 DEADLINE=$((${LIMIT:-420} - 60 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" > /dev/null 2>&1
 echo "asv rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log; grep -E "^===|deadline" $OUT/asv-s47.log | head | tee -a $OUT/call.log
-(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-420} - (SECONDS - S) - 5 )) python3 -m pytest -n 4 -q --tb=short -p no:cacheprovider -rfE \
+B="greyhound-megakernel,greyhound-megakernel[ws_conv_smem=0,ws_epilogue16=1,ws_split_ring=1,ws_x_prefetch=0,ws_x_shuffle=1]"
+B="$B,greyhound-megakernel[ws_epilogue16=1,ws_split_ring=1,ws_x_shuffle=1]"
+LEFT=$(( ${LIMIT:-420} - (SECONDS - S) - 5 ))
+(( LEFT >= 25 )) && (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 60 ? LEFT : 60 )) python3 -m benchmarks \
+  cheri_block --mode forward --providers "$B" --batch-size 512 --n-filters 128 --seq-len 1024 --dtype bfloat16 --no-csv \
+  2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g' | sed "s/^/bfloat16 /" | cut -c1-230 | tee -a $OUT/call.log)
+LEFT=$(( ${LIMIT:-420} - (SECONDS - S) - 5 )); (( LEFT < 5 )) && LEFT=1
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $LEFT python3 -m pytest -n 4 -q --tb=short -p no:cacheprovider -rfE \
   -m gpu tests/nn/test_cheri_block.py -k "z_producer_variants and dtype1 and (epilogue16_split_ring or x_prefetch1)" \
   > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
