@@ -102,30 +102,35 @@ _tuning.register(
     ws_x_prefetch=(_tuning.NonNegativeInt,
                    "layout gluon_wsz: the z producer asks L2 for each tile's x this many of the CTA's groups before "
                    "computing it (prefetch.global.L2, one a thread and channel row), 0..8 (0: none). Default: 1 for "
-                   "a bf16 model on the ping-pong schedule, none elsewhere (session 39, one H100, N=512: with the "
-                   "conv's taps in shared memory bf16 0.3632 against 0.3655 ms; fp16 0.3873 against 0.3836)"),
+                   "a bf16 model on the ping-pong schedule whose taps are not shuffled (ws_x_shuffle), none "
+                   "elsewhere (session 39, one H100, N=512: with the conv's taps in shared memory bf16 0.3632 against "
+                   "0.3655 ms; fp16 0.3873 against 0.3836; session 47, one H100, bf16 with shuffled taps 0.3468 / "
+                   "0.3490 against 0.3448 / 0.3471)"),
     ws_conv_smem=(bool, "layout gluon_wsz: the conv's (C, 1, K) weight goes to shared memory once, as K fp32 rows, "
                         "and the z producer reads each tap there by 16-byte vectors instead of re-reading it from "
                         "global memory by 2-byte loads every tile (38% of its L1 sectors in session 37's profile). "
-                        "Default: on for a bf16 model on the ping-pong schedule where the taps leave the z ring as deep "
-                        "(session 39, one H100, N=512: 0.3655 against 0.3744 ms), off elsewhere (fp16: 0.3836 "
-                        "against 0.3826)"),
+                        "Default: on for a bf16 model on the ping-pong schedule whose taps are not shuffled "
+                        "(ws_x_shuffle) where the taps leave the z ring as deep (session 39, one H100, N=512: 0.3655 "
+                        "against 0.3744 ms), off elsewhere (fp16: 0.3836 against 0.3826; session 47, one H100, bf16 "
+                        "with shuffled taps 0.3541 / 0.3575 against 0.3448 / 0.3471)"),
     ws_x_shuffle=(bool, "layout gluon_wsz, 16-bit x, every conv tap an even number of positions back and at most 8 "
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
                         "shifted taps from its lane pair by shuffles instead of loading each tap (three batches of "
-                        "loads a tile in session 37's profile, one with this). Default: on for an fp16 model on the "
-                        "ping-pong schedule where it applies, off elsewhere (session 44, one H100, N=512, sweep CLI, "
-                        "three rounds: fp16 0.3532-0.3550 ms against 0.3633-0.3662; bf16, whose taps come from shared "
-                        "memory, 0.3576 / 0.3582 against 0.3557 / 0.3553)"),
+                        "loads a tile in session 37's profile, one with this). Default: on for a 16-bit model on the "
+                        "ping-pong schedule where it applies (then with ws_split_ring and ws_epilogue16, and neither "
+                        "ws_conv_smem nor ws_x_prefetch), off elsewhere (session 44, one H100, N=512, sweep CLI, three "
+                        "rounds: fp16 0.3532-0.3550 ms against 0.3633-0.3662; session 47, one H100, five rounds: bf16 "
+                        "with the whole configuration 0.3442-0.3472 against the taps in shared memory's "
+                        "0.3533-0.3583)"),
     ws_split_ring=(bool, "layout gluon_wsz on the pingpong schedule: W1 and W2 stream through weight rings of their "
                          "own (the same shared memory, a barrier pair each), W1 a chunk ahead, each slot released as "
                          "soon as its one GEMM is done, where a joint slot is held for two steps: the two consumers "
-                         "may drift two chunks apart instead of one before the one ahead waits on the ring. Default: on "
-                         "with ws_epilogue16 where an fp16 model's shuffled taps are (ws_x_shuffle; not with "
+                         "may drift two chunks apart instead of one before the one ahead waits on the ring. Default: "
+                         "on with ws_epilogue16 where a 16-bit model's taps are shuffled (ws_x_shuffle; not with "
                          "ws_cross_tile), off elsewhere (session 47, H200, sweep CLI, N=512, two rounds: fp16 with "
-                         "ws_epilogue16 0.3510 / 0.3504 ms against 0.3546 / 0.3575, alone 0.3548 / 0.3558; bf16 alone "
-                         "0.3610 / 0.3621 against 0.3578 / 0.3579)"),
+                         "ws_epilogue16 0.3510 / 0.3504 ms against 0.3546 / 0.3575, alone 0.3548 / 0.3558; bf16 with "
+                         "its taps in shared memory, alone 0.3610 / 0.3621 against 0.3578 / 0.3579)"),
     ws_cross_tile=(bool, "layout gluon_wsz on the pingpong schedule (not with ws_split_ring or z_regs): each tile's "
                          "first GEMM is issued with the previous tile's last second GEMM, one wait for both, instead "
                          "of after that tile's stores (the residual then loads late unless ws_late_residual says "
@@ -136,11 +141,11 @@ _tuning.register(
                          "layout under the tile's last GEMM and the tile's 16-bit output, not its fp32 accumulator, "
                          "through shared memory to 16-byte stores (offline, Triton 3.6, the bf16 default: after the "
                          "last GEMM 16 shared-memory accesses a thread instead of 32, 8 stores instead of 16, spills "
-                         "168 -> 104 bytes). Bit-identical. Default: on with ws_split_ring where an fp16 model's "
-                         "shuffled taps are (not with ws_cross_tile or ws_late_residual=True), off elsewhere (session "
+                         "168 -> 104 bytes). Bit-identical. Default: on with ws_split_ring where a 16-bit model's "
+                         "taps are shuffled (not with ws_cross_tile or ws_late_residual=True), off elsewhere (session "
                          "47, H200, sweep CLI, N=512, two rounds: fp16 alone 0.3560 / 0.3563 ms, with ws_split_ring "
-                         "0.3510 / 0.3504, against 0.3546 / 0.3575; bf16 alone 0.3697 / 0.3677, with ws_split_ring "
-                         "0.3655 / 0.3628, against 0.3578 / 0.3579)"),
+                         "0.3510 / 0.3504, against 0.3546 / 0.3575; bf16 with its taps in shared memory, alone 0.3697 "
+                         "/ 0.3677, with ws_split_ring 0.3655 / 0.3628, against 0.3578 / 0.3579)"),
     b1_mma=(bool, "layout gluon_wsz with the pingpong or tail schedule: b1 added by a k=16 wgmma a chunk (a column of "
                   "ones against b1, accumulated with the first GEMM) instead of an FADD a hidden element (default: on "
                   "there at block_e 64; H200, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 -> 0.3884)"),
@@ -1155,14 +1160,15 @@ def _ws_late_residual(layout, schedule, mode, late_residual, cross_tile=False, e
 
 def _ws_ring_and_epilogue(layout, schedule, mode, x_shuffle, split_ring, epilogue16, cross_tile, late_residual):
     """launch_ws's (split_ring, epilogue16) for the ws_split_ring and ws_epilogue16 tunables (None: both on in
-    gluon_wsz on the ping-pong schedule where an fp16 model's conv taps come by shuffles, `x_shuffle` being launch_ws's
+    gluon_wsz on the ping-pong schedule where a 16-bit model's conv taps come by shuffles, `x_shuffle` being launch_ws's
     resolved one, unless ws_cross_tile (one weight ring, a late residual) is on; epilogue16 not beside
     ws_late_residual=True either. Off elsewhere. Session 47, logs 175-176, H200, sweep CLI, one process a round, N=512
     fp16: both 0.3510 / 0.3504 ms against 0.3546 / 0.3575 without (asv at d2a9ecd: 0.3544), split ring alone 0.3548 /
-    0.3558, epilogue16 alone 0.3560 / 0.3563; N=64 level (0.0537 / 0.0538 against 0.0536 / 0.0530). bf16, whose taps
-    come from shared memory, slower with each: both 0.3655 / 0.3628 against 0.3578 / 0.3579)."""
-    on = layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16" and bool(x_shuffle) \
-        and not cross_tile
+    0.3558, epilogue16 alone 0.3560 / 0.3563; N=64 level (0.0537 / 0.0538 against 0.0536 / 0.0530). bf16 with its taps
+    from shared memory was slower with each (both 0.3655 / 0.3628 against 0.3578 / 0.3579), with shuffled taps and
+    neither taps in shared memory nor prefetch faster: see _ws_x_shuffle)."""
+    on = layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode in ("bf16", "fp16") \
+        and bool(x_shuffle) and not cross_tile
     return (on if split_ring is None else bool(split_ring),
             on and not late_residual if epilogue16 is None else bool(epilogue16))
 
@@ -1174,38 +1180,43 @@ def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype):
         x_dtype == torch.bfloat16
 
 
-def _ws_x_prefetch(layout, schedule, mode, x_dtype, x_prefetch):
+def _ws_x_prefetch(layout, schedule, mode, x_dtype, x_prefetch, x_shuffle):
     """launch_ws's x_prefetch for a ws_x_prefetch tunable (None: 1 in gluon_wsz on the ping-pong schedule for a bf16
-    model, 0 elsewhere; session 39, log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: with the conv's
-    taps in shared memory 0.3632 / 0.3631 ms against 0.3655 / 0.3657 without the prefetch, alone 0.3748 / 0.3765
-    against the default's 0.3744 / 0.3762; fp16 slower with it: 0.3953 alone, 0.3873 with the taps, against 0.3826.
-    2 groups ahead: 0.3812)."""
+    model whose taps are not shuffled (`x_shuffle`, launch_ws's resolved one), 0 elsewhere; session 47, one H100, two
+    rounds, N=512 bf16 with fp16's configuration: 0.3468 / 0.3490 ms with it, 0.3448 / 0.3471 without. Session 39,
+    log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: with the conv's taps in shared memory 0.3632 /
+    0.3631 ms against 0.3655 / 0.3657 without the prefetch, alone 0.3748 / 0.3765 against the default's 0.3744 /
+    0.3762; fp16 slower with it: 0.3953 alone, 0.3873 with the taps, against 0.3826. 2 groups ahead: 0.3812)."""
     if x_prefetch is None:
-        return int(_wsz_bf16_pingpong(layout, schedule, mode, x_dtype))
+        return int(_wsz_bf16_pingpong(layout, schedule, mode, x_dtype) and not x_shuffle)
     return x_prefetch
 
 
 def _ws_x_shuffle(layout, schedule, mode, x_dtype, x_shuffle, channels, kernel_size, dilation):
-    """launch_ws's x_shuffle for a ws_x_shuffle tunable (None: on in gluon_wsz on the ping-pong schedule for an fp16
-    model where the shuffles can take the taps, off elsewhere; session 44, logs 173-174, one H100, sweep CLI, one
-    process a round, N=512 fp16: 0.3532 / 0.3550 / 0.3543 ms against the default's 0.3633 / 0.3635 / 0.3662, N=64
-    0.0538 / 0.0540 against 0.0567 / 0.0571; bf16, whose taps come from shared memory, slower with it: 0.3576 / 0.3582
-    against 0.3557 / 0.3553)."""
+    """launch_ws's x_shuffle for a ws_x_shuffle tunable (None: on in gluon_wsz on the ping-pong schedule for a 16-bit
+    model (bf16 or fp16 dots on x of its own dtype) where the shuffles can take the taps, off elsewhere; session 44,
+    logs 173-174, one H100, sweep CLI, one process a round, N=512 fp16: 0.3532 / 0.3550 / 0.3543 ms against the
+    default's 0.3633 / 0.3635 / 0.3662, N=64 0.0538 / 0.0540 against 0.0567 / 0.0571. bf16 with its taps in shared
+    memory was slower with it (0.3576 / 0.3582 against 0.3557 / 0.3553); with fp16's whole configuration (no taps in
+    shared memory, no prefetch, ws_split_ring + ws_epilogue16) faster, session 47, one H100, five rounds: 0.3472,
+    0.3442, 0.3452, 0.3448, 0.3471 ms against the bf16 default's 0.3571, 0.3544, 0.3546, 0.3533, 0.3583)."""
     if x_shuffle is None:
-        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16" and \
+        return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode in ("bf16", "fp16") and \
             _cheri_gluon.x_shuffle_refusal(x_dtype, channels, kernel_size, dilation) is None
     return bool(x_shuffle)
 
 
 def _ws_conv_taps(layout, schedule, mode, x_dtype, conv_smem, kernel_size, stages, block_e, channels, hidden_width,
-                  block_l, b1_mma):
+                  block_l, b1_mma, x_shuffle):
     """The conv taps launch_ws stages in shared memory for a ws_conv_smem tunable: K, or 0 for none. None: on in
-    gluon_wsz on the ping-pong schedule for a bf16 model where the taps leave the z ring as deep as without them
-    (session 39, log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: 0.3655 / 0.3657 ms against
+    gluon_wsz on the ping-pong schedule for a bf16 model whose taps are not shuffled (`x_shuffle`, launch_ws's resolved
+    one) where the taps leave the z ring as deep as without them (session 47, one H100, two rounds, N=512 bf16 with
+    fp16's configuration: 0.3541 / 0.3575 ms with them, 0.3448 / 0.3471 without; fp16 0.3493 / 0.3496 against 0.3492 /
+    0.3472. Session 39, log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: 0.3655 / 0.3657 ms against
     0.3744 / 0.3762; fp16 level, 0.3836 against 0.3826, so off; N=64 level within its host-bound spread). Asked for
     by name, on wherever gluon_wsz runs (unsupported_ws refuses a shape where the taps leave no z ring)."""
     if conv_smem is None:
-        if not _wsz_bf16_pingpong(layout, schedule, mode, x_dtype):
+        if not _wsz_bf16_pingpong(layout, schedule, mode, x_dtype) or x_shuffle:
             return 0
         depth = functools.partial(_cheri_gluon.z_stages, stages, block_e, channels, hidden_width, block_l, b1_mma,
                                   False)
@@ -1306,7 +1317,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             raise ValueError(f"tuning: {TUNING_OP}.ws_x_shuffle cannot run this call: {why_not}")
     if ws_x_prefetch is not None and not 0 <= ws_x_prefetch <= 8:
         raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [0, 8] (0: none; not "
-                         f"set: 1 for a bf16 model on the ping-pong schedule, else none), got {ws_x_prefetch}")
+                         f"set: 1 for a bf16 model on the ping-pong schedule whose conv taps are not shuffled, else none), "
+                         f"got {ws_x_prefetch}")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
                         ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance),
                         ("ws_late_residual", ws_late_residual)):
@@ -1341,10 +1353,10 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
         if layout in _WS_CONSUMERS:
             pingpong = _ws_pingpong(layout, ws_schedule)
             b1_by_mma = _ws_b1_mma(layout, ws_schedule, b1_mma, block_e)
-            conv_taps = _ws_conv_taps(layout, ws_schedule, mode, x.dtype, ws_conv_smem, kernel_size, num_stages,
-                                      block_e, channels, hidden_width, block_l, b1_by_mma)
             x_shuffle = _ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels, kernel_size,
                                       dilation)
+            conv_taps = _ws_conv_taps(layout, ws_schedule, mode, x.dtype, ws_conv_smem, kernel_size, num_stages,
+                                      block_e, channels, hidden_width, block_l, b1_by_mma, x_shuffle)
             split_ring, epilogue16 = _ws_ring_and_epilogue(layout, ws_schedule, mode, x_shuffle, ws_split_ring,
                                                            ws_epilogue16, ws_cross_tile, ws_late_residual)
             kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
@@ -1353,7 +1365,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
                           late_residual=_ws_late_residual(layout, ws_schedule, mode, ws_late_residual,
                                                           bool(ws_cross_tile), epilogue16),
-                          x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch),
+                          x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch, x_shuffle),
                           conv_smem=bool(conv_taps), x_shuffle=x_shuffle, split_ring=split_ring,
                           cross_tile=bool(ws_cross_tile), epilogue16=epilogue16)
         else:
@@ -1501,7 +1513,9 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     bool(tuning.get("ws_pipeline")), z_producer, _ws_pingpong(layout, schedule), b1_by_mma,
                     _ws_balance(layout, schedule, tuning.get("ws_balance")),
                     _ws_conv_taps(layout, schedule, mode, x.dtype, tuning.get("ws_conv_smem"), kernel_size,
-                                  num_stages, block_e, channels, hidden_width, block_l, b1_by_mma))
+                                  num_stages, block_e, channels, hidden_width, block_l, b1_by_mma,
+                                  _ws_x_shuffle(layout, schedule, mode, x.dtype, tuning.get("ws_x_shuffle"),
+                                                channels, kernel_size, dilation)))
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

@@ -772,9 +772,14 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
                                                  f"this call runs ws_schedule={schedule}"):
                 plan_of("gluon_wsz", stages=3, mode="fp16")
     # the z producer's L2 prefetch of x: by default 1 group ahead in gluon_wsz on the ping-pong schedule for a bf16
-    # model (measured faster there with the taps in shared memory); none for an fp16 model (slower), an fp32 model's
-    # bf16 dots or the other schedules (unmeasured); gluon_wsz only, 0..8 groups ahead (0: none)
-    assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 1
+    # model whose taps are not shuffled (measured faster there with the taps in shared memory, slower beside shuffled
+    # taps); none for an fp16 model (slower), an fp32 model's bf16 dots or the other schedules (unmeasured); gluon_wsz
+    # only, 0..8 groups ahead (0: none)
+    assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 0  # K=3 at dilation 4: shuffled taps
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
+        assert plan_of("gluon_wsz").kwargs["x_prefetch"] == 1
+    assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x.bfloat16(), 512, 4, "bf16", False, 4,
+                                "poly").kwargs["x_prefetch"] == 1  # K=4 at dilation 4: a tap 12 positions back
     assert plan_of("gluon_wsz", mode="fp16").kwargs["x_prefetch"] == 0
     assert plan_of("gluon_wsz", x_dtype=torch.float32).kwargs["x_prefetch"] == 0
     assert plan_of("gluon_ws", stages=3, block_e=32).kwargs["x_prefetch"] == 0
@@ -790,7 +795,8 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert plan_of("gluon_wsz", mode="fp16").kwargs["x_prefetch"] == 1
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=9):
         with pytest.raises(ValueError, match=r"ws_x_prefetch is a number of groups ahead in \[0, 8\] \(0: none; not "
-                                             r"set: 1 for a bf16 model on the ping-pong schedule, else none\), got 9"):
+                                             r"set: 1 for a bf16 model on the ping-pong schedule whose conv taps are not "
+                                             r"shuffled, else none\), got 9"):
             plan_of("gluon_wsz")
     for bad in (-1, "-2"):
         with pytest.raises(ValueError, match=r"ws_x_prefetch must be an int >= 0 \(0: off\), got "):
@@ -799,9 +805,12 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with pytest.raises(ValueError, match="ws_x_prefetch must be an int >= 0, got 'one'"):
         with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch="one"):
             pass
-    # the conv's taps in shared memory: by default where the prefetch is (a bf16 model, gluon_wsz, ping-pong) and the
-    # taps leave the z ring as deep as without them; asked for by name, gluon_wsz only (any dtype, any schedule)
-    assert plan_of("gluon_wsz").kwargs["conv_smem"] is True
+    # the conv's taps in shared memory: by default where the prefetch is (a bf16 model, gluon_wsz, ping-pong, taps
+    # not shuffled) and the taps leave the z ring as deep as without them; asked for by name, gluon_wsz only (any
+    # dtype, any schedule)
+    assert plan_of("gluon_wsz").kwargs["conv_smem"] is False  # K=3 at dilation 4: shuffled taps
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
+        assert plan_of("gluon_wsz").kwargs["conv_smem"] is True
     assert plan_of("gluon_wsz", mode="fp16").kwargs["conv_smem"] is False
     assert plan_of("gluon_wsz", x_dtype=torch.float32).kwargs["conv_smem"] is False
     assert plan_of("gluon_ws", stages=3, block_e=32).kwargs["conv_smem"] is False
@@ -819,12 +828,13 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with _tuning.override(cheri_ops.TUNING_OP, ws_conv_smem=True):
         assert plan_of("gluon_wsz").kwargs["conv_smem"] is True
         assert plan_of("gluon_wsz", mode="fp16").kwargs["conv_smem"] is True
-    # the z producer's shuffled conv taps (ws_x_shuffle): by default for an fp16 model in gluon_wsz on the ping-pong
-    # schedule where the shuffles can take the taps (measured faster there, session 44; slower for bf16, whose taps
-    # come from shared memory), off elsewhere; asked for by name, gluon_wsz only, 16-bit x, taps an even number of
-    # positions back and at most 8, C a multiple of 16
-    assert plan_of("gluon_wsz").kwargs["x_shuffle"] is False
+    # the z producer's shuffled conv taps (ws_x_shuffle): by default for a 16-bit model in gluon_wsz on the ping-pong
+    # schedule where the shuffles can take the taps (measured faster there: fp16 in session 44, bf16 with fp16's whole
+    # configuration in session 47), off elsewhere (an fp32 model's bf16 or fp16 dots: x of 4 bytes); asked for by
+    # name, gluon_wsz only, 16-bit x, taps an even number of positions back and at most 8, C a multiple of 16
+    assert plan_of("gluon_wsz").kwargs["x_shuffle"] is True
     assert plan_of("gluon_wsz", mode="fp16").kwargs["x_shuffle"] is True
+    assert plan_of("gluon_wsz", x_dtype=torch.float32).kwargs["x_shuffle"] is False
     assert plan_of("gluon_wsz", mode="fp16", x_dtype=torch.float32).kwargs["x_shuffle"] is False
     assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x.half(), 512, 5, "fp16", False, 4,
                                 "poly").kwargs["x_shuffle"] is False  # K=5 at dilation 4: a tap 16 positions back
@@ -844,16 +854,25 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert plan_of("gluon_wsz").kwargs["x_shuffle"] is False
         assert plan_of("gluon_wsz", mode="fp16").kwargs["x_shuffle"] is False
     # W1 and W2 in weight rings of their own (ws_split_ring) and the 16-bit tile tail (ws_epilogue16): by default
-    # together where an fp16 model's taps come by shuffles (measured faster there, session 47; each slower for bf16),
-    # not beside ws_cross_tile (one ring), epilogue16 not beside a late residual asked for; off elsewhere; asked for by
-    # name on the pingpong schedule of gluon_wsz
+    # together where a 16-bit model's taps come by shuffles (measured faster there, session 47; each slower for bf16
+    # with its taps in shared memory), not beside ws_cross_tile (one ring), epilogue16 not beside a late residual
+    # asked for; off elsewhere; asked for by name on the pingpong schedule of gluon_wsz
     for mode in ("bf16", "fp16"):
         plan = plan_of("gluon_wsz", mode=mode)
-        assert (plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == ((mode == "fp16",) * 2)
-    for kernel_size in (3, 5):  # K=5 at dilation 4: a tap 16 positions back, no shuffles: neither
-        plan = cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x.half(), 512, kernel_size, "fp16", False, 4,
-                                    "poly")
-        assert (plan.kwargs["x_shuffle"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == ((kernel_size == 3,) * 3)
+        assert (plan.kwargs["x_shuffle"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"],
+                plan.kwargs["conv_smem"], plan.kwargs["x_prefetch"], plan.kwargs["late_residual"]) == \
+            (True, True, True, False, 0, False)
+        plan = plan_of("gluon_wsz", mode=mode, x_dtype=torch.float32)  # an fp32 model's 16-bit dots: none of them
+        assert (plan.kwargs["x_shuffle"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == (False,) * 3
+    for dtype, mode in ((torch.bfloat16, "bf16"), (torch.float16, "fp16")):
+        for kernel_size in (3, 4, 5):  # K=4 and 5 at dilation 4: a tap 12 or 16 positions back, no shuffles: neither
+            plan = cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x.to(dtype), 512, kernel_size, mode, False,
+                                        4, "poly")
+            shuffled = kernel_size == 3
+            assert (plan.kwargs["x_shuffle"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == (shuffled,) * 3
+            # bf16 without shuffles keeps its taps in shared memory (K=4; K=5 would cost a z slot) and the prefetch
+            assert plan.kwargs["x_prefetch"] == int(mode == "bf16" and not shuffled)
+            assert plan.kwargs["conv_smem"] is (mode == "bf16" and kernel_size == 4)
     assert plan_of("gluon_wsz", mode="fp16", x_dtype=torch.float32).kwargs["split_ring"] is False
     assert plan_of("gluon_wsz", mode="fp16", x_dtype=torch.float32).kwargs["epilogue16"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="tail"):
@@ -898,7 +917,8 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     # the residual added in the accumulator's layout, the 16-bit output through shared memory (ws_epilogue16), asked
     # for by name: it takes the early residual for every dtype (fp16's default without it is late), and refuses a
     # late one, ws_cross_tile (whose residual is late) and x of 4 bytes, naming them
-    assert plan_of("gluon_wsz").kwargs["epilogue16"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
+        assert plan_of("gluon_wsz").kwargs["epilogue16"] is False
     with _tuning.override(cheri_ops.TUNING_OP, ws_epilogue16=True):
         for mode in ("bf16", "fp16"):
             plan = plan_of("gluon_wsz", mode=mode)
@@ -1392,9 +1412,9 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
     load: test_gpu_late_residual_changes_no_bit); ws_epilogue16 makes the same sum and rounding in the accumulator's
     layout and moves the 16-bit output through shared memory (a wrong lane, position or mask there would move
     outputs, a masked 16-byte store at ragged L most of all). The same output bit for bit, whole and ragged L, with lone
-    last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU). Against the kernel with both off, and the default
-    (for bf16 both on at K=3; at K=5 the prefetch alone, as the taps would cost a z slot; for fp16 at K=3 ws_split_ring
-    and ws_epilogue16, whose pair is timed by the sweep CLI and not checked by it) against it too."""
+    last-round tiles (N=40 at L=1024: 640 tiles on a 132-SM GPU). Against the kernel with all of them and the
+    shuffled taps off, and the default against it too (at K=3 the shuffled taps with ws_split_ring and ws_epilogue16,
+    the pair GPU-checked nowhere else; at K=5 for bf16 the prefetch alone, as the taps would cost a z slot)."""
     from greyhound import _tuning
     block = make_block(128, kernel_size, 4, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
@@ -1402,7 +1422,7 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
     with torch.no_grad():
         default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
         with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=0, ws_conv_smem=False, ws_split_ring=False,
-                              ws_epilogue16=False):
+                              ws_epilogue16=False, ws_x_shuffle=False):
             expected = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
             with _tuning.override(cheri_ops.TUNING_OP, **variant):
                 out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
