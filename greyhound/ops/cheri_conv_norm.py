@@ -86,10 +86,10 @@ _tuning.register(
     ws_thread_release=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz): every consumer thread "
                              "releases a weight-ring slot with an arrive of its own (the slot's barrier counts 128 a "
                              "consumer) instead of one arrive a warp group, which Triton 3.6 fences with a warp-group "
-                             "barrier; one such barrier a chunk fewer (offline, sm_90a). Off: level or slower on the H200 "
-                             "(session 36, N=512 bf16 0.3929 / 0.3954 ms against 0.3970 / 0.3906; session 47, N=512: "
-                             "bf16 0.3610 / 0.3616 against 0.3578 / 0.3579, fp16 0.3642 / 0.3610 against 0.3546 / "
-                             "0.3575)"),
+                             "barrier; one such barrier a chunk fewer (offline, sm_90a). Off: level or slower on the "
+                             "H200 (session 36, N=512 bf16 0.3929 / 0.3954 ms against 0.3970 / 0.3906; session 47, "
+                             "N=512: bf16 0.3610 / 0.3616 against 0.3578 / 0.3579, fp16 0.3642 / 0.3610 against "
+                             "0.3546 / 0.3575)"),
     ws_balance=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz; not with ws_schedule=turns): "
                       "when the tiles left after the grid's whole rounds (two or three tiles a CTA) are no more than "
                       "the grid, they go one a CTA, on its first consumer, instead of two or three a CTA (N=512, "
@@ -1173,11 +1173,13 @@ def _ws_ring_and_epilogue(layout, schedule, mode, x_shuffle, split_ring, epilogu
             on and not late_residual if epilogue16 is None else bool(epilogue16))
 
 
-def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype):
+def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype, x_shuffle):
     """Where session 39 measured the z producer's conv taps in shared memory and L2 prefetch of x faster: gluon_wsz on
-    the ping-pong schedule with a bf16 model (not an fp32 model's bf16 dots: x of 4 bytes an element, unmeasured)."""
+    the ping-pong schedule with a bf16 model (not an fp32 model's bf16 dots: x of 4 bytes an element, unmeasured) whose
+    taps are not shuffled (`x_shuffle`, launch_ws's resolved one: beside shuffled taps both measured slower, session
+    47)."""
     return layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "bf16" and \
-        x_dtype == torch.bfloat16
+        x_dtype == torch.bfloat16 and not x_shuffle
 
 
 def _ws_x_prefetch(layout, schedule, mode, x_dtype, x_prefetch, x_shuffle):
@@ -1188,7 +1190,7 @@ def _ws_x_prefetch(layout, schedule, mode, x_dtype, x_prefetch, x_shuffle):
     0.3631 ms against 0.3655 / 0.3657 without the prefetch, alone 0.3748 / 0.3765 against the default's 0.3744 /
     0.3762; fp16 slower with it: 0.3953 alone, 0.3873 with the taps, against 0.3826. 2 groups ahead: 0.3812)."""
     if x_prefetch is None:
-        return int(_wsz_bf16_pingpong(layout, schedule, mode, x_dtype) and not x_shuffle)
+        return int(_wsz_bf16_pingpong(layout, schedule, mode, x_dtype, x_shuffle))
     return x_prefetch
 
 
@@ -1216,7 +1218,7 @@ def _ws_conv_taps(layout, schedule, mode, x_dtype, conv_smem, kernel_size, stage
     0.3744 / 0.3762; fp16 level, 0.3836 against 0.3826, so off; N=64 level within its host-bound spread). Asked for
     by name, on wherever gluon_wsz runs (unsupported_ws refuses a shape where the taps leave no z ring)."""
     if conv_smem is None:
-        if not _wsz_bf16_pingpong(layout, schedule, mode, x_dtype) or x_shuffle:
+        if not _wsz_bf16_pingpong(layout, schedule, mode, x_dtype, x_shuffle):
             return 0
         depth = functools.partial(_cheri_gluon.z_stages, stages, block_e, channels, hidden_width, block_l, b1_mma,
                                   False)
@@ -1317,8 +1319,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             raise ValueError(f"tuning: {TUNING_OP}.ws_x_shuffle cannot run this call: {why_not}")
     if ws_x_prefetch is not None and not 0 <= ws_x_prefetch <= 8:
         raise ValueError(f"tuning: {TUNING_OP}.ws_x_prefetch is a number of groups ahead in [0, 8] (0: none; not "
-                         f"set: 1 for a bf16 model on the ping-pong schedule whose conv taps are not shuffled, else none), "
-                         f"got {ws_x_prefetch}")
+                         f"set: 1 for a bf16 model on the ping-pong schedule whose conv taps are not shuffled, else "
+                         f"none), got {ws_x_prefetch}")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
                         ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance),
                         ("ws_late_residual", ws_late_residual)):

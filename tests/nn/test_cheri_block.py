@@ -795,8 +795,8 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert plan_of("gluon_wsz", mode="fp16").kwargs["x_prefetch"] == 1
     with _tuning.override(cheri_ops.TUNING_OP, ws_x_prefetch=9):
         with pytest.raises(ValueError, match=r"ws_x_prefetch is a number of groups ahead in \[0, 8\] \(0: none; not "
-                                             r"set: 1 for a bf16 model on the ping-pong schedule whose conv taps are not "
-                                             r"shuffled, else none\), got 9"):
+                                             r"set: 1 for a bf16 model on the ping-pong schedule whose conv taps are "
+                                             r"not shuffled, else none\), got 9"):
             plan_of("gluon_wsz")
     for bad in (-1, "-2"):
         with pytest.raises(ValueError, match=r"ws_x_prefetch must be an int >= 0 \(0: off\), got "):
@@ -886,7 +886,8 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert (plan.kwargs["cross_tile"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == (True, False, False)
     with _tuning.override(cheri_ops.TUNING_OP, ws_late_residual=True):
         plan = plan_of("gluon_wsz", mode="fp16")
-        assert (plan.kwargs["late_residual"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == (True, True, False)
+        assert (plan.kwargs["late_residual"], plan.kwargs["split_ring"], plan.kwargs["epilogue16"]) == \
+            (True, True, False)
     for name in ("ws_split_ring", "ws_epilogue16"):
         with _tuning.override(cheri_ops.TUNING_OP, **{name: False}):
             plan = plan_of("gluon_wsz", mode="fp16")
