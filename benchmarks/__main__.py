@@ -160,17 +160,20 @@ def build_parser(kernel_name, suite):
 def rows_for_csv(suite, measured, commit, gpu_name, x_name):
     """CSV rows (tools.CSV_COLUMNS) of one sweep, built by tools.export.csv_row as the export builds asv's: speed
     rows with p20/p50/p80 in ms, memory rows in MiB. No ceilings are measured in this process, so the roofline
-    columns carry the achieved rate without its share."""
+    columns carry the achieved rate without its share. Returns (rows, failed_keys): failed_keys are the CSV keys
+    (tools.export.row_key) of the combinations that failed here, whose rows from an earlier run of this commit on
+    this GPU and environment no longer stand (as an asv result file is authoritative for its commit in the export);
+    a skipped combination (a peer not installed) leaves its earlier rows alone."""
     import datetime
     import json
 
     from tools import SWEEP_CLI_MACHINE
-    from tools.export import csv_row, readable_label
+    from tools.export import csv_row, readable_label, row_key
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    rows = []
+    rows, failed_keys = [], []
     for (provider, mode, *values), result in measured.items():
-        if not result["samples"]:
+        if not result["samples"] and not result["error"]:
             continue
         shape = dict(zip(suite.param_names[2:], values))
         x_value = shape.pop(x_name)
@@ -178,13 +181,18 @@ def rows_for_csv(suite, measured, commit, gpu_name, x_name):
                       x_label=readable_label(x_name), x_value=str(x_value),
                       extra=json.dumps(shape, sort_keys=True), ceilings=None, gpu_name=gpu_name, commit=commit,
                       timestamp=stamp, machine=SWEEP_CLI_MACHINE, environment=f"python-{platform.python_version()}")
+        if not result["samples"]:  # failed: the keys its speed and memory rows have
+            failed_keys += [row_key(csv_row(metric_name=metric, metric_unit=unit, samples=[], value=0.0, scale=1.0,
+                                            work=None, **common))
+                            for metric, unit in (("speed", "ms"), ("memory", "MiB"))]
+            continue
         work = suite.work(mode, dict(zip(suite.param_names[2:], values)))
         rows.append(csv_row(metric_name="speed", metric_unit="ms", samples=result["samples"], value=None, scale=1e3,
                             work=work, **common))
         if result["peak_bytes"] is not None:
             rows.append(csv_row(metric_name="memory", metric_unit="MiB", samples=[], value=result["peak_bytes"],
                                 scale=1.0 / 2**20, work=None, **common))
-    return rows
+    return rows, failed_keys
 
 
 def _commit_and_gpu():
@@ -306,14 +314,16 @@ def main(argv=None):
         return 1
     if not args.no_csv:
         commit, gpu_name = _commit_and_gpu()
-        rows = rows_for_csv(suite, measured, commit, gpu_name, x_name)
+        rows, failed_keys = rows_for_csv(suite, measured, commit, gpu_name, x_name)
         from tools.export import ExportError, merge_csv_rows
         try:
-            total = merge_csv_rows(args.csv, rows)
+            total, dropped = merge_csv_rows(args.csv, rows, drop=failed_keys, count_dropped=True)
         except (ExportError, OSError) as err:  # changed or unwritable since the check: the table above has the figures
             print(f"error: --csv: {len(rows)} rows not merged: {err}", file=sys.stderr)
             return 2
-        print(f"{len(rows)} rows merged into {args.csv} ({total} rows in total)")
+        print(f"{len(rows)} rows merged into {args.csv} ({total} rows in total)"
+              + (f"; {dropped} rows of this commit's earlier run removed: their combinations failed here"
+                 if dropped else ""))
     return 1 if failed else 0
 
 

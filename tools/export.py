@@ -457,17 +457,22 @@ def csv_rows_from_text(text):
         raise ExportError(str(err)) from None
 
 
-def merge_csv_rows(csv_path, rows):
+def merge_csv_rows(csv_path, rows, drop=(), count_dropped=False):
     """Merge rows into the CSV at csv_path (atomically, holding its lock from the read to the write, so a concurrent
     writer's rows are never lost): a row with an existing key replaces that row, so merging the same rows twice
-    changes nothing. Returns the number of rows in the CSV."""
+    changes nothing; an existing row whose key is in `drop` (the sweep CLI's combinations that failed on re-run) is
+    removed. Returns the number of rows in the CSV, and with count_dropped=True also the number removed by `drop`."""
     csv_path = Path(csv_path)
     new = {row_key(row): row for row in rows}
+    drop = set(drop) - set(new)
     with locked(csv_path):
-        kept = [row for row in read_csv_rows(csv_path) if row_key(row) not in new]  # (the sweep CLI's and Modal's
-        # rows: one asv_machine, sweep-cli, for every GPU, so the GPU's name is part of what tells their rows apart)
+        existing = read_csv_rows(csv_path)
+        kept = [row for row in existing if row_key(row) not in new and row_key(row) not in drop]  # (the sweep CLI's
+        # and Modal's rows: one asv_machine, sweep-cli, for every GPU, so the GPU's name tells their rows apart)
+        dropped = sum(row_key(row) in drop for row in existing)
         write_atomic(csv_path, csv_text(kept + list(new.values())))
-    return len(kept) + len(new)
+    total = len(kept) + len(new)
+    return (total, dropped) if count_dropped else total
 
 
 def csv_text(rows):

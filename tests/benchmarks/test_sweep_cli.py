@@ -244,3 +244,40 @@ def test_the_tables_percentiles_are_the_csvs(tmp_path, capsys, monkeypatch):
     p50, span = line.split()[-3:-1]
     assert [float(p50), *map(float, span.strip("[]").split("–"))] == pytest.approx(
         [float(row["y_value_50"]), float(row["y_value_20"]), float(row["y_value_80"])], rel=1e-3)
+
+
+def test_a_combination_that_fails_on_rerun_loses_its_earlier_rows_and_a_skipped_one_keeps_them(tmp_path, capsys,
+                                                                                                 monkeypatch):
+    """Before: a combination whose re-run at the same commit failed kept its earlier row, so the CSV went on showing a
+    figure the code no longer produced; the export treats an asv result file the same way (authoritative for its
+    commit). A skipped combination (a peer not installed here) says nothing about the code: its rows stay."""
+    rng = random.Random()
+    outcome = {}
+
+    def measure(suite, combos):
+        results = {}
+        for combo in combos:
+            kind = outcome.get(combo[0], "ok")
+            samples = [0.001 * (1 + rng.random()) for _ in range(5)] if kind == "ok" else []
+            results[combo] = dict(samples=samples, peak_bytes=None, gpu=None, error="boom" if kind == "fail" else None,
+                                  skipped="not installed" if kind == "skip" else None)
+        return results
+
+    monkeypatch.setattr(cli.harness, "measure_suites_of", measure)
+    csv_path = tmp_path / "data.csv"
+    argv = ["causal_conv1d", "--mode", "forward", "--providers", "greyhound,torch-eager,torch-compile",
+            "--csv", str(csv_path)]
+
+    def providers_in_csv():
+        with open(csv_path) as f:
+            return sorted(r["kernel_provider"] for r in csv.DictReader(f))
+
+    assert cli.main(argv) == 0
+    assert providers_in_csv() == ["greyhound", "torch-compile", "torch-eager"]
+    outcome.update({"greyhound": "fail", "torch-compile": "skip"})
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert providers_in_csv() == ["torch-compile", "torch-eager"]
+    assert "1 rows merged" in out and "1 rows of this commit's earlier run removed" in out
+    outcome.clear()
+    assert cli.main(argv) == 0 and providers_in_csv() == ["greyhound", "torch-compile", "torch-eager"]
