@@ -11,6 +11,9 @@
 # measurement's cost breakdown, benchmarks/harness.py) and $OUT/gpu-$TAG.log (nvidia-smi before and after each run:
 # which GPU, its clocks and temperature; nothing is set). Bring the results in with
 #   python -m tools.merge_results <files_at>/results-$TAG.tar.gz      (merges per benchmark; never unpack over results/)
+# That is 4 files in $OUT a call, and the device tool returns at most 8 (past that, files are left behind, the results
+# tarball among them): a command that runs this twice, or writes more beside it, gives each run its own OUT and keeps
+# its results tarball and one tarball of its logs (docs/perf/h200-logs/planned-next-call.sh's asv()).
 set -uo pipefail
 start=$SECONDS
 tag=${TAG:-run}
