@@ -1,6 +1,6 @@
 #!/bin/bash
 # asv on the offline H200 (through the device tool), on the commits in .carry/repo.bundle:
-#   here:   git bundle create .carry/repo.bundle --all   (and ../shared/device/carry-wheels.sh for .whl/)
+#   here:   bash scripts/carry_repo.sh pack [DEPTH]   (and ../shared/device/carry-wheels.sh for .whl/)
 #   device: DEADLINE=540 bash scripts/h200_asv.sh "RANGE REGEX" ["RANGE REGEX" ...]     carry: [".whl", ".carry"]
 # Each argument is one `asv run --record-samples -b REGEX RANGE` (e.g. "HEAD~4..HEAD @tracked"), run in the order
 # given under one DEADLINE (seconds from start); asv 0.6.6 writes a commit's results file once its benchmarks are
@@ -26,8 +26,8 @@ gpu_log() {
     --format=csv >> "$OUT/gpu-$tag.log" 2>&1
 }
 dir=/tmp/gh-$tag
-rm -rf "$dir" && git clone -q .carry/repo.bundle "$dir" && cd "$dir" || exit 1
-git checkout -q -B main origin/main && git checkout -q "${CHECKOUT:-main}" || exit 1
+bash scripts/carry_repo.sh unpack "$dir" && cd "$dir" || exit 1
+git checkout -q "${CHECKOUT:-main}" || exit 1
 # the results folder is named after the GPU model that ran (nvidia-h200, or nvidia-h100-80gb-hbm3 where the device tool
 # lends an H100 for an H200): never file one card's figures under the other's name. MACHINE=<name> overrides.
 machine=$(python3 -m tools.asv_machine ${MACHINE:+--machine "$MACHINE"}) || exit 1

@@ -8,8 +8,8 @@
 # configuration (taps in shared memory + prefetch), N=512 and 64, two rounds.
 # Predicted (H200, asv): megakernel + .eval() N=512 bf16 0.347-0.350 ms (0.3577 at d2a9ecd, log 176; -1.6% in asv on
 # an H100, log 179), fp16 0.349-0.351 (0.3544); without .eval() the same; N=64 bf16 0.054-0.055 (0.0572).
-# Copy to .carry/cmd.sh; git bundle create .carry/repo.bundle --all; carry [".whl", ".carry"]; docs/public, docs/perf
-# and results/ hidden while it travels (the bundle holds them; the tree's limit is 64 MiB). PART=all in one call, or
+# Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"] (the tree with the wheels and the
+# bundle of main's last 16 commits: about 32 MB of the 64 MiB that travel, nothing hidden). PART=all in one call, or
 # PART=1 (tests, sweeps) then PART=2 (asv); LIMIT: the seconds a call may take.
 S=$SECONDS
 # At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
@@ -23,7 +23,7 @@ asv() {  # asv TAG DEADLINE "RANGE REGEX"...
 }
 nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-rm -rf /tmp/gh-t && git clone -q .carry/repo.bundle /tmp/gh-t && (cd /tmp/gh-t && git checkout -q -B main origin/main)
+bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # CheriBlockSweep's asv first (the goals' cells), then the tests, then the tracked tier
 asv s49a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
