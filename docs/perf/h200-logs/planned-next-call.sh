@@ -8,8 +8,8 @@
 # configuration (taps in shared memory + prefetch), N=512 and 64, two rounds.
 # Predicted (H200, asv): megakernel + .eval() N=512 bf16 0.347-0.350 ms (0.3577 at d2a9ecd, log 176; -1.6% in asv on
 # an H100, log 179), fp16 0.349-0.351 (0.3544); without .eval() the same; N=64 bf16 0.054-0.055 (0.0572).
-# Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"] (the tree with the wheels and the
-# bundle of main's last 16 commits: about 32 MB of the 64 MiB that travel, nothing hidden). PART=all in one call, or
+# Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
+# hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
 # PART=1 (tests, sweeps) then PART=2 (asv); LIMIT: the seconds a call may take.
 S=$SECONDS
 # At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
