@@ -317,7 +317,7 @@ def main(argv=None):
         rows, failed_keys = rows_for_csv(suite, measured, commit, gpu_name, x_name)
         from tools.export import ExportError, merge_csv_rows
         try:
-            total, dropped = merge_csv_rows(args.csv, rows, drop=failed_keys, count_dropped=True)
+            total, dropped = merge_csv_rows(args.csv, rows, drop=failed_keys)
         except (ExportError, OSError) as err:  # changed or unwritable since the check: the table above has the figures
             print(f"error: --csv: {len(rows)} rows not merged: {err}", file=sys.stderr)
             return 2

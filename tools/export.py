@@ -457,22 +457,24 @@ def csv_rows_from_text(text):
         raise ExportError(str(err)) from None
 
 
-def merge_csv_rows(csv_path, rows, drop=(), count_dropped=False):
+def merge_csv_rows(csv_path, rows, drop=()):
     """Merge rows into the CSV at csv_path (atomically, holding its lock from the read to the write, so a concurrent
     writer's rows are never lost): a row with an existing key replaces that row, so merging the same rows twice
     changes nothing; an existing row whose key is in `drop` (the sweep CLI's combinations that failed on re-run) is
-    removed. Returns the number of rows in the CSV, and with count_dropped=True also the number removed by `drop`."""
+    removed. Returns (rows in the CSV, rows removed by `drop`)."""
     csv_path = Path(csv_path)
     new = {row_key(row): row for row in rows}
     drop = set(drop) - set(new)
     with locked(csv_path):
-        existing = read_csv_rows(csv_path)
-        kept = [row for row in existing if row_key(row) not in new and row_key(row) not in drop]  # (the sweep CLI's
-        # and Modal's rows: one asv_machine, sweep-cli, for every GPU, so the GPU's name tells their rows apart)
-        dropped = sum(row_key(row) in drop for row in existing)
+        kept, dropped = [], 0
+        for row in read_csv_rows(csv_path):  # (the sweep CLI's and Modal's rows: one asv_machine, sweep-cli, for every
+            key = row_key(row)               # GPU, so the GPU's name tells their rows apart)
+            if key in drop:
+                dropped += 1
+            elif key not in new:
+                kept.append(row)
         write_atomic(csv_path, csv_text(kept + list(new.values())))
-    total = len(kept) + len(new)
-    return (total, dropped) if count_dropped else total
+    return len(kept) + len(new), dropped
 
 
 def csv_text(rows):
