@@ -1,0 +1,49 @@
+#!/bin/bash
+# PLANNED, NOT YET RUN on an H200 (sessions 47 and 48 were lent H100s; session 48 ran PART=all on one: log 179).
+# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run; (2) the GPU tests of the defaults changed in
+# 013b576 and 23c21b3 (every 16-bit model whose conv taps the shuffles take: shuffled taps, ws_split_ring +
+# ws_epilogue16, no taps in shared memory, no x prefetch): each variant and default against the kernel with all of
+# them off and the taps from the same source, the shuffled taps against loaded taps, late residual, the megakernel
+# modes; (3) asv of the tip's tracked tier; (4) where time is left, the sweep CLI, bf16 default against the old
+# configuration (taps in shared memory + prefetch), N=512 and 64, two rounds.
+# Predicted (H200, asv): megakernel + .eval() N=512 bf16 0.347-0.350 ms (0.3577 at d2a9ecd, log 176; -1.6% in asv on
+# an H100, log 179), fp16 0.349-0.351 (0.3544); without .eval() the same; N=64 bf16 0.054-0.055 (0.0572).
+# Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
+# hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
+# PART=1 (tests, sweeps) then PART=2 (asv); LIMIT: the seconds a call may take.
+S=$SECONDS
+# At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
+# its own folder, and only its results tarball and one tarball of its logs (asv, gpu, profile) land in $OUT.
+asv() {  # asv TAG DEADLINE "RANGE REGEX"...
+  local tag=$1 deadline=$2; shift 2; mkdir -p /tmp/out-$tag
+  OUT=/tmp/out-$tag TAG=$tag DEADLINE=$deadline bash scripts/h200_asv.sh "$@" > /dev/null 2>&1
+  echo "asv $tag rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log
+  grep -E "^===|deadline" /tmp/out-$tag/asv-$tag.log | head | tee -a $OUT/call.log
+  mv /tmp/out-$tag/results-$tag.tar.gz $OUT/ 2>/dev/null; tar czf $OUT/logs-$tag.tar.gz -C /tmp/out-$tag .
+}
+nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+bash scripts/carry_repo.sh unpack /tmp/gh-t
+(cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
+if [[ ${PART:-1} == all ]]; then  # CheriBlockSweep's asv first (the goals' cells), then the tests, then the tracked tier
+asv s49a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+fi
+if [[ ${PART:-1} == 1 || ${PART:-1} == all ]]; then
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 30 < 240 ? ${LIMIT:-585} - (SECONDS - S) - 30 : 240 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
+  -m gpu tests/nn/test_cheri_block.py -k "shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))" \
+  > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
+grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
+if [[ ${PART:-1} == all ]] && (( ${LIMIT:-585} - (SECONDS - S) > 80 )); then
+asv s49b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
+fi
+OLD="greyhound-megakernel[ws_conv_smem=1,ws_epilogue16=0,ws_split_ring=0,ws_x_prefetch=1,ws_x_shuffle=0]"
+for r in 1 2; do
+  LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break
+  (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
+    --mode forward --providers "greyhound-megakernel,$OLD" --batch-size 512,64 --n-filters 128 --seq-len 1024 \
+    --dtype bfloat16 --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g' | sed -E 's/, n_filters=128, seq_len=1024//' \
+    | sed "s/^/r$r /" | cut -c1-260 | tee -a $OUT/call.log)
+done
+else
+asv s49 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+fi
