@@ -60,7 +60,9 @@ _tuning.register(
                  "weight ring's depth), or its warp-specialised versions gluon_ws / gluon_ws3 (2 / 3 consumer warp "
                  "groups; maxnreg = theirs) and gluon_wsz (2 consumers and a warp group computing z ahead of them)"),
     maxnreg=(int, "fused block kernel: registers per thread cap (CUDA only; 255 = none; a forced layout other "
-                  "than the default's starts uncapped)"),
+                  "than the default's starts uncapped); the warp-specialised layouts: the consumers' registers "
+                  "(gluon_wsz: 152, the z producer taking what they leave, 168; 160 for an fp16 model with shuffled "
+                  "taps, session 49, one H100, N=512: 0.3442-0.3467 ms against 0.3477-0.3487 at 152)"),
     gelu=(str, "GELU evaluation: poly (the default, no erf; gluon_wsz runs poly2 for bf16 and fp16 dots), "
                "erf (libdevice erff), tanh (tanh.approx form), poly3 (a degree-3 fit of poly's form, 1.2e-5 absolute; "
                "the warp-specialised Gluon layouts only) or poly2 (a degree-2 fit, 8.6e-5 absolute, no clamp; those "
@@ -1173,6 +1175,25 @@ def _ws_ring_and_epilogue(layout, schedule, mode, x_shuffle, split_ring, epilogu
             on and not late_residual if epilogue16 is None else bool(epilogue16))
 
 
+# The consumers' registers (setmaxnreg) of an fp16 model on gluon_wsz's ping-pong schedule with its default
+# configuration (shuffled taps, ws_split_ring, ws_epilogue16); the z producer takes what they leave (152). Elsewhere
+# launch_ws's default, 152 (the z producer 168).
+_WSZ_FP16_CONSUMER_REGS = 160
+
+
+def _ws_consumer_regs(layout, schedule, mode, x_dtype, x_shuffle, split_ring, epilogue16, max_registers):
+    """launch_ws's consumer_regs for the config's register cap `max_registers` (None: _WSZ_FP16_CONSUMER_REGS for an
+    fp16 model in gluon_wsz on the ping-pong schedule whose taps are shuffled, with ws_split_ring and ws_epilogue16,
+    launch_ws's resolved ones; launch_ws's default elsewhere). Session 49, logs 183-184, one H100, sweep CLI, N=512,
+    one process a round, six rounds in two calls: fp16 0.3442-0.3467 ms at 160 against the default's 0.3477-0.3487;
+    bf16 0.3476-0.3518 against 0.3452-0.3494 (slower, so bf16 keeps 152); 144 and 168 +3-5% for both. Offline
+    (Triton 3.6, sm_90a): 8 bytes of spills at 152, none at 160, for both dtypes. Registers change no result bit."""
+    if max_registers is None and layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16" \
+            and x_dtype == torch.float16 and x_shuffle and split_ring and epilogue16:
+        return _WSZ_FP16_CONSUMER_REGS
+    return max_registers
+
+
 def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype, x_shuffle):
     """Where session 39 measured the z producer's conv taps in shared memory and L2 prefetch of x faster: gluon_wsz on
     the ping-pong schedule with a bf16 model (not an fp32 model's bf16 dots: x of 4 bytes an element, unmeasured) whose
@@ -1361,7 +1382,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                                       block_e, channels, hidden_width, block_l, b1_by_mma, x_shuffle)
             split_ring, epilogue16 = _ws_ring_and_epilogue(layout, ws_schedule, mode, x_shuffle, ws_split_ring,
                                                            ws_epilogue16, ws_cross_tile, ws_late_residual)
-            kwargs.update(consumer_regs=max_registers, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
+            consumer_regs = _ws_consumer_regs(layout, ws_schedule, mode, x.dtype, x_shuffle, split_ring, epilogue16,
+                                              max_registers)
+            kwargs.update(consumer_regs=consumer_regs, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu, pingpong=pingpong,
                           b1_mma=b1_by_mma, thread_release=bool(ws_thread_release),
                           balance=_ws_balance(layout, ws_schedule, ws_balance),
