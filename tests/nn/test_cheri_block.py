@@ -1464,13 +1464,15 @@ def test_gpu_consumer_registers_change_no_bit(dtype, length):
     """gluon_wsz's consumers' register share (the config's cap; fp16's default 160 since session 49, bf16's 152) moves
     registers between the consumers and the z producer, not arithmetic: the same output bit for bit at 152, 160 and
     176 (the z producer then at 168, 152 and 120), whole and ragged L, with lone last-round tiles (N=40)."""
+    from greyhound import _tuning
     block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
+    config = (64, 64, 4, 4, "gluon_wsz")
     with torch.no_grad():
-        default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=(64, 64, 4, 4, "gluon_wsz"))
+        default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
         for regs in (152, 160, 176):
-            out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4,
-                                                   config=(64, 64, 4, 4, "gluon_wsz", regs))
+            with _tuning.override(cheri_ops.TUNING_OP, maxnreg=regs):
+                out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
             assert torch.equal(out, default), regs
         ref = fp64_twin(block).reference_forward(x[-2:].double())
     assert max_abs(default[-2:], ref) < HALF_BOUNDS[dtype]
