@@ -1186,8 +1186,10 @@ def _ws_consumer_regs(layout, schedule, mode, x_dtype, x_shuffle, split_ring, ep
     fp16 model in gluon_wsz on the ping-pong schedule whose taps are shuffled, with ws_split_ring and ws_epilogue16,
     launch_ws's resolved ones; launch_ws's default elsewhere). Session 49, logs 183-184, one H100, sweep CLI, N=512,
     one process a round, six rounds in two calls: fp16 0.3442-0.3467 ms at 160 against the default's 0.3477-0.3487;
-    bf16 0.3476-0.3518 against 0.3452-0.3494 (slower, so bf16 keeps 152); 144 and 168 +3-5% for both. Offline
-    (Triton 3.6, sm_90a): 8 bytes of spills at 152, none at 160, for both dtypes. Registers change no result bit."""
+    bf16 0.3476-0.3518 against 0.3452-0.3494 (slower, so bf16 keeps 152); 144 and 168 +3-5% for both. Log 185 (another
+    H100, as the default against 152): N=512 0.3435 / 0.3443 against 0.3462 / 0.3472, N=64 0.0537 / 0.0537 against
+    0.0543 / 0.0539. Offline (sm_90a): 8 bytes of spills at 152, none at 160, for both dtypes under Triton 3.6 (the
+    device's); under 3.9 fp16 spills 24 bytes at 160. Registers change no result bit (GPU test, log 186)."""
     if max_registers is None and layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16" \
             and x_dtype == torch.float16 and x_shuffle and split_ring and epilogue16:
         return _WSZ_FP16_CONSUMER_REGS

@@ -1,13 +1,13 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN on an H200 (sessions 47 and 48 were lent H100s; session 48 ran PART=all on one: log 179).
-# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run; (2) the GPU tests of the defaults changed in
-# 013b576 and 23c21b3 (every 16-bit model whose conv taps the shuffles take: shuffled taps, ws_split_ring +
-# ws_epilogue16, no taps in shared memory, no x prefetch): each variant and default against the kernel with all of
-# them off and the taps from the same source, the shuffled taps against loaded taps, late residual, the megakernel
-# modes; (3) asv of the tip's tracked tier; (4) where time is left, the sweep CLI, bf16 default against the old
-# configuration (taps in shared memory + prefetch), N=512 and 64, two rounds.
-# Predicted (H200, asv): megakernel + .eval() N=512 bf16 0.347-0.350 ms (0.3577 at d2a9ecd, log 176; -1.6% in asv on
-# an H100, log 179), fp16 0.349-0.351 (0.3544); without .eval() the same; N=64 bf16 0.054-0.055 (0.0572).
+# PLANNED, NOT YET RUN on an H200 (sessions 47-49 were lent H100s; session 49 ran it with PART=all on one: log 182).
+# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run; (2) the GPU tests of the 16-bit defaults
+# (013b576, 23c21b3, and 9b3b8d4's fp16 consumers at 160 registers): each variant and default against the kernel with
+# all of them off and the taps from the same source, the shuffled taps against loaded taps, the registers changing no
+# bit, late residual, the megakernel modes; (3) asv of the tip's tracked tier; (4) where time is left, the sweep CLI,
+# bf16 default against the old configuration (taps in shared memory + prefetch), N=512 and 64, two rounds.
+# Predicted (H200, asv): megakernel + .eval() N=512 bf16 ~0.352 ms (0.3577 at d2a9ecd, log 176; H100 asv 0.3442-0.3477
+# at fc36cd9 / 9545175, logs 182 and 185, against 2416008's 0.3505, and the H200 read ~2% above the H100 on the same
+# code), fp16 ~0.351 (0.3544; H100 asv 0.3455 with the 160 registers); without .eval() the same; N=64 bf16 ~0.055.
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
 # PART=1 (tests, sweeps) then PART=2 (asv); LIMIT: the seconds a call may take.
@@ -26,15 +26,15 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # CheriBlockSweep's asv first (the goals' cells), then the tests, then the tracked tier
-asv s49a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+asv s50a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
 fi
 if [[ ${PART:-1} == 1 || ${PART:-1} == all ]]; then
 (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 30 < 240 ? ${LIMIT:-585} - (SECONDS - S) - 30 : 240 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
-  -m gpu tests/nn/test_cheri_block.py -k "shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))" \
+  -m gpu tests/nn/test_cheri_block.py -k "consumer_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))" \
   > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
 if [[ ${PART:-1} == all ]] && (( ${LIMIT:-585} - (SECONDS - S) > 80 )); then
-asv s49b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
+asv s50b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
 fi
 OLD="greyhound-megakernel[ws_conv_smem=1,ws_epilogue16=0,ws_split_ring=0,ws_x_prefetch=1,ws_x_shuffle=0]"
 for r in 1 2; do
@@ -45,5 +45,5 @@ for r in 1 2; do
     | sed "s/^/r$r /" | cut -c1-260 | tee -a $OUT/call.log)
 done
 else
-asv s49 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+asv s50 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
