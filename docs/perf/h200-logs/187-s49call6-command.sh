@@ -1,4 +1,5 @@
 #!/bin/bash
+# NOT RUN: the start failed (no machine, 180 s of device time), and the 324 s left could not start another; for a next session.
 # Session 49, call 6: ncu of the megakernel's current defaults at N=512 (bf16: shuffled taps + split ring + epilogue16,
 # consumers 152; fp16: the same at 160), session 43's sections, one launch each, clocks left alone. What a next change
 # to the consumers' chunk should start from (session 43's profile predates the shuffled configuration). Predicted:
