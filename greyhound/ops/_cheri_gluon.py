@@ -156,11 +156,11 @@ _PRODUCER_WARPS, _PRODUCER_REGS = 4, 40
 _Z_STAGES, _Z_PRODUCER_MIN_REGS, _WSZ_CONSUMER_REGS = 4, 88, 152
 
 
-def ws_consumer_regs(consumers, z_producer=False):
-    """The most registers each of `consumers` consumer warp groups can have beside the producer (and the z producer's
-    least): 232 for 2, 152 for 3, 192 for 2 with the z producer (setmaxnreg counts in multiples of 8; an SM has
-    65536)."""
-    others = 32 * _PRODUCER_WARPS * _PRODUCER_REGS + (128 * _Z_PRODUCER_MIN_REGS if z_producer else 0)
+def ws_consumer_regs(consumers, z_producer=False, producer_regs=_PRODUCER_REGS):
+    """The most registers each of `consumers` consumer warp groups can have beside the producer of `producer_regs`
+    (and the z producer's least): 232 for 2, 152 for 3, 192 for 2 with the z producer at the producer's default 40
+    (setmaxnreg counts in multiples of 8; an SM has 65536)."""
+    others = 32 * _PRODUCER_WARPS * producer_regs + (128 * _Z_PRODUCER_MIN_REGS if z_producer else 0)
     return (65536 - others) // (consumers * 128) // 8 * 8
 
 
@@ -194,9 +194,19 @@ def z_stages(stages, block_e, channels, hidden_width, block_l=64, b1_mma=False, 
     return min(_Z_STAGES, fits) if fits >= 2 else 0
 
 
-def z_producer_regs(consumer_regs):
-    """The z producer's registers beside two consumers of `consumer_regs`: all that is left."""
-    return (65536 - 32 * _PRODUCER_WARPS * _PRODUCER_REGS - 2 * 128 * consumer_regs) // 128 // 8 * 8
+def z_producer_regs(consumer_regs, producer_regs=_PRODUCER_REGS):
+    """The z producer's registers beside two consumers of `consumer_regs` and the producer of `producer_regs`: all
+    that is left."""
+    return (65536 - 32 * _PRODUCER_WARPS * producer_regs - 2 * 128 * consumer_regs) // 128 // 8 * 8
+
+
+def producer_regs_refusal(producer_regs):
+    """Why the weight producer cannot run with `producer_regs` registers a thread (a string), or None."""
+    if isinstance(producer_regs, bool) or not isinstance(producer_regs, int) or producer_regs % 8 \
+            or not 24 <= producer_regs <= 256:
+        return f"the weight producer's register count (ws_producer_regs) must be a multiple of 8 in [24, 256] " \
+               f"(setmaxnreg), got {producer_regs!r}"
+    return None
 
 
 def schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, consumers, pipeline=False,
@@ -244,7 +254,7 @@ def schedule_refusal(channels, hidden_width, block_l, block_e, stages, gelu, con
 
 def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu,
                    consumers, consumer_regs, pipeline=False, z_producer=False, pingpong=0, b1_mma=False,
-                   balance=False, conv_taps=0):
+                   balance=False, conv_taps=0, producer_regs=_PRODUCER_REGS):
     """Why the warp-specialised kernel cannot run this call (a string), or None when it can."""
     why_not = unsupported(x, channels, hidden_width, mode, training, block_l, block_e, num_warps, stages, gelu, True)
     if why_not is not None:
@@ -258,10 +268,14 @@ def unsupported_ws(x, channels, hidden_width, mode, training, block_l, block_e, 
                                pingpong, b1_mma, balance, conv_taps)
     if why_not is not None:
         return why_not
-    most = ws_consumer_regs(consumers, z_producer)
+    why_not = producer_regs_refusal(producer_regs)
+    if why_not is not None:
+        return why_not
+    most = ws_consumer_regs(consumers, z_producer, producer_regs)
     if consumer_regs % 8 or not 24 <= consumer_regs <= most:
         return f"the consumers' register count (maxnreg) must be a multiple of 8 in [24, {most}] with {consumers} " \
-               f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs}"
+               f"consumers{' and the z producer' if z_producer else ''}, got {consumer_regs} (beside a weight producer " \
+               f"of {producer_regs} registers)"
     return None
 
 
@@ -269,7 +283,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
               balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False, split_ring=False,
-              cross_tile=False, epilogue16=False):
+              cross_tile=False, epilogue16=False, producer_regs=None):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -293,7 +307,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     (_ws_split_producer). With `cross_tile` (z_producer, pingpong 1, neither z_regs nor split_ring) each tile's first
     GEMM is issued with the previous tile's last second GEMM. With `epilogue16` (z_producer, pingpong 1, the residual
     loaded early, not with cross_tile, 16-bit x) the residual is added in the accumulator's layout and each tile's
-    16-bit output, not its fp32 accumulator, goes through shared memory to 16-byte stores."""
+    16-bit output, not its fp32 accumulator, goes through shared memory to 16-byte stores. `producer_regs` (None:
+    _PRODUCER_REGS) is the weight producer's register count; with `z_producer` the z producer takes what the
+    consumers and it leave."""
     batch, channels, length = x.shape
     conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
@@ -316,9 +332,17 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
                    f"memory) runs with the z producer (layout gluon_wsz) on the pingpong schedule, the residual loaded "
                    f"early and a 16-bit x only, got z_producer={z_producer}, pingpong={pingpong}, "
                    f"late_residual={late_residual}, cross_tile={cross_tile}, x of {x.dtype}")
+    producer_regs = _PRODUCER_REGS if producer_regs is None else producer_regs
+    if why_not is None:
+        why_not = producer_regs_refusal(producer_regs)
+    consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
+    most = ws_consumer_regs(consumers, z_producer, producer_regs) if why_not is None else None
+    if why_not is None and consumer_regs > most:
+        why_not = (f"its partitions' registers pass the SM's 65536: beside a producer of {producer_regs} registers"
+                   f"{' and the z producer' if z_producer else ''} its {consumers} consumers have at most {most} each, "
+                   f"got {consumer_regs}")
     if why_not is not None:
         raise ValueError(f"launch_ws: the warp-specialised kernel cannot run this call: {why_not}")
-    consumer_regs = consumer_regs or default_consumer_regs(consumers, z_producer)
     num_tiles = cdiv(length, block_l) * batch
     grid = min(cdiv(num_tiles, consumers), multiprocessor_count(x.device.index))
     _WS_LAUNCHER[(grid,)](
@@ -326,10 +350,10 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         length, eps, num_tiles, C=channels, HIDDEN=fc1_weight.shape[0], KERNEL_SIZE=conv_weight.shape[2],
         DILATION=dilation, EVEN_L=length % block_l == 0, BLOCK_L=block_l, BLOCK_E=block_e, STAGES=stages,
         CONSUMERS=consumers, CONSUMER_REGS=consumer_regs, PRODUCER_WARPS=_PRODUCER_WARPS,
-        PRODUCER_REGS=_PRODUCER_REGS, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
+        PRODUCER_REGS=producer_regs, PIPELINE=bool(pipeline), Z_PRODUCER=bool(z_producer),
         Z_STAGES=z_stages(stages, block_e, channels, fc1_weight.shape[0], block_l, b1_mma, pingpong == 3, conv_taps)
         if z_producer else 1,
-        Z_PRODUCER_REGS=z_producer_regs(consumer_regs),
+        Z_PRODUCER_REGS=z_producer_regs(consumer_regs, producer_regs),
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
         X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), SPLIT_RING=bool(split_ring),

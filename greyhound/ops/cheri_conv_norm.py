@@ -92,6 +92,12 @@ _tuning.register(
                              "H200 (session 36, N=512 bf16 0.3929 / 0.3954 ms against 0.3970 / 0.3906; session 47, "
                              "N=512: bf16 0.3610 / 0.3616 against 0.3578 / 0.3579, fp16 0.3642 / 0.3610 against "
                              "0.3546 / 0.3575)"),
+    ws_producer_regs=(int, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz): the weight "
+                           "producer warp group's registers (setmaxnreg), a multiple of 8 in [24, 256]; default 40. In "
+                           "gluon_wsz the z producer takes what the consumers (maxnreg) and it leave: at 24 beside "
+                           "consumers of 160 it keeps the 168 it has beside 152 (offline, Triton 3.6, sm_90a, the "
+                           "16-bit defaults: no spills at 160 / 168 / 24, 8 bytes at the default 152 / 168 / 40). Not "
+                           "yet timed"),
     ws_balance=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz; not with ws_schedule=turns): "
                       "when the tiles left after the grid's whole rounds (two or three tiles a CTA) are no more than "
                       "the grid, they go one a CTA, on its first consumer, instead of two or three a CTA (N=512, "
@@ -1181,7 +1187,8 @@ def _ws_ring_and_epilogue(layout, schedule, mode, x_shuffle, split_ring, epilogu
 _WSZ_FP16_CONSUMER_REGS = 160
 
 
-def _ws_consumer_regs(layout, schedule, mode, x_dtype, x_shuffle, split_ring, epilogue16, max_registers):
+def _ws_consumer_regs(layout, schedule, mode, x_dtype, x_shuffle, split_ring, epilogue16, max_registers,
+                      producer_regs=None):
     """launch_ws's consumer_regs for the config's register cap `max_registers` (None: _WSZ_FP16_CONSUMER_REGS for an
     fp16 model in gluon_wsz on the ping-pong schedule whose taps are shuffled, with ws_split_ring and ws_epilogue16,
     launch_ws's resolved ones; launch_ws's default elsewhere). Session 49, logs 183-184, one H100, sweep CLI, N=512,
@@ -1189,9 +1196,12 @@ def _ws_consumer_regs(layout, schedule, mode, x_dtype, x_shuffle, split_ring, ep
     bf16 0.3476-0.3518 against 0.3452-0.3494 (slower, so bf16 keeps 152); 144 and 168 +3-5% for both. Log 185 (another
     H100, as the default against 152): N=512 0.3435 / 0.3443 against 0.3462 / 0.3472, N=64 0.0537 / 0.0537 against
     0.0543 / 0.0539. Offline (sm_90a): 8 bytes of spills at 152, none at 160, for both dtypes under Triton 3.6 (the
-    device's); under 3.9 fp16 spills 24 bytes at 160. Registers change no result bit (GPU test, log 186)."""
+    device's); under 3.9 fp16 spills 24 bytes at 160. Registers change no result bit (GPU test, log 186). Not where
+    a weight producer of `producer_regs` (ws_producer_regs) leaves the consumers fewer."""
+    most = _cheri_gluon.ws_consumer_regs(2, True, producer_regs or _cheri_gluon._PRODUCER_REGS)
+    fits = _WSZ_FP16_CONSUMER_REGS <= most
     if max_registers is None and layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16" \
-            and x_dtype == torch.float16 and x_shuffle and split_ring and epilogue16:
+            and x_dtype == torch.float16 and x_shuffle and split_ring and epilogue16 and fits:
         return _WSZ_FP16_CONSUMER_REGS
     return max_registers
 
@@ -1322,6 +1332,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_schedule = _tuning.get(TUNING_OP, "ws_schedule")  # (its value checked by run_fused, before any candidate)
     b1_mma = _tuning.get(TUNING_OP, "b1_mma")
     ws_thread_release = _tuning.get(TUNING_OP, "ws_thread_release")
+    ws_producer_regs = _tuning.get(TUNING_OP, "ws_producer_regs")
     ws_balance = _tuning.get(TUNING_OP, "ws_balance")
     ws_late_residual = _tuning.get(TUNING_OP, "ws_late_residual")
     ws_x_prefetch = _tuning.get(TUNING_OP, "ws_x_prefetch")
@@ -1346,7 +1357,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                          f"none), got {ws_x_prefetch}")
     for name, value in (("ws_pipeline", ws_pipeline), ("ws_schedule", ws_schedule),
                         ("ws_thread_release", ws_thread_release), ("ws_balance", ws_balance),
-                        ("ws_late_residual", ws_late_residual)):
+                        ("ws_late_residual", ws_late_residual), ("ws_producer_regs", ws_producer_regs)):
         if value is not None and layout not in _WS_CONSUMERS:
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                              f"only; this call runs layout {layout}")
@@ -1385,7 +1396,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             split_ring, epilogue16 = _ws_ring_and_epilogue(layout, ws_schedule, mode, x_shuffle, ws_split_ring,
                                                            ws_epilogue16, ws_cross_tile, ws_late_residual)
             consumer_regs = _ws_consumer_regs(layout, ws_schedule, mode, x.dtype, x_shuffle, split_ring, epilogue16,
-                                              max_registers)
+                                              max_registers, ws_producer_regs)
             kwargs.update(consumer_regs=consumer_regs, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu, pingpong=pingpong,
                           b1_mma=b1_by_mma, thread_release=bool(ws_thread_release),
@@ -1394,7 +1405,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                                                           bool(ws_cross_tile), epilogue16),
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch, x_shuffle),
                           conv_smem=bool(conv_taps), x_shuffle=x_shuffle, split_ring=split_ring,
-                          cross_tile=bool(ws_cross_tile), epilogue16=epilogue16)
+                          cross_tile=bool(ws_cross_tile), epilogue16=epilogue16, producer_regs=ws_producer_regs)
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1511,6 +1522,10 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
             # would pass it
             raise ValueError(f"tuning: {TUNING_OP}.gelu must be poly, erf, tanh, poly3 or poly2, got {tuned_gelu!r}")
         gelu = tuned_gelu
+    if tuning.get("ws_producer_regs") is not None:
+        why_not = _cheri_gluon.producer_regs_refusal(tuning["ws_producer_regs"])
+        if why_not is not None:
+            raise ValueError(f"tuning: {TUNING_OP}.ws_producer_regs: {why_not}")
     if tuning.get("ws_schedule", "chunk") not in _WS_SCHEDULES:
         raise ValueError(f"tuning: {TUNING_OP}.ws_schedule must be one of {', '.join(_WS_SCHEDULES)}, got "
                          f"{tuning['ws_schedule']!r}")
@@ -1542,7 +1557,8 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     _ws_conv_taps(layout, schedule, mode, x.dtype, tuning.get("ws_conv_smem"), kernel_size,
                                   num_stages, block_e, channels, hidden_width, block_l, b1_by_mma,
                                   _ws_x_shuffle(layout, schedule, mode, x.dtype, tuning.get("ws_x_shuffle"),
-                                                channels, kernel_size, dilation)))
+                                                channels, kernel_size, dilation)),
+                    tuning.get("ws_producer_regs") or _cheri_gluon._PRODUCER_REGS)
             if unsupported is not None:
                 if config is not None:
                     raise ValueError(f"layout {layout} does not apply here: {unsupported}")

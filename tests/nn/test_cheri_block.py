@@ -949,6 +949,19 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="tail"):
         assert plan_of("gluon_wsz", stages=3, mode="fp16").kwargs["consumer_regs"] is None
     assert plan_of("gluon_ws", mode="fp16", stages=3, block_e=32).kwargs["consumer_regs"] is None
+    # the weight producer's registers (ws_producer_regs): by name only, the warp-specialised layouts only; fp16's
+    # consumers keep their 160 beside a producer that leaves room for them, 152 where it does not
+    assert plan_of("gluon_wsz").kwargs["producer_regs"] is None
+    with _tuning.override(cheri_ops.TUNING_OP, ws_producer_regs=24):
+        assert plan_of("gluon_wsz").kwargs["producer_regs"] == 24
+        plan = plan_of("gluon_wsz", mode="fp16")
+        assert (plan.kwargs["producer_regs"], plan.kwargs["consumer_regs"]) == (24, 160)
+        assert plan_of("gluon_ws", stages=3, block_e=32).kwargs["producer_regs"] == 24
+        with pytest.raises(ValueError, match="ws_producer_regs applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
+                                             "only; this call runs layout gluon"):
+            plan_of("gluon", stages=3, block_e=32, max_registers=168)
+    with _tuning.override(cheri_ops.TUNING_OP, ws_producer_regs=120):
+        assert plan_of("gluon_wsz", mode="fp16").kwargs["consumer_regs"] is None
     # the z producer's variants and the ring ones are gluon_wsz's alone: asked for in another layout, refused by name
     for variant in (dict(ws_x_prefetch=2), dict(ws_conv_smem=True), dict(ws_x_shuffle=True), dict(ws_split_ring=True),
                     dict(ws_cross_tile=True), dict(ws_epilogue16=True)):
@@ -981,6 +994,11 @@ def test_tuning_override_errors_name_the_tunable(device):
                            (dict(ws_balance=True, layout="lc"), "ws_balance applies to the gluon_ws, gluon_ws3 and "
                                                                 "gluon_wsz layouts only"),
                            (dict(ws_schedule="zigzag"), "ws_schedule must be one of chunk, pingpong, turns"),
+                           (dict(ws_producer_regs=20), r"ws_producer_regs: the weight producer's register count "
+                                                       r"\(ws_producer_regs\) must be a multiple of 8 in \[24, 256\] "
+                                                       r"\(setmaxnreg\), got 20"),
+                           (dict(ws_producer_regs=32, layout="lc"), "ws_producer_regs applies to the gluon_ws, "
+                                                                    "gluon_ws3 and gluon_wsz layouts only; .* layout lc"),
                            (dict(warps=3), r"warps must be a power of 2 in \[1, 32\] \(num_warps\), got 3"),
                            (dict(maxnreg=8), r"maxnreg must be in \[16, 255\] registers a thread, got 8")):
         with _tuning.override(cheri_ops.TUNING_OP, **options), torch.no_grad(), pytest.raises(ValueError, match=words):
@@ -1461,19 +1479,20 @@ def test_gpu_z_producer_variants_change_no_bit(dtype, length, kernel_size, varia
 @pytest.mark.parametrize("length", [1024, 1000])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_consumer_registers_change_no_bit(dtype, length):
-    """gluon_wsz's consumers' register share (the config's cap; fp16's default 160 since session 49, bf16's 152) moves
-    registers between the consumers and the z producer, not arithmetic: the same output bit for bit at 152, 160 and
-    176 (the z producer then at 168, 152 and 120), whole and ragged L, with lone last-round tiles (N=40)."""
+    """gluon_wsz's consumers' register share (the config's cap; fp16's default 160 since session 49, bf16's 152) and the
+    weight producer's (ws_producer_regs) move registers between the partitions, not arithmetic: the same output bit for
+    bit at 152, 160 and 176 (the z producer then at 168, 152 and 120) and at 152 and 160 beside a weight producer of 24
+    (the z producer at 184 and 168), whole and ragged L, with lone last-round tiles (N=40)."""
     from greyhound import _tuning
     block = make_block(128, 3, 4, expansion=4, dtype=dtype, device="cuda").eval()
     x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
     config = (64, 64, 4, 4, "gluon_wsz")
     with torch.no_grad():
         default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
-        for regs in (152, 160, 176):
-            with _tuning.override(cheri_ops.TUNING_OP, maxnreg=regs):
+        for regs, producer in ((152, None), (160, None), (176, None), (152, 24), (160, 24)):
+            with _tuning.override(cheri_ops.TUNING_OP, maxnreg=regs, ws_producer_regs=producer):
                 out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
-            assert torch.equal(out, default), regs
+            assert torch.equal(out, default), (regs, producer)
         ref = fp64_twin(block).reference_forward(x[-2:].double())
     assert max_abs(default[-2:], ref) < HALF_BOUNDS[dtype]
 
@@ -1868,6 +1887,23 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
     assert "multiple of 8 in [24, 232] with 2 consumers, got 240" in why(regs=240)
     assert "multiple of 8 in [24, 152] with 3 consumers, got 156" in why(consumers=3, regs=156)
     assert "2 or 3 consumer warp groups, got 4" in why(consumers=4, regs=96)
+    # the weight producer's registers (ws_producer_regs): fewer leave the consumers more; a bad count is named
+    assert gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 2, "poly", 2, 240,
+                                       producer_regs=24) is None  # (65536 - 128 * 24) / 256 = 244
+    assert "multiple of 8 in [24, 200] with 2 consumers and the z producer, got 208 (beside a weight producer of 24 " \
+           "registers)" in gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 4, "poly", 2, 208,
+                                                      z_producer=True, pingpong=1, producer_regs=24)
+    for bad in (0, 20, 36, 264, True, "32"):
+        assert f"the weight producer's register count (ws_producer_regs) must be a multiple of 8 in [24, 256] " \
+               f"(setmaxnreg), got {bad!r}" in gluon_module.unsupported_ws(x, 128, 512, "bf16", False, 64, 64, 4, 2,
+                                                                           "poly", 2, 152, producer_regs=bad)
+        with pytest.raises(ValueError, match=r"launch_ws: .*ws_producer_regs\) must be a multiple of 8 in \[24, 256\]"):
+            gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 2, producer_regs=bad)
+    with pytest.raises(ValueError, match=r"launch_ws: .* its partitions' registers pass the SM's 65536: beside a producer "
+                                         r"of 120 registers and the z producer its 2 consumers have at most 152 each, "
+                                         r"got 160"):
+        gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 4, consumer_regs=160, z_producer=True, pingpong=1,
+                               producer_regs=120)
     assert why(z_producer=True) is None and why(z_producer=True, stages=4) is None
     assert "beside the z producer (layout gluon_wsz) it has 2 consumer warp groups, got 3" in why(
         consumers=3, regs=96, z_producer=True)
@@ -2173,7 +2209,7 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, True, 2, False, True, 20), (64, 4, False, 2, False, True, 20), (64, 4, True, 2, False, True, 21),
     (64, 4, True, 2, False, True, 22), (64, 4, False, 2, False, True, 22), (64, 4, True, 2, False, True, 23),
     (64, 4, False, 2, False, True, 23), (64, 4, True, 2, False, True, 24), (64, 4, False, 2, False, True, 24),
-    (64, 4, True, 2, False, True, 25), (64, 4, False, 2, False, True, 25)])
+    (64, 4, True, 2, False, True, 25), (64, 4, False, 2, False, True, 25), (64, 4, True, 2, False, True, 26)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -2191,7 +2227,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # 23: 17 with the residual added in the accumulator's layout and the 16-bit output through shared memory,
     # ws_epilogue16; 24: the fp16 default (18 with the shuffled taps and no conv taps in shared memory) with it and its
     # early residual; session 45; 25: the fp16 default since session 49, 24 with ws_split_ring and the consumers at 160
-    # registers, the z producer at 152)
+    # registers, the z producer at 152; 26: the bf16 default (25 in bf16) with the consumers at 160, the weight producer
+    # at 24 and the z producer keeping its 168, ws_producer_regs)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -2203,29 +2240,30 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
                  eps="fp32", num_tiles="i32")
-    if pingpong in (18, 24, 25):  # an fp16 model
+    if pingpong in (18, 24, 25):  # an fp16 model (26: bf16)
         types = {name: kind.replace("bf16", "fp16") for name, kind in types.items()}
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
                       STAGES=stages, CONSUMERS=consumers,
-                      CONSUMER_REGS=(160 if pingpong == 25 else 152) if z_producer else
+                      CONSUMER_REGS=(160 if pingpong in (25, 26) else 152) if z_producer else
                       cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
-                      PRODUCER_REGS=40, PIPELINE=pipeline, Z_PRODUCER=z_producer, Z_STAGES=4 if z_producer else 1,
+                      PRODUCER_REGS=24 if pingpong == 26 else 40, PIPELINE=pipeline, Z_PRODUCER=z_producer,
+                      Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=152 if pingpong == 25 else 168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
                                 15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1,
-                                25: 1}.get(pingpong,
-                                                                                                 pingpong),
+                                25: 1, 26: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
                                               15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2, 22: 2, 23: 2,
-                                              24: 2, 25: 2}.get(pingpong, 6),
-                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25),
+                                              24: 2, 25: 2, 26: 2}.get(pingpong, 6),
+                      B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                                         26),
                       THREAD_RELEASE=pingpong in (7, 8, 9, 21), BALANCE=pingpong >= 10,
                       LATE_RESIDUAL=pingpong in (14, 18, 22),
                       X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1}.get(pingpong, 0),
-                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23), X_SHUFFLE=pingpong in (19, 24, 25),
-                      SPLIT_RING=pingpong in (20, 21, 25), CROSS_TILE=pingpong == 22,
-                      EPILOGUE16=pingpong in (23, 24, 25),
+                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23), X_SHUFFLE=pingpong in (19, 24, 25, 26),
+                      SPLIT_RING=pingpong in (20, 21, 25, 26), CROSS_TILE=pingpong == 22,
+                      EPILOGUE16=pingpong in (23, 24, 25, 26),
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
@@ -2241,11 +2279,11 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     if z_producer:
         assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21, 22, 23)), facts
     # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
-    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25)), facts
+    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26)), facts
     # the 16-bit epilogue stores 16 bytes a thread and channel, 8 stores a tile a thread (at whole tiles), its only
     # 16-byte global stores; without it the output goes out 8 bytes a store
     if z_producer:
-        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25) and even else 0), facts
+        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26) and even else 0), facts
     # (25's consumers spill nothing under Triton 3.6, the device's, and 24 bytes under 3.9: not asserted)
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
@@ -2262,6 +2300,11 @@ def test_warp_specialised_register_budget():
     assert gluon_module.ws_consumer_regs(2, z_producer=True) == 192 and gluon_module.z_producer_regs(192) == 88
     assert gluon_module._WSZ_CONSUMER_REGS == 152 and gluon_module.z_producer_regs(152) == 168
     assert gluon_module.default_consumer_regs(2, z_producer=True) == 152
+    # a weight producer of 24 registers (ws_producer_regs) gives its 16 a thread to the others: consumers of 160 beside
+    # a z producer of 168, all 65536
+    assert gluon_module.z_producer_regs(160, 24) == 168 and gluon_module.z_producer_regs(160) == 152
+    assert gluon_module.ws_consumer_regs(2, True, 24) == 200
+    assert 2 * 128 * 160 + 128 * (24 + gluon_module.z_producer_regs(160, 24)) == 65536
     assert [gluon_module.default_consumer_regs(n) for n in (2, 3)] == [232, 152]
     for regs in (152, 176, 192):
         assert 2 * 128 * regs + 128 * (gluon_module._PRODUCER_REGS + gluon_module.z_producer_regs(regs)) <= 65536

@@ -4,7 +4,8 @@
 # (013b576, 23c21b3, and 9b3b8d4's fp16 consumers at 160 registers): each variant and default against the kernel with
 # all of them off and the taps from the same source, the shuffled taps against loaded taps, the registers changing no
 # bit, late residual, the megakernel modes; (3) asv of the tip's tracked tier; (4) where time is left, the sweep CLI,
-# bf16 default against the old configuration (taps in shared memory + prefetch), N=512 and 64, two rounds.
+# bf16 and fp16 defaults against the consumers at 160 beside a weight producer of 24 registers, N=512 and 64, three
+# rounds (the old bf16 configuration against the new: logs 182 and 183, on H100s).
 # Predicted (H200, asv): megakernel + .eval() N=512 bf16 ~0.352 ms (0.3577 at d2a9ecd, log 176; H100 asv 0.3442-0.3477
 # at fc36cd9 / 9545175, logs 182 and 185, against 2416008's 0.3505, and the H200 read ~2% above the H100 on the same
 # code), fp16 ~0.351 (0.3544; H100 asv 0.3455 with the 160 registers); without .eval() the same; N=64 bf16 ~0.055.
@@ -36,13 +37,18 @@ grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/ca
 if [[ ${PART:-1} == all ]] && (( ${LIMIT:-585} - (SECONDS - S) > 80 )); then
 asv s50b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
 fi
-OLD="greyhound-megakernel[ws_conv_smem=1,ws_epilogue16=0,ws_split_ring=0,ws_x_prefetch=1,ws_x_shuffle=0]"
-for r in 1 2; do
-  LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break
-  (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
-    --mode forward --providers "greyhound-megakernel,$OLD" --batch-size 512,64 --n-filters 128 --seq-len 1024 \
-    --dtype bfloat16 --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g' | sed -E 's/, n_filters=128, seq_len=1024//' \
-    | sed "s/^/r$r /" | cut -c1-260 | tee -a $OUT/call.log)
+# the weight producer at 24 registers (ws_producer_regs, session 49, not yet timed): bf16's consumers at 160 with the z producer
+# keeping its 168, fp16's (already 160) with it back at 168; predicted -0.5 to -1% for bf16, level to -0.5% for fp16
+F="greyhound-megakernel[layout=gluon_wsz,block_l=64,block_e=64,warps=4,stages=4,maxnreg=160,ws_producer_regs=24]"
+for r in 1 2 3; do
+  for dt in bfloat16 float16; do
+    LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break 2
+    P="greyhound-megakernel,$F"; (( r % 2 )) || P="$F,greyhound-megakernel"
+    (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
+      --mode forward --providers "$P" --batch-size 512,64 --n-filters 128 --seq-len 1024 \
+      --dtype $dt --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g; s/, n_filters=128, seq_len=1024//' \
+      | sed -E 's/block_e=64,block_l=64,layout=gluon_wsz,//; s/,warps=4//' | sed "s/^/r$r /" | cut -c1-260 | tee -a $OUT/call.log)
+  done
 done
 else
 asv s50 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
