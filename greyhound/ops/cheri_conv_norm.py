@@ -1198,12 +1198,12 @@ def _ws_consumer_regs(layout, schedule, mode, x_dtype, x_shuffle, split_ring, ep
     0.0543 / 0.0539. Offline (sm_90a): 8 bytes of spills at 152, none at 160, for both dtypes under Triton 3.6 (the
     device's); under 3.9 fp16 spills 24 bytes at 160. Registers change no result bit (GPU test, log 186). Not where
     a weight producer of `producer_regs` (ws_producer_regs) leaves the consumers fewer."""
+    if max_registers is not None or not (layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and
+                                         mode == "fp16" and x_dtype == torch.float16 and x_shuffle and split_ring
+                                         and epilogue16):
+        return max_registers
     most = _cheri_gluon.ws_consumer_regs(2, True, producer_regs or _cheri_gluon._PRODUCER_REGS)
-    fits = _WSZ_FP16_CONSUMER_REGS <= most
-    if max_registers is None and layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16" \
-            and x_dtype == torch.float16 and x_shuffle and split_ring and epilogue16 and fits:
-        return _WSZ_FP16_CONSUMER_REGS
-    return max_registers
+    return _WSZ_FP16_CONSUMER_REGS if _WSZ_FP16_CONSUMER_REGS <= most else None
 
 
 def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype, x_shuffle):
