@@ -1490,7 +1490,8 @@ def test_gpu_consumer_registers_change_no_bit(dtype, length):
     with torch.no_grad():
         default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
         for regs, producer in ((152, None), (160, None), (176, None), (152, 24), (160, 24)):
-            with _tuning.override(cheri_ops.TUNING_OP, maxnreg=regs, ws_producer_regs=producer):
+            forced = {"maxnreg": regs} if producer is None else {"maxnreg": regs, "ws_producer_regs": producer}
+            with _tuning.override(cheri_ops.TUNING_OP, **forced):
                 out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
             assert torch.equal(out, default), (regs, producer)
         ref = fp64_twin(block).reference_forward(x[-2:].double())
