@@ -1181,29 +1181,39 @@ def _ws_ring_and_epilogue(layout, schedule, mode, x_shuffle, split_ring, epilogu
             on and not late_residual if epilogue16 is None else bool(epilogue16))
 
 
-# The consumers' registers (setmaxnreg) of an fp16 model on gluon_wsz's ping-pong schedule with its default
-# configuration (shuffled taps, ws_split_ring, ws_epilogue16); the z producer takes what they leave (152). Elsewhere
-# launch_ws's default, 152 (the z producer 168).
+# The registers (setmaxnreg) of an fp16 model on gluon_wsz's ping-pong schedule with its default configuration
+# (shuffled taps, ws_split_ring, ws_epilogue16): the consumers take 160 and the weight producer 24, which leaves the z
+# producer its 168. Elsewhere launch_ws's defaults: consumers 152, weight producer 40 (the z producer 168).
 _WSZ_FP16_CONSUMER_REGS = 160
+_WSZ_FP16_PRODUCER_REGS = 24
 
 
-def _ws_consumer_regs(layout, schedule, mode, x_dtype, x_shuffle, split_ring, epilogue16, max_registers,
-                      producer_regs=None):
-    """launch_ws's consumer_regs for the config's register cap `max_registers` (None: _WSZ_FP16_CONSUMER_REGS for an
-    fp16 model in gluon_wsz on the ping-pong schedule whose taps are shuffled, with ws_split_ring and ws_epilogue16,
-    launch_ws's resolved ones; launch_ws's default elsewhere). Session 49, logs 183-184, one H100, sweep CLI, N=512,
-    one process a round, six rounds in two calls: fp16 0.3442-0.3467 ms at 160 against the default's 0.3477-0.3487;
-    bf16 0.3476-0.3518 against 0.3452-0.3494 (slower, so bf16 keeps 152); 144 and 168 +3-5% for both. Log 185 (another
-    H100, as the default against 152): N=512 0.3435 / 0.3443 against 0.3462 / 0.3472, N=64 0.0537 / 0.0537 against
-    0.0543 / 0.0539. Offline (sm_90a): 8 bytes of spills at 152, none at 160, for both dtypes under Triton 3.6 (the
-    device's); under 3.9 fp16 spills 24 bytes at 160. Registers change no result bit (GPU test, log 186). Not where
-    a weight producer of `producer_regs` (ws_producer_regs) leaves the consumers fewer."""
-    if max_registers is not None or not (layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and
-                                         mode == "fp16" and x_dtype == torch.float16 and x_shuffle and split_ring
-                                         and epilogue16):
-        return max_registers
-    most = _cheri_gluon.ws_consumer_regs(2, True, producer_regs or _cheri_gluon._PRODUCER_REGS)
-    return _WSZ_FP16_CONSUMER_REGS if _WSZ_FP16_CONSUMER_REGS <= most else None
+def _ws_registers(layout, schedule, mode, x_dtype, x_shuffle, split_ring, epilogue16, max_registers,
+                  producer_regs=None):
+    """launch_ws's (consumer_regs, producer_regs) for the config's register cap `max_registers` and the
+    ws_producer_regs variant `producer_regs` (None: launch_ws's defaults), but for an fp16 model in gluon_wsz on the
+    ping-pong schedule whose taps are shuffled, with ws_split_ring and ws_epilogue16 (launch_ws's resolved ones):
+    there the consumers take _WSZ_FP16_CONSUMER_REGS where the weight producer leaves room for them, and without a
+    cap or a producer's count given, the weight producer takes _WSZ_FP16_PRODUCER_REGS.
+
+    The consumers at 160: session 49, logs 183-184, one H100, sweep CLI, N=512, one process a round, six rounds in two
+    calls: fp16 0.3442-0.3467 ms at 160 against 152's 0.3477-0.3487; bf16 0.3476-0.3518 against 0.3452-0.3494 (slower,
+    so bf16 keeps 152); 144 and 168 +3-5% for both. Log 185 (another H100): N=512 0.3435 / 0.3443 against 0.3462 /
+    0.3472, N=64 level. The z producer was then cut to 152. The weight producer at 24, which gives the z producer its
+    168 back: session 50, log 190 (H100 GPU-8ccbfc6a, three rounds, order alternating): fp16 N=512 0.3421 / 0.3428 /
+    0.3423 ms against 0.3470 / 0.3443 / 0.3461 (-1.1%), N=64 level (0.0535-0.0536 against 0.0534-0.0541); in bf16
+    the consumers at 160 beside it were +0.6% slower (0.3490-0.3505 against 0.3470-0.3480) and at 152 beside it +0.9%,
+    so bf16 keeps launch_ws's defaults. Offline (sm_90a, Triton 3.6): no spills at 160 / 24 / 168 (compile case 27).
+    Registers change no result bit (GPU test, logs 186 and 190)."""
+    if not (layout == "gluon_wsz" and _ws_pingpong(layout, schedule) == 1 and mode == "fp16"
+            and x_dtype == torch.float16 and x_shuffle and split_ring and epilogue16):
+        return max_registers, producer_regs
+    if max_registers is not None:  # a config's own cap: the weight producer's as given (launch_ws's default 40)
+        return max_registers, producer_regs
+    if producer_regs is None:
+        return _WSZ_FP16_CONSUMER_REGS, _WSZ_FP16_PRODUCER_REGS
+    most = _cheri_gluon.ws_consumer_regs(2, True, producer_regs)
+    return (_WSZ_FP16_CONSUMER_REGS if _WSZ_FP16_CONSUMER_REGS <= most else None), producer_regs
 
 
 def _wsz_bf16_pingpong(layout, schedule, mode, x_dtype, x_shuffle):
@@ -1395,8 +1405,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                                       block_e, channels, hidden_width, block_l, b1_by_mma, x_shuffle)
             split_ring, epilogue16 = _ws_ring_and_epilogue(layout, ws_schedule, mode, x_shuffle, ws_split_ring,
                                                            ws_epilogue16, ws_cross_tile, ws_late_residual)
-            consumer_regs = _ws_consumer_regs(layout, ws_schedule, mode, x.dtype, x_shuffle, split_ring, epilogue16,
-                                              max_registers, ws_producer_regs)
+            consumer_regs, producer_regs = _ws_registers(layout, ws_schedule, mode, x.dtype, x_shuffle, split_ring,
+                                                         epilogue16, max_registers, ws_producer_regs)
             kwargs.update(consumer_regs=consumer_regs, consumers=_WS_CONSUMERS[layout], pipeline=bool(ws_pipeline),
                           z_producer=layout == "gluon_wsz", z_regs=bool(z_regs), gelu=gelu, pingpong=pingpong,
                           b1_mma=b1_by_mma, thread_release=bool(ws_thread_release),
@@ -1405,7 +1415,7 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                                                           bool(ws_cross_tile), epilogue16),
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch, x_shuffle),
                           conv_smem=bool(conv_taps), x_shuffle=x_shuffle, split_ring=split_ring,
-                          cross_tile=bool(ws_cross_tile), epilogue16=epilogue16, producer_regs=ws_producer_regs)
+                          cross_tile=bool(ws_cross_tile), epilogue16=epilogue16, producer_regs=producer_regs)
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

@@ -934,21 +934,27 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
                 plan_of("gluon_wsz")
     with _tuning.override(cheri_ops.TUNING_OP, ws_epilogue16=False, ws_late_residual=True):
         assert plan_of("gluon_wsz").kwargs["late_residual"] is True
-    # the consumers' registers: 160 by default for an fp16 model with its whole shuffled configuration (measured
-    # faster there, session 49; bf16 slower at 160), launch_ws's default (None: 152) elsewhere; a config's own cap wins
-    assert plan_of("gluon_wsz", mode="fp16").kwargs["consumer_regs"] == 160
-    assert plan_of("gluon_wsz", mode="fp16", max_registers=152).kwargs["consumer_regs"] == 152
-    assert plan_of("gluon_wsz", mode="fp16", max_registers=176).kwargs["consumer_regs"] == 176
+    # the consumers' registers: 160 by default for an fp16 model with its whole shuffled configuration, beside a
+    # weight producer of 24 (measured faster there, sessions 49 and 50; bf16 slower with either), launch_ws's
+    # defaults (None: 152 and 40) elsewhere; a config's own cap wins, and leaves the weight producer its default
+    plan = plan_of("gluon_wsz", mode="fp16")
+    assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (160, 24)
+    for cap in (152, 160, 176):
+        plan = plan_of("gluon_wsz", mode="fp16", max_registers=cap)
+        assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (cap, None)
     assert plan_of("gluon_wsz").kwargs["consumer_regs"] is None  # bf16
     assert plan_of("gluon_wsz", mode="fp16", x_dtype=torch.float32).kwargs["consumer_regs"] is None
     assert cheri_ops._make_plan((64, 64, 4, 4, "gluon_wsz", None), x.half(), 512, 5, "fp16", False, 4,
                                 "poly").kwargs["consumer_regs"] is None  # K=5 at dilation 4: no shuffles
     for other in (dict(ws_x_shuffle=False), dict(ws_split_ring=False), dict(ws_epilogue16=False)):
         with _tuning.override(cheri_ops.TUNING_OP, **other):
-            assert plan_of("gluon_wsz", mode="fp16").kwargs["consumer_regs"] is None, other
+            plan = plan_of("gluon_wsz", mode="fp16")
+            assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (None, None), other
     with _tuning.override(cheri_ops.TUNING_OP, ws_schedule="tail"):
-        assert plan_of("gluon_wsz", stages=3, mode="fp16").kwargs["consumer_regs"] is None
-    assert plan_of("gluon_ws", mode="fp16", stages=3, block_e=32).kwargs["consumer_regs"] is None
+        plan = plan_of("gluon_wsz", stages=3, mode="fp16")
+        assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (None, None)
+    plan = plan_of("gluon_ws", mode="fp16", stages=3, block_e=32)
+    assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (None, None)
     # the weight producer's registers (ws_producer_regs): by name only, the warp-specialised layouts only; fp16's
     # consumers keep their 160 beside a producer that leaves room for them, 152 where it does not
     assert plan_of("gluon_wsz").kwargs["producer_regs"] is None
@@ -960,8 +966,12 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         with pytest.raises(ValueError, match="ws_producer_regs applies to the gluon_ws, gluon_ws3 and gluon_wsz layouts "
                                              "only; this call runs layout gluon"):
             plan_of("gluon", stages=3, block_e=32, max_registers=168)
+    with _tuning.override(cheri_ops.TUNING_OP, ws_producer_regs=40):  # session 49's fp16 default
+        plan = plan_of("gluon_wsz", mode="fp16")
+        assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (160, 40)
     with _tuning.override(cheri_ops.TUNING_OP, ws_producer_regs=120):
-        assert plan_of("gluon_wsz", mode="fp16").kwargs["consumer_regs"] is None
+        plan = plan_of("gluon_wsz", mode="fp16")
+        assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (None, 120)
     # the z producer's variants and the ring ones are gluon_wsz's alone: asked for in another layout, refused by name
     for variant in (dict(ws_x_prefetch=2), dict(ws_conv_smem=True), dict(ws_x_shuffle=True), dict(ws_split_ring=True),
                     dict(ws_cross_tile=True), dict(ws_epilogue16=True)):
@@ -2210,7 +2220,8 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, True, 2, False, True, 20), (64, 4, False, 2, False, True, 20), (64, 4, True, 2, False, True, 21),
     (64, 4, True, 2, False, True, 22), (64, 4, False, 2, False, True, 22), (64, 4, True, 2, False, True, 23),
     (64, 4, False, 2, False, True, 23), (64, 4, True, 2, False, True, 24), (64, 4, False, 2, False, True, 24),
-    (64, 4, True, 2, False, True, 25), (64, 4, False, 2, False, True, 25), (64, 4, True, 2, False, True, 26)])
+    (64, 4, True, 2, False, True, 25), (64, 4, False, 2, False, True, 25), (64, 4, True, 2, False, True, 26),
+    (64, 4, True, 2, False, True, 27), (64, 4, False, 2, False, True, 27)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -2227,9 +2238,9 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # each tile's first GEMM issued with the previous tile's last one, ws_cross_tile, and its late residual; session 44;
     # 23: 17 with the residual added in the accumulator's layout and the 16-bit output through shared memory,
     # ws_epilogue16; 24: the fp16 default (18 with the shuffled taps and no conv taps in shared memory) with it and its
-    # early residual; session 45; 25: the fp16 default since session 49, 24 with ws_split_ring and the consumers at 160
+    # early residual; session 45; 25: session 49's fp16 default, 24 with ws_split_ring and the consumers at 160
     # registers, the z producer at 152; 26: the bf16 default (25 in bf16) with the consumers at 160, the weight producer
-    # at 24 and the z producer keeping its 168, ws_producer_regs)
+    # at 24 and the z producer keeping its 168, ws_producer_regs; 27: the fp16 default since session 50, 26 in fp16)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -2241,30 +2252,30 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
                  eps="fp32", num_tiles="i32")
-    if pingpong in (18, 24, 25):  # an fp16 model (26: bf16)
+    if pingpong in (18, 24, 25, 27):  # an fp16 model (26: bf16)
         types = {name: kind.replace("bf16", "fp16") for name, kind in types.items()}
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
                       STAGES=stages, CONSUMERS=consumers,
-                      CONSUMER_REGS=(160 if pingpong in (25, 26) else 152) if z_producer else
+                      CONSUMER_REGS=(160 if pingpong in (25, 26, 27) else 152) if z_producer else
                       cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
-                      PRODUCER_REGS=24 if pingpong == 26 else 40, PIPELINE=pipeline, Z_PRODUCER=z_producer,
+                      PRODUCER_REGS=24 if pingpong in (26, 27) else 40, PIPELINE=pipeline, Z_PRODUCER=z_producer,
                       Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=152 if pingpong == 25 else 168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
                                 15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1,
-                                25: 1, 26: 1}.get(pingpong, pingpong),
+                                25: 1, 26: 1, 27: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
                                               15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2, 22: 2, 23: 2,
-                                              24: 2, 25: 2, 26: 2}.get(pingpong, 6),
+                                              24: 2, 25: 2, 26: 2, 27: 2}.get(pingpong, 6),
                       B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-                                         26),
+                                         26, 27),
                       THREAD_RELEASE=pingpong in (7, 8, 9, 21), BALANCE=pingpong >= 10,
                       LATE_RESIDUAL=pingpong in (14, 18, 22),
                       X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1}.get(pingpong, 0),
-                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23), X_SHUFFLE=pingpong in (19, 24, 25, 26),
-                      SPLIT_RING=pingpong in (20, 21, 25, 26), CROSS_TILE=pingpong == 22,
-                      EPILOGUE16=pingpong in (23, 24, 25, 26),
+                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23), X_SHUFFLE=pingpong in (19, 24, 25, 26, 27),
+                      SPLIT_RING=pingpong in (20, 21, 25, 26, 27), CROSS_TILE=pingpong == 22,
+                      EPILOGUE16=pingpong in (23, 24, 25, 26, 27),
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
@@ -2280,11 +2291,11 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     if z_producer:
         assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21, 22, 23)), facts
     # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
-    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26)), facts
+    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26, 27)), facts
     # the 16-bit epilogue stores 16 bytes a thread and channel, 8 stores a tile a thread (at whole tiles), its only
     # 16-byte global stores; without it the output goes out 8 bytes a store
     if z_producer:
-        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26) and even else 0), facts
+        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26, 27) and even else 0), facts
     # (25's consumers spill nothing under Triton 3.6, the device's, and 24 bytes under 3.9: not asserted)
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
