@@ -1,4 +1,5 @@
 #!/bin/bash
+# RAN on an H100 (GPU-8ccbfc6a), asked for as an H200: log 190.
 # Session 50, call 2 (H200, after call 1 = log 189): (1) the register test with its producer cases, fixed (call 1 passed
 # ws_producer_regs=None to the tuning override, which refuses it: 4 failed, the test's fault); (2) the sweep CLI, bf16 and
 # fp16, N=512 and 64, three rounds in alternating order: the default against the consumers at 160 beside a weight
