@@ -1,4 +1,5 @@
 #!/bin/bash
+# RAN on an H100 (GPU-72fb1b25), asked for as an H200: log 191.
 # Session 50, call 3: 4c6650a's fp16 default (the weight producer at 24 registers beside the consumers' 160, the z
 # producer at 168). (1) asv of the tip's CheriBlockSweep, peers in the same run; (2) the GPU tests of the fp16 default
 # (registers change no bit; shuffled against loaded taps; the z producer's variants; the megakernel modes in fp16);
