@@ -1,5 +1,5 @@
 #!/bin/bash
-# (written from 187-s49call6-command.sh)
+# RAN on an H100 (GPU-72fb1b25, warm from call 3), asked for as an H200: log 192. (Written from 187-s49call6-command.sh.)
 # Session 50, call 4 (the session's last ~600 s of device time): (1) asv of the tip's CheriBlockSweep (4c6650a's fp16
 # default; on an H200 the goal's figure, on an H100 a second reading beside log 191's); (2) call 6 of session 49
 # (187-s49call6-command.sh, never run): ncu of the bf16 and fp16 defaults at N=512, one launch each, clocks left alone.

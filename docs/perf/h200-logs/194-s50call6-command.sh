@@ -1,0 +1,5 @@
+#!/bin/bash
+# RAN on an H100 (GPU-72fb1b25, warm from call 5), asked for as an H200 (hoping for one: the goal's figure): log 194.
+# Given inline to the device tool. Session 50, call 6: asv of a6bb47f's CheriBlockSweep again (a second reading on the
+# same GPU; its result file is kept here, 194-...-result.json.gz, results/ keeps call 4's).
+S=$SECONDS; python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null; nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log; bash scripts/carry_repo.sh unpack /tmp/gh-t; (cd /tmp/gh-t && git log --oneline -1 | cut -c1-80 | tee -a $OUT/call.log); mkdir -p /tmp/out-s50f; OUT=/tmp/out-s50f TAG=s50f DEADLINE=$((290 - (SECONDS - S))) bash scripts/h200_asv.sh "HEAD^! CheriBlockSweep" > /dev/null 2>&1; echo "asv s50f rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log; grep -E "^===|deadline" /tmp/out-s50f/asv-s50f.log | head | tee -a $OUT/call.log; mv /tmp/out-s50f/results-s50f.tar.gz $OUT/ 2>/dev/null; tar czf $OUT/logs-s50f.tar.gz -C /tmp/out-s50f .
