@@ -1,14 +1,12 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN on an H200 (sessions 47-49 were lent H100s; session 49 ran it with PART=all on one: log 182).
-# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run; (2) the GPU tests of the 16-bit defaults
-# (013b576, 23c21b3, and 9b3b8d4's fp16 consumers at 160 registers): each variant and default against the kernel with
-# all of them off and the taps from the same source, the shuffled taps against loaded taps, the registers changing no
-# bit, late residual, the megakernel modes; (3) asv of the tip's tracked tier; (4) where time is left, the sweep CLI,
-# bf16 and fp16 defaults against the consumers at 160 beside a weight producer of 24 registers, N=512 and 64, three
-# rounds (the old bf16 configuration against the new: logs 182 and 183, on H100s).
-# Predicted (H200, asv): megakernel + .eval() N=512 bf16 ~0.352 ms (0.3577 at d2a9ecd, log 176; H100 asv 0.3442-0.3477
-# at fc36cd9 / 9545175, logs 182 and 185, against 2416008's 0.3505, and the H200 read ~2% above the H100 on the same
-# code), fp16 ~0.351 (0.3544; H100 asv 0.3455 with the 160 registers); without .eval() the same; N=64 bf16 ~0.055.
+# PLANNED, NOT YET RUN (session 50 ran its previous version as log 189, on an H200; calls 2-7 were lent H100s).
+# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run (the goals' cells, with 4c6650a's fp16 default:
+# consumers 160, weight producer 24, z producer 168); (2) the GPU tests of the 16-bit defaults (each variant and default
+# against the kernel with all of them off, shuffled against loaded taps, the registers changing no bit, late residual,
+# the megakernel modes); (3) asv of the tip's tracked tier; (4) where time is left, the sweep CLI, fp16 and bf16
+# defaults against session 49's fp16 configuration (`maxnreg=160`: weight producer 40, z producer 152), three rounds.
+# Predicted (H200, asv): megakernel + .eval() N=512 fp16 ~0.345 ms, without ~0.344 (0.3475 / 0.3464 at 4b77769, log 189;
+# -0.5 to -0.8% on one H100, logs 191-195); bf16 unchanged, ~0.350 / 0.351; N=64 fp16 ~0.053.
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
 # PART=1 (tests, sweeps) then PART=2 (asv); LIMIT: the seconds a call may take.
@@ -27,7 +25,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # CheriBlockSweep's asv first (the goals' cells), then the tests, then the tracked tier
-asv s50a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+asv s51a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
 fi
 if [[ ${PART:-1} == 1 || ${PART:-1} == all ]]; then
 (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 30 < 240 ? ${LIMIT:-585} - (SECONDS - S) - 30 : 240 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
@@ -35,11 +33,11 @@ if [[ ${PART:-1} == 1 || ${PART:-1} == all ]]; then
   > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
 if [[ ${PART:-1} == all ]] && (( ${LIMIT:-585} - (SECONDS - S) > 80 )); then
-asv s50b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
+asv s51b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
 fi
-# the weight producer at 24 registers (ws_producer_regs, session 49, not yet timed): bf16's consumers at 160 with the z producer
-# keeping its 168, fp16's (already 160) with it back at 168; predicted -0.5 to -1% for bf16, level to -0.5% for fp16
-F="greyhound-megakernel[layout=gluon_wsz,block_l=64,block_e=64,warps=4,stages=4,maxnreg=160,ws_producer_regs=24]"
+# fp16's default (160 / 168 / 24 since 4c6650a) against session 49's (160 / 152 / 40); bf16's default beside it as
+# the control (its code unchanged); predicted fp16 -0.5 to -0.8%
+F="greyhound-megakernel[layout=gluon_wsz,block_l=64,block_e=64,warps=4,stages=4,maxnreg=160]"
 for r in 1 2 3; do
   for dt in bfloat16 float16; do
     LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break 2
@@ -51,5 +49,5 @@ for r in 1 2 3; do
   done
 done
 else
-asv s50 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+asv s51 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
