@@ -57,6 +57,7 @@ print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm
                   "exchanges": len(re.findall(r"\batom\.\S*exch", ptx)),
                   "l2_prefetches": len(re.findall(r"\bprefetch\.global\.L2\b", ptx)),
                   "plain_b16_loads": len(re.findall(r"^\s*ld\.global\.b16\b", ptx, re.M)),
+                  "b16_loads": len(re.findall(r"\bld\.global\S*\.b16\b", ptx)),
                   "lane_shuffles_up": len(re.findall(r"\bshfl\.sync\.up\b", ptx)),
                   "wait_groups": sorted({int(n) for n in re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)}),
                   "ptxas_ran": report is not None,

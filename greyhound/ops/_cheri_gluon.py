@@ -283,7 +283,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
               balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False, split_ring=False,
-              cross_tile=False, epilogue16=False, producer_regs=None):
+              cross_tile=False, epilogue16=False, producer_regs=None, conv_regs=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -309,7 +309,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     loaded early, not with cross_tile, 16-bit x) the residual is added in the accumulator's layout and each tile's
     16-bit output, not its fp32 accumulator, goes through shared memory to 16-byte stores. `producer_regs` (None:
     _PRODUCER_REGS) is the weight producer's register count; with `z_producer` the z producer takes what the
-    consumers and it leave."""
+    consumers and it leave. With `conv_regs` (z_producer, not conv_smem) the z producer loads the conv's taps once and
+    keeps them in registers across its tiles."""
     batch, channels, length = x.shape
     conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
@@ -332,6 +333,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
                    f"memory) runs with the z producer (layout gluon_wsz) on the pingpong schedule, the residual loaded "
                    f"early and a 16-bit x only, got z_producer={z_producer}, pingpong={pingpong}, "
                    f"late_residual={late_residual}, cross_tile={cross_tile}, x of {x.dtype}")
+    if why_not is None and conv_regs and not (z_producer and not conv_smem):
+        why_not = (f"conv_regs (the conv's taps in the z producer's registers) runs with the z producer (layout "
+                   f"gluon_wsz) and without conv_smem only, got z_producer={z_producer}, conv_smem={conv_smem}")
     producer_regs = _PRODUCER_REGS if producer_regs is None else producer_regs
     if why_not is None:
         why_not = producer_regs_refusal(producer_regs)
@@ -357,7 +361,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
         X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), SPLIT_RING=bool(split_ring),
-        CROSS_TILE=bool(cross_tile), EPILOGUE16=bool(epilogue16), num_warps=num_warps)
+        CROSS_TILE=bool(cross_tile), EPILOGUE16=bool(epilogue16), CONV_REGS=bool(conv_regs), num_warps=num_warps)
 
 
 def x_shuffle_refusal(x_dtype, channels, kernel_size, dilation):
@@ -678,10 +682,11 @@ if available():
     def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
                         C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr, EVEN_L: gl.constexpr,
                         BLOCK_L: gl.constexpr, TILE: gl.constexpr, conv_smem=None, CONV_SMEM: gl.constexpr = False,
-                        X_SHUFFLE: gl.constexpr = False):
+                        X_SHUFFLE: gl.constexpr = False, conv_regs=None, CONV_REGS: gl.constexpr = False):
         """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE, and
         the conv output's mean and rstd per position (what a training forward saves). With CONV_SMEM the conv's taps
-        come from `conv_smem` (_stage_conv_taps) instead of the (C, 1, K) weight in global memory. With X_SHUFFLE
+        come from `conv_smem` (_stage_conv_taps) instead of the (C, 1, K) weight in global memory; with CONV_REGS from
+        `conv_regs`, the K taps in registers (_load_conv_taps). With X_SHUFFLE
         (TILE = _shuffle_tile_layout) x is loaded once and its shifted taps come from lane pairs
         (_previous_positions)."""
         y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
@@ -691,7 +696,9 @@ if available():
             previous = _previous_positions(own, own_ptrs, offs_l, offs_c, L, C)
         for k in gl.static_range(KERNEL_SIZE):
             shift = (KERNEL_SIZE - 1 - k) * DILATION  # the last tap (shift 0) is the only unshifted one
-            if CONV_SMEM:
+            if CONV_REGS:
+                w_tap = conv_regs[k]
+            elif CONV_SMEM:
                 w_tap = conv_smem.slice(k * C, C).load(gl.SliceLayout(0, TILE))
             else:
                 w_tap = gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32)
@@ -1426,11 +1433,22 @@ if available():
                                          weight.to(gl.float32))
 
     @gluon.jit
+    def _load_conv_taps(conv_w_ptr, offs_c, KERNEL_SIZE: gl.constexpr):
+        """(ws_conv_regs) The conv's K taps of this thread's channels, fp32 in offs_c's layout, as a tuple: loaded once
+        by the z producer and kept in registers across its tiles (K registers a channel a thread: 24 with the shuffled
+        taps' 8 channels a thread at K=3), instead of K 2-byte loads at stride K a channel every tile."""
+        taps = ()
+        for k in gl.static_range(KERNEL_SIZE):
+            taps = taps + (gl.load(conv_w_ptr + offs_c * KERNEL_SIZE + k).to(gl.float32), )
+        return taps
+
+    @gluon.jit
     def _ws_z_producer(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                        num_tiles, CONSUMERS: gl.constexpr, C: gl.constexpr, KERNEL_SIZE: gl.constexpr,
                        DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
                        WARPS: gl.constexpr, BALANCE: gl.constexpr, X_PREFETCH: gl.constexpr = 0, conv_smem=None,
-                       CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False):
+                       CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False,
+                       CONV_REGS: gl.constexpr = False):
         """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
         group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
         that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
@@ -1438,13 +1456,18 @@ if available():
         previous tile is still in use. With X_PREFETCH > 0, after each tile it asks L2 for the x of the same
         consumer's tile X_PREFETCH groups later (_prefetch_x_rows). With CONV_SMEM the conv's taps come from
         `conv_smem` (_stage_conv_taps). With X_SHUFFLE x is loaded once a tile and the conv's shifted taps come from
-        shuffles (_shuffle_tile_layout)."""
+        shuffles (_shuffle_tile_layout). With CONV_REGS the conv's taps are loaded once, into registers
+        (_load_conv_taps), not every tile."""
         if X_SHUFFLE:
             TILE: gl.constexpr = _shuffle_tile_layout(C, WARPS)
         else:
             TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         num_l_blocks = gl.cdiv(L, BLOCK_L)
         offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
+        if CONV_REGS:
+            conv_regs = _load_conv_taps(conv_w_ptr, offs_c, KERNEL_SIZE)
+        else:
+            conv_regs = None
         count = 0
         first = gl.program_id(0)
         num_groups, lone_start = _ws_groups(num_tiles, CONSUMERS, BALANCE)
@@ -1453,7 +1476,7 @@ if available():
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile,
                         count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE,
-                        conv_smem, CONV_SMEM, X_SHUFFLE)
+                        conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS)
                 if X_PREFETCH > 0:  # (after the tile, where its registers are free: before it, the z producer spilled)
                     _prefetch_x_rows(x_ptr, CONSUMERS * (group + X_PREFETCH * gl.num_programs(0)) + consumer,
                                      num_tiles, L, C, BLOCK_L, WARPS)
@@ -1463,13 +1486,14 @@ if available():
             if group < num_groups:
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                         group + (CONSUMERS - 1) * lone_start, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION,
-                        EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM, X_SHUFFLE)
+                        EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS)
 
     @gluon.jit
     def _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,
                 offs_c, num_l_blocks, C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
                 EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr, TILE: gl.constexpr, conv_smem,
-                CONV_SMEM: gl.constexpr, X_SHUFFLE: gl.constexpr = False):
+                CONV_SMEM: gl.constexpr, X_SHUFFLE: gl.constexpr = False, conv_regs=None,
+                CONV_REGS: gl.constexpr = False):
         """The z producer's `count`-th tile (`tile`): its conv + LayerNorm into slot count % Z_STAGES of the z ring once
         that slot is free, then z_ready[slot] completes."""
         n = tile // num_l_blocks
@@ -1477,7 +1501,7 @@ if available():
         in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
         z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr,
                                   gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE,
-                                  conv_smem, CONV_SMEM, X_SHUFFLE)
+                                  conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS)
         slot = count % Z_STAGES
         # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier, pass at once)
         mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
@@ -1498,7 +1522,7 @@ if available():
         GELU_FIT: gl.constexpr, B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, BALANCE: gl.constexpr,
         LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
         CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False, SPLIT_RING: gl.constexpr = False,
-        CROSS_TILE: gl.constexpr = False, EPILOGUE16: gl.constexpr = False,
+        CROSS_TILE: gl.constexpr = False, EPILOGUE16: gl.constexpr = False, CONV_REGS: gl.constexpr = False,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1509,7 +1533,8 @@ if available():
         empty for W1, ready2 / empty2 for W2) over the same slots (_ws_split_producer). With CROSS_TILE (gluon_wsz,
         pingpong) each tile's first GEMM is issued with the previous tile's last second GEMM (_ws_consumer). With
         EPILOGUE16 (gluon_wsz, pingpong, early residual, 16-bit x) each tile's residual is added in the accumulator's
-        layout and its 16-bit output goes through shared memory (_ws_consumer)."""
+        layout and its 16-bit output goes through shared memory (_ws_consumer). With CONV_REGS (Z_PRODUCER, not
+        CONV_SMEM) the z producer keeps the conv's taps in registers across its tiles (_load_conv_taps)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
@@ -1524,6 +1549,8 @@ if available():
         gl.static_assert(not SPLIT_RING or (Z_PRODUCER and PINGPONG == 1), "split weight rings: gluon_wsz, pingpong")
         gl.static_assert(not CROSS_TILE or (Z_PRODUCER and PINGPONG == 1 and not Z_REGS and not SPLIT_RING),
                          "first GEMMs across tiles: gluon_wsz, pingpong, z from shared memory, one weight ring")
+        gl.static_assert(not CONV_REGS or (Z_PRODUCER and not CONV_SMEM), "taps in registers: the z producer's, "
+                         "not beside taps in shared memory")
         gl.static_assert(not EPILOGUE16 or (Z_PRODUCER and PINGPONG == 1 and not LATE_RESIDUAL and not CROSS_TILE
                                             and x_ptr.dtype.element_ty.primitive_bitwidth == 16),
                          "the 16-bit epilogue: gluon_wsz, pingpong, the residual loaded early, 16-bit x")
@@ -1621,7 +1648,7 @@ if available():
                                 CROSS_TILE, EPILOGUE16)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
-                                  num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE)),
+                                  num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE, CONV_REGS)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE, ready2, empty2, SPLIT_RING)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])

@@ -121,6 +121,12 @@ _tuning.register(
                         "(ws_x_shuffle) where the taps leave the z ring as deep (session 39, one H100, N=512: 0.3655 "
                         "against 0.3744 ms), off elsewhere (fp16: 0.3836 against 0.3826; session 47, one H100, bf16 "
                         "with shuffled taps 0.3541 / 0.3575 against 0.3448 / 0.3471)"),
+    ws_conv_regs=(bool, "layout gluon_wsz, not with ws_conv_smem: the z producer loads the conv's taps once and keeps "
+                        "them in registers across its tiles (K fp32 registers a thread and channel it holds: 24 with "
+                        "the shuffled taps at K=3) instead of K 2-byte loads at stride K a channel every tile (21% of "
+                        "the kernel's global sectors as excess in session 50's profile, all L1 hits). Off by default: "
+                        "not yet timed (offline, Triton 3.6, sm_90a: the fp16 default's per-tile 2-byte loads 77 -> "
+                        "29, 4 bytes of spills outside the tile loop)"),
     ws_x_shuffle=(bool, "layout gluon_wsz, 16-bit x, every conv tap an even number of positions back and at most 8 "
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
@@ -1347,16 +1353,20 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_late_residual = _tuning.get(TUNING_OP, "ws_late_residual")
     ws_x_prefetch = _tuning.get(TUNING_OP, "ws_x_prefetch")
     ws_conv_smem = _tuning.get(TUNING_OP, "ws_conv_smem")
+    ws_conv_regs = _tuning.get(TUNING_OP, "ws_conv_regs")
     ws_x_shuffle = _tuning.get(TUNING_OP, "ws_x_shuffle")
     ws_split_ring = _tuning.get(TUNING_OP, "ws_split_ring")
     ws_cross_tile = _tuning.get(TUNING_OP, "ws_cross_tile")
     ws_epilogue16 = _tuning.get(TUNING_OP, "ws_epilogue16")
     for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem),
-                        ("ws_x_shuffle", ws_x_shuffle), ("ws_split_ring", ws_split_ring),
+                        ("ws_conv_regs", ws_conv_regs), ("ws_x_shuffle", ws_x_shuffle), ("ws_split_ring", ws_split_ring),
                         ("ws_cross_tile", ws_cross_tile), ("ws_epilogue16", ws_epilogue16)):
         if value is not None and layout != "gluon_wsz":
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_wsz layout only; this call runs layout "
                              f"{layout}")
+    if ws_conv_regs and ws_conv_smem:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_conv_regs keeps the conv's taps in the z producer's registers: not "
+                         f"with ws_conv_smem=True (the taps in shared memory)")
     if ws_x_shuffle:
         why_not = _cheri_gluon.x_shuffle_refusal(x.dtype, channels, kernel_size, dilation)
         if why_not is not None:
@@ -1401,8 +1411,9 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             b1_by_mma = _ws_b1_mma(layout, ws_schedule, b1_mma, block_e)
             x_shuffle = _ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels, kernel_size,
                                       dilation)
-            conv_taps = _ws_conv_taps(layout, ws_schedule, mode, x.dtype, ws_conv_smem, kernel_size, num_stages,
-                                      block_e, channels, hidden_width, block_l, b1_by_mma, x_shuffle)
+            conv_taps = 0 if ws_conv_regs else _ws_conv_taps(layout, ws_schedule, mode, x.dtype, ws_conv_smem,
+                                                             kernel_size, num_stages, block_e, channels,
+                                                             hidden_width, block_l, b1_by_mma, x_shuffle)
             split_ring, epilogue16 = _ws_ring_and_epilogue(layout, ws_schedule, mode, x_shuffle, ws_split_ring,
                                                            ws_epilogue16, ws_cross_tile, ws_late_residual)
             consumer_regs, producer_regs = _ws_registers(layout, ws_schedule, mode, x.dtype, x_shuffle, split_ring,
@@ -1415,7 +1426,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                                                           bool(ws_cross_tile), epilogue16),
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch, x_shuffle),
                           conv_smem=bool(conv_taps), x_shuffle=x_shuffle, split_ring=split_ring,
-                          cross_tile=bool(ws_cross_tile), epilogue16=epilogue16, producer_regs=producer_regs)
+                          cross_tile=bool(ws_cross_tile), epilogue16=epilogue16, producer_regs=producer_regs,
+                          conv_regs=bool(ws_conv_regs))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages
@@ -1564,6 +1576,7 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     consumers, max_registers or _cheri_gluon.default_consumer_regs(consumers, z_producer),
                     bool(tuning.get("ws_pipeline")), z_producer, _ws_pingpong(layout, schedule), b1_by_mma,
                     _ws_balance(layout, schedule, tuning.get("ws_balance")),
+                    0 if tuning.get("ws_conv_regs") else
                     _ws_conv_taps(layout, schedule, mode, x.dtype, tuning.get("ws_conv_smem"), kernel_size,
                                   num_stages, block_e, channels, hidden_width, block_l, b1_by_mma,
                                   _ws_x_shuffle(layout, schedule, mode, x.dtype, tuning.get("ws_x_shuffle"),

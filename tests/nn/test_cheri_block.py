@@ -974,11 +974,27 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (None, 120)
     # the z producer's variants and the ring ones are gluon_wsz's alone: asked for in another layout, refused by name
     for variant in (dict(ws_x_prefetch=2), dict(ws_conv_smem=True), dict(ws_x_shuffle=True), dict(ws_split_ring=True),
-                    dict(ws_cross_tile=True), dict(ws_epilogue16=True)):
+                    dict(ws_cross_tile=True), dict(ws_epilogue16=True), dict(ws_conv_regs=True)):
         with _tuning.override(cheri_ops.TUNING_OP, **variant):
             with pytest.raises(ValueError, match=f"{next(iter(variant))} applies to the gluon_wsz layout only; this "
                                                  f"call runs layout gluon_ws"):
                 plan_of("gluon_ws", stages=3, block_e=32)
+    # the conv's taps in the z producer's registers (ws_conv_regs): by name only (not yet timed); they replace the taps
+    # in shared memory where those are a default (bf16 with loaded taps), and are refused beside them asked for by name
+    for mode in ("bf16", "fp16"):
+        assert plan_of("gluon_wsz", mode=mode).kwargs["conv_regs"] is False
+        with _tuning.override(cheri_ops.TUNING_OP, ws_conv_regs=True):
+            plan = plan_of("gluon_wsz", mode=mode)
+            assert (plan.kwargs["conv_regs"], plan.kwargs["conv_smem"], plan.kwargs["x_shuffle"]) == (True, False, True)
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
+        assert plan_of("gluon_wsz").kwargs["conv_smem"] is True  # (the loaded taps' bf16 default)
+        with _tuning.override(cheri_ops.TUNING_OP, ws_conv_regs=True):
+            plan = plan_of("gluon_wsz")
+            assert (plan.kwargs["conv_regs"], plan.kwargs["conv_smem"]) == (True, False)
+    with _tuning.override(cheri_ops.TUNING_OP, ws_conv_regs=True, ws_conv_smem=True):
+        with pytest.raises(ValueError, match=r"ws_conv_regs keeps the conv's taps in the z producer's registers: not "
+                                             r"with ws_conv_smem=True"):
+            plan_of("gluon_wsz")
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
@@ -1509,6 +1525,29 @@ def test_gpu_consumer_registers_change_no_bit(dtype, length):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("kernel_size, dilation, shuffled", [(3, 4, True), (5, 2, True), (2, 8, True), (3, 4, False),
+                                                          (4, 3, False)])
+@pytest.mark.parametrize("length", [1024, 995])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_conv_taps_in_registers_change_no_bit(dtype, length, kernel_size, dilation, shuffled):
+    """ws_conv_regs loads the conv's taps once into the z producer's registers instead of every tile: the same fp32
+    tap values in the same products and sums, so the same output bit for bit, with shuffled taps (the 16-bit
+    defaults) and loaded ones (bf16's with the taps in shared memory otherwise; K=4 at dilation 3 cannot shuffle),
+    whole and ragged L, N=40 (lone last-round tiles)."""
+    from greyhound import _tuning
+    block = make_block(128, kernel_size, dilation, expansion=4, dtype=dtype, device="cuda").eval()
+    x = torch.randn(40, 128, length, device="cuda", dtype=dtype)
+    config = (64, 64, 4, 4, "gluon_wsz")
+    with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=shuffled):
+        default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, ws_conv_regs=True):
+            in_registers = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
+        ref = fp64_twin(block).reference_forward(x[-2:].double())
+    assert torch.equal(in_registers, default)
+    assert max_abs(default[-2:], ref) < HALF_BOUNDS[dtype]
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("kernel_size, dilation", [(3, 4), (5, 2), (2, 8)])
 @pytest.mark.parametrize("length", [1024, 1000, 995])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -1916,6 +1955,14 @@ def test_warp_specialised_kernel_says_why_it_cannot_run(monkeypatch):
         gluon_module.launch_ws(x, x, *weights, 4, 1e-5, 64, 64, 4, 4, consumer_regs=160, z_producer=True, pingpong=1,
                                producer_regs=120)
     assert why(z_producer=True) is None and why(z_producer=True, stages=4) is None
+    # the conv's taps in the z producer's registers: the z producer's, and not beside the taps in shared memory
+    for other, named in ((dict(), "z_producer=False, conv_smem=False"),
+                         (dict(z_producer=True, pingpong=1, conv_smem=True), "z_producer=True, conv_smem=True")):
+        with pytest.raises(ValueError, match=rf"launch_ws: .* conv_regs \(the conv's taps in the z producer's "
+                                             rf"registers\) runs with the z producer \(layout gluon_wsz\) and without "
+                                             rf"conv_smem only, got {named}"):
+            gluon_module.launch_ws(x, x, torch.randn(128, 1, 3), *weights[1:], 4, 1e-5, 64, 64, 4, 4, conv_regs=True,
+                                   **other)
     assert "beside the z producer (layout gluon_wsz) it has 2 consumer warp groups, got 3" in why(
         consumers=3, regs=96, z_producer=True)
     assert "multiple of 8 in [24, 192] with 2 consumers and the z producer, got 232" in why(regs=232, z_producer=True)
@@ -2221,7 +2268,7 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, True, 2, False, True, 22), (64, 4, False, 2, False, True, 22), (64, 4, True, 2, False, True, 23),
     (64, 4, False, 2, False, True, 23), (64, 4, True, 2, False, True, 24), (64, 4, False, 2, False, True, 24),
     (64, 4, True, 2, False, True, 25), (64, 4, False, 2, False, True, 25), (64, 4, True, 2, False, True, 26),
-    (64, 4, True, 2, False, True, 27), (64, 4, False, 2, False, True, 27)])
+    (64, 4, True, 2, False, True, 27), (64, 4, False, 2, False, True, 27), (64, 4, True, 2, False, True, 28)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -2240,7 +2287,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # ws_epilogue16; 24: the fp16 default (18 with the shuffled taps and no conv taps in shared memory) with it and its
     # early residual; session 45; 25: session 49's fp16 default, 24 with ws_split_ring and the consumers at 160
     # registers, the z producer at 152; 26: the bf16 default (25 in bf16) with the consumers at 160, the weight producer
-    # at 24 and the z producer keeping its 168, ws_producer_regs; 27: the fp16 default since session 50, 26 in fp16)
+    # at 24 and the z producer keeping its 168, ws_producer_regs; 27: the fp16 default since session 50, 26 in fp16;
+    # 28: 27 with the conv's taps in the z producer's registers, ws_conv_regs, a variant since session 50)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -2252,30 +2300,30 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
                  eps="fp32", num_tiles="i32")
-    if pingpong in (18, 24, 25, 27):  # an fp16 model (26: bf16)
+    if pingpong in (18, 24, 25, 27, 28):  # an fp16 model (26: bf16)
         types = {name: kind.replace("bf16", "fp16") for name, kind in types.items()}
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
                       STAGES=stages, CONSUMERS=consumers,
-                      CONSUMER_REGS=(160 if pingpong in (25, 26, 27) else 152) if z_producer else
+                      CONSUMER_REGS=(160 if pingpong in (25, 26, 27, 28) else 152) if z_producer else
                       cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
-                      PRODUCER_REGS=24 if pingpong in (26, 27) else 40, PIPELINE=pipeline, Z_PRODUCER=z_producer,
+                      PRODUCER_REGS=24 if pingpong in (26, 27, 28) else 40, PIPELINE=pipeline, Z_PRODUCER=z_producer,
                       Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=152 if pingpong == 25 else 168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
                                 15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1,
-                                25: 1, 26: 1, 27: 1}.get(pingpong, pingpong),
+                                25: 1, 26: 1, 27: 1, 28: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
                                               15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2, 22: 2, 23: 2,
-                                              24: 2, 25: 2, 26: 2, 27: 2}.get(pingpong, 6),
+                                              24: 2, 25: 2, 26: 2, 27: 2, 28: 2}.get(pingpong, 6),
                       B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-                                         26, 27),
+                                         26, 27, 28),
                       THREAD_RELEASE=pingpong in (7, 8, 9, 21), BALANCE=pingpong >= 10,
                       LATE_RESIDUAL=pingpong in (14, 18, 22),
                       X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1}.get(pingpong, 0),
-                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23), X_SHUFFLE=pingpong in (19, 24, 25, 26, 27),
-                      SPLIT_RING=pingpong in (20, 21, 25, 26, 27), CROSS_TILE=pingpong == 22,
-                      EPILOGUE16=pingpong in (23, 24, 25, 26, 27),
+                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23), X_SHUFFLE=pingpong in (19, 24, 25, 26, 27, 28),
+                      SPLIT_RING=pingpong in (20, 21, 25, 26, 27, 28), CROSS_TILE=pingpong == 22,
+                      EPILOGUE16=pingpong in (23, 24, 25, 26, 27, 28), CONV_REGS=pingpong == 28,
                       num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
@@ -2291,11 +2339,17 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     if z_producer:
         assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21, 22, 23)), facts
     # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
-    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26, 27)), facts
+    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26, 27, 28)), facts
     # the 16-bit epilogue stores 16 bytes a thread and channel, 8 stores a tile a thread (at whole tiles), its only
     # 16-byte global stores; without it the output goes out 8 bytes a store
     if z_producer:
-        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26, 27) and even else 0), facts
+        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26, 27, 28) and even else 0), facts
+    # the conv's taps in registers: the z producer's 2-byte loads of them, K a channel every tile, are gone (the
+    # same kernel without them has more)
+    if pingpong == 28:
+        without = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types,
+                                     {**constexprs, "CONV_REGS": False}, 4, divisible=("L",) if even else ())
+        assert facts["b16_loads"] < without["b16_loads"], (facts, without)
     # (25's consumers spill nothing under Triton 3.6, the device's, and 24 bytes under 3.9: not asserted)
     if (pipeline and consumers == 2 and block_e <= 32 or z_producer and not pingpong) and even:
         assert facts["spill_bytes"] == 0, facts
