@@ -93,11 +93,13 @@ _tuning.register(
                              "N=512: bf16 0.3610 / 0.3616 against 0.3578 / 0.3579, fp16 0.3642 / 0.3610 against "
                              "0.3546 / 0.3575)"),
     ws_producer_regs=(int, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz): the weight "
-                           "producer warp group's registers (setmaxnreg), a multiple of 8 in [24, 256]; default 40. In "
-                           "gluon_wsz the z producer takes what the consumers (maxnreg) and it leave: at 24 beside "
-                           "consumers of 160 it keeps the 168 it has beside 152 (offline, Triton 3.6, sm_90a, the "
-                           "16-bit defaults: no spills at 160 / 168 / 24, 8 bytes at the default 152 / 168 / 40). Not "
-                           "yet timed"),
+                           "producer warp group's registers (setmaxnreg), a multiple of 8 in [24, 256]; default 40, "
+                           "24 for an fp16 model in gluon_wsz with shuffled taps (since session 50). In gluon_wsz the "
+                           "z producer takes what the consumers (maxnreg) and it leave: at 24 beside consumers of 160 "
+                           "it keeps the 168 it has beside 152 (offline, Triton 3.6, sm_90a, the 16-bit defaults: no "
+                           "spills at 160 / 168 / 24, 8 bytes at 152 / 168 / 40). Session 50, one H100, N=512: fp16 "
+                           "at 160 / 168 / 24 -1.1% against 160 / 152 / 40 in the sweep CLI, -0.4 to -0.8% in asv; "
+                           "bf16 +0.6% against its 152 / 168 / 40"),
     ws_balance=(bool, "warp-specialised kernels (layouts gluon_ws, gluon_ws3, gluon_wsz; not with ws_schedule=turns): "
                       "when the tiles left after the grid's whole rounds (two or three tiles a CTA) are no more than "
                       "the grid, they go one a CTA, on its first consumer, instead of two or three a CTA (N=512, "
@@ -1258,14 +1260,18 @@ def _ws_x_shuffle(layout, schedule, mode, x_dtype, x_shuffle, channels, kernel_s
 
 
 def _ws_conv_taps(layout, schedule, mode, x_dtype, conv_smem, kernel_size, stages, block_e, channels, hidden_width,
-                  block_l, b1_mma, x_shuffle):
-    """The conv taps launch_ws stages in shared memory for a ws_conv_smem tunable: K, or 0 for none. None: on in
+                  block_l, b1_mma, x_shuffle, conv_regs=None):
+    """The conv taps launch_ws stages in shared memory for a ws_conv_smem tunable: K, or 0 for none (always 0 with
+    the taps in the z producer's registers, a ws_conv_regs tunable `conv_regs`, which _make_plan refuses beside
+    ws_conv_smem=True). None: on in
     gluon_wsz on the ping-pong schedule for a bf16 model whose taps are not shuffled (`x_shuffle`, launch_ws's resolved
     one) where the taps leave the z ring as deep as without them (session 47, one H100, two rounds, N=512 bf16 with
     fp16's configuration: 0.3541 / 0.3575 ms with them, 0.3448 / 0.3471 without; fp16 0.3493 / 0.3496 against 0.3492 /
     0.3472. Session 39, log 157, one H100, sweep CLI, one process, two rounds, N=512 bf16: 0.3655 / 0.3657 ms against
     0.3744 / 0.3762; fp16 level, 0.3836 against 0.3826, so off; N=64 level within its host-bound spread). Asked for
     by name, on wherever gluon_wsz runs (unsupported_ws refuses a shape where the taps leave no z ring)."""
+    if conv_regs:
+        return 0
     if conv_smem is None:
         if not _wsz_bf16_pingpong(layout, schedule, mode, x_dtype, x_shuffle):
             return 0
@@ -1411,9 +1417,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
             b1_by_mma = _ws_b1_mma(layout, ws_schedule, b1_mma, block_e)
             x_shuffle = _ws_x_shuffle(layout, ws_schedule, mode, x.dtype, ws_x_shuffle, channels, kernel_size,
                                       dilation)
-            conv_taps = 0 if ws_conv_regs else _ws_conv_taps(layout, ws_schedule, mode, x.dtype, ws_conv_smem,
-                                                             kernel_size, num_stages, block_e, channels,
-                                                             hidden_width, block_l, b1_by_mma, x_shuffle)
+            conv_taps = _ws_conv_taps(layout, ws_schedule, mode, x.dtype, ws_conv_smem, kernel_size, num_stages,
+                                      block_e, channels, hidden_width, block_l, b1_by_mma, x_shuffle, ws_conv_regs)
             split_ring, epilogue16 = _ws_ring_and_epilogue(layout, ws_schedule, mode, x_shuffle, ws_split_ring,
                                                            ws_epilogue16, ws_cross_tile, ws_late_residual)
             consumer_regs, producer_regs = _ws_registers(layout, ws_schedule, mode, x.dtype, x_shuffle, split_ring,
@@ -1576,11 +1581,10 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
                     consumers, max_registers or _cheri_gluon.default_consumer_regs(consumers, z_producer),
                     bool(tuning.get("ws_pipeline")), z_producer, _ws_pingpong(layout, schedule), b1_by_mma,
                     _ws_balance(layout, schedule, tuning.get("ws_balance")),
-                    0 if tuning.get("ws_conv_regs") else
                     _ws_conv_taps(layout, schedule, mode, x.dtype, tuning.get("ws_conv_smem"), kernel_size,
                                   num_stages, block_e, channels, hidden_width, block_l, b1_by_mma,
                                   _ws_x_shuffle(layout, schedule, mode, x.dtype, tuning.get("ws_x_shuffle"),
-                                                channels, kernel_size, dilation)),
+                                                channels, kernel_size, dilation), tuning.get("ws_conv_regs")),
                     tuning.get("ws_producer_regs") or _cheri_gluon._PRODUCER_REGS)
             if unsupported is not None:
                 if config is not None:
