@@ -11,7 +11,7 @@
 # -1% (24 2-byte loads a thread a tile fewer in the z producer, which sets the pace only if the consumers wait on it).
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
-# PART=1 (tests, sweeps) then PART=2 (asv); LIMIT: the seconds a call may take.
+# PART=1 (tests, sweeps) then PART=2 (asv); PART=3: the sweep rounds alone (a second call on the warm machine); LIMIT: the seconds a call may take.
 S=$SECONDS
 # At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
 # its own folder, and only its results tarball and one tarball of its logs (asv, gpu, profile) land in $OUT.
@@ -29,11 +29,13 @@ bash scripts/carry_repo.sh unpack /tmp/gh-t
 if [[ ${PART:-1} == all ]]; then  # CheriBlockSweep's asv first (the goals' cells), then the tests, then the tracked tier
 asv s51a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
 fi
-if [[ ${PART:-1} == 1 || ${PART:-1} == all ]]; then
+if [[ ${PART:-1} == 1 || ${PART:-1} == all || ${PART:-1} == 3 ]]; then
+if [[ ${PART:-1} != 3 ]]; then
 (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 30 < 240 ? ${LIMIT:-585} - (SECONDS - S) - 30 : 240 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
   -m gpu tests/nn/test_cheri_block.py -k "consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))" \
   > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
+fi
 if [[ ${PART:-1} == all ]] && (( ${LIMIT:-585} - (SECONDS - S) > 80 )); then
 asv s51b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
 fi
