@@ -1,0 +1,59 @@
+#!/bin/bash
+# PLANNED, NOT YET RUN (session 50 ran its previous version as log 189, on an H200; calls 2-7 were lent H100s).
+# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run (the goals' cells, with 4c6650a's fp16 default:
+# consumers 160, weight producer 24, z producer 168); (2) the GPU tests of the 16-bit defaults (each variant and default
+# against the kernel with all of them off, shuffled against loaded taps, the registers changing no bit, late residual,
+# the megakernel modes); (3) asv of the tip's tracked tier; (4) where time is left, the sweep CLI, fp16 and bf16
+# defaults against session 49's fp16 configuration (`maxnreg=160`: weight producer 40, z producer 152) and against the
+# conv's taps in the z producer's registers (ws_conv_regs, session 50, not yet timed), three rounds.
+# Predicted (H200, asv): megakernel + .eval() N=512 fp16 ~0.345 ms, without ~0.344 (0.3475 / 0.3464 at 4b77769, log 189;
+# -0.5 to -0.8% on one H100, logs 191-195); bf16 unchanged, ~0.350 / 0.351; N=64 fp16 ~0.053. ws_conv_regs: level to
+# -1% (24 2-byte loads a thread a tile fewer in the z producer, which sets the pace only if the consumers wait on it).
+# Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
+# hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
+# PART=1 (tests, sweeps) then PART=2 (asv); PART=3: the sweep rounds alone (a second call on the warm machine); LIMIT: the seconds a call may take.
+S=$SECONDS
+# At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
+# its own folder, and only its results tarball and one tarball of its logs (asv, gpu, profile) land in $OUT.
+asv() {  # asv TAG DEADLINE "RANGE REGEX"...
+  local tag=$1 deadline=$2; shift 2; mkdir -p /tmp/out-$tag
+  OUT=/tmp/out-$tag TAG=$tag DEADLINE=$deadline bash scripts/h200_asv.sh "$@" > /dev/null 2>&1
+  echo "asv $tag rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log
+  grep -E "^===|deadline" /tmp/out-$tag/asv-$tag.log | head | tee -a $OUT/call.log
+  mv /tmp/out-$tag/results-$tag.tar.gz $OUT/ 2>/dev/null; tar czf $OUT/logs-$tag.tar.gz -C /tmp/out-$tag .
+}
+nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+bash scripts/carry_repo.sh unpack /tmp/gh-t
+(cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
+if [[ ${PART:-1} == all ]]; then  # CheriBlockSweep's asv first (the goals' cells), then the tests, then the tracked tier
+asv s51a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+fi
+if [[ ${PART:-1} == 1 || ${PART:-1} == all || ${PART:-1} == 3 ]]; then
+if [[ ${PART:-1} != 3 ]]; then
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 30 < 240 ? ${LIMIT:-585} - (SECONDS - S) - 30 : 240 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
+  -m gpu tests/nn/test_cheri_block.py -k "consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))" \
+  > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
+grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
+fi
+if [[ ${PART:-1} == all ]] && (( ${LIMIT:-585} - (SECONDS - S) > 80 )); then
+asv s51b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
+fi
+# fp16's default (160 / 168 / 24 since 4c6650a) against session 49's (160 / 152 / 40); bf16's default beside it as
+# the control (its code unchanged); predicted fp16 -0.5 to -0.8%; and both with ws_conv_regs (G)
+F="greyhound-megakernel[layout=gluon_wsz,block_l=64,block_e=64,warps=4,stages=4,maxnreg=160]"
+G="greyhound-megakernel[ws_conv_regs=1]"
+for r in 1 2 3; do
+  for dt in bfloat16 float16; do
+    LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break 2
+    P="greyhound-megakernel,$F,$G"; (( r % 2 )) || P="$G,$F,greyhound-megakernel"
+    (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
+      --mode forward --providers "$P" --batch-size 512,64 --n-filters 128 --seq-len 1024 \
+      --dtype $dt --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g; s/, n_filters=128, seq_len=1024//' \
+      | sed -E 's/block_e=64,block_l=64,layout=gluon_wsz,//; s/,warps=4//' | sed "s/^/r$r /" | cut -c1-260 | tee -a $OUT/call.log)
+  done
+done
+else
+asv s51 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+fi
+PART=all LIMIT=585 bash .carry/cmd.sh   # .carry/cmd.sh = 196-s51call1-command.sh
