@@ -1333,6 +1333,11 @@ class _Plan(NamedTuple):
 # Launch plans of the untuned default path, by (x.shape, dtype, device, E, K, dot mode, training, dilation): a repeated
 # call skips the candidate walk and rebuilds no keyword dictionaries (a small-N call's host time is its cost).
 _plans = {}
+# Plans of calls that ask for something (a tuning variant, a config, a gelu), by what they ask for: the variant's
+# repeated calls launch as directly as the default's, so a sweep times both behind the same host path (session 51:
+# the variants' N=64 samples were often bimodal beside clean defaults, likely the host falling behind the GPU while it
+# walked the refusals and _make_plan on every call). Never read by a call that asks for nothing.
+_variant_plans = {}
 _MAX_PLANS = 256
 
 
@@ -1500,20 +1505,24 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
     Returns out, or (out, hidden (N, L, E), mean (N, L), rstd (N, L)) with training. `config` = (BLOCK_L,
     BLOCK_E, num_warps, num_stages[, layout[, maxnreg]]) overrides the tuned choice; `gelu` picks a GELU_VARIANTS
     entry. Tuning overrides (greyhound._tuning, op "cheri_block") replace single fields of whichever config
-    applies, and the gelu. The default path's choice is kept per shape (_plans), so a repeated call launches
-    directly."""
+    applies, and the gelu. The default path's choice is kept per shape (_plans), a variant's per shape and what it asks
+    for (_variant_plans), so a repeated call launches directly."""
     x = x.contiguous()  # the kernel derives every stride from the shapes
     conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias = (
         t.contiguous() for t in (conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias))
     hidden_width, kernel_size, mode = mlp_weights.fc1_hi.shape[0], conv_weight.shape[2], mlp_weights.mode
     tuning = _tuning.forced(TUNING_OP)  # {} outside a tuning override
-    plan_key = None
+    plan_key = variant_key = None
+    shape_key = (x.shape, x.dtype, x.device, hidden_width, kernel_size, mode, training, dilation)
     if config is None and gelu == "poly" and not tuning:
-        plan_key = (x.shape, x.dtype, x.device, hidden_width, kernel_size, mode, training, dilation)
+        plan_key = shape_key
         plan = _plans.get(plan_key)
-        if plan is not None:
-            return _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights,
-                             dilation, eps, training)
+    else:  # a tuning variant, a config or a gelu asked for: its own plan, never the shape's
+        variant_key = (shape_key, None if config is None else tuple(config), gelu, tuple(sorted(tuning.items())))
+        plan = _variant_plans.get(variant_key)
+    if plan is not None:
+        return _run_plan(plan, x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights,
+                         dilation, eps, training)
     batch, channels, length = x.shape
     if x.numel() == 0:
         out = torch.empty_like(x)
@@ -1606,10 +1615,11 @@ def run_fused(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_b
         if not user_config and forced is None and tuned_gelu is None:  # tuning variants are never the choice
             if config is None:
                 _chosen_configs[key] = candidate
-            if plan_key is not None:
-                if len(_plans) >= _MAX_PLANS:  # many shapes (e.g. a length per batch): the oldest plan goes
-                    _plans.pop(next(iter(_plans)))
-                _plans[plan_key] = plan
+        for plans, at in ((_plans, plan_key), (_variant_plans, variant_key)):
+            if at is not None:
+                if len(plans) >= _MAX_PLANS:  # many shapes (e.g. a length per batch): the oldest plan goes
+                    plans.pop(next(iter(plans)))
+                plans[at] = plan
         return result
     # never reached with a Triton candidate last (it raises instead); kept so no path returns `out` unwritten
     raise RuntimeError(f"no fused Cheri Block kernel ran for {tuple(x.shape)} (candidates {candidates})")

@@ -501,9 +501,12 @@ def test_functional_bad_inputs(device):
 
 def test_repeated_calls_launch_from_the_shape_plan(device, monkeypatch):
     """The default path keeps one launch plan per shape: a repeated call launches without the candidate walk and gives
-    the same output; another shape, the training forward or a tuning override do not reuse it."""
+    the same output; another shape, the training forward or a tuning override do not reuse it. A tuning variant keeps
+    a plan of its own, by what it forces: its repeated calls launch directly too, another variant or shape walks
+    again, and the default never takes the variant's."""
     from greyhound import _tuning
     monkeypatch.setattr(cheri_ops, "_plans", {})
+    monkeypatch.setattr(cheri_ops, "_variant_plans", {})
     made = CallRecorder(monkeypatch, cheri_ops, "_make_plan")
     block = make_block(16, 3, 2, expansion=4, device=device)
     x = torch.randn(2, 16, 24, device=device)
@@ -519,9 +522,19 @@ def test_repeated_calls_launch_from_the_shape_plan(device, monkeypatch):
         other = block(torch.randn(3, 16, 40, device=device))
     assert made.calls == 3 and other.shape == (3, 16, 40)
     with _tuning.override("cheri_block", block_l=16), torch.no_grad():
-        tuned = block(x)
-    assert made.calls == 4 and len(cheri_ops._plans) == 3  # a variant is never stored
+        tuned, tuned_again = block(x), block(x)
+    assert made.calls == 4 and len(cheri_ops._plans) == 3  # a variant is never the shape's plan
+    assert len(cheri_ops._variant_plans) == 1 and torch.equal(tuned, tuned_again)
     assert max_abs(tuned, ref) < 1e-5 and max_abs(first, ref) < 1e-5
+    with _tuning.override("cheri_block", block_l=32), torch.no_grad():  # another variant: its own walk and plan
+        narrow = block(x)
+    assert made.calls == 5 and len(cheri_ops._variant_plans) == 2 and max_abs(narrow, ref) < 1e-5
+    with _tuning.override("cheri_block", block_l=16), torch.no_grad():
+        block(torch.randn(3, 16, 40, device=device))  # the first variant at another shape
+    assert made.calls == 6 and len(cheri_ops._variant_plans) == 3
+    with torch.no_grad():  # the default after the variants: its own plan, as before them
+        assert torch.equal(block(x), first)
+    assert made.calls == 6 and len(cheri_ops._plans) == 3
 
 
 def test_small_training_forwards_take_the_single_kernel():
