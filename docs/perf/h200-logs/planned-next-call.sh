@@ -1,14 +1,15 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN (session 50 ran its previous version as log 189, on an H200; calls 2-7 were lent H100s).
-# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run (the goals' cells, with 4c6650a's fp16 default:
-# consumers 160, weight producer 24, z producer 168); (2) the GPU tests of the 16-bit defaults (each variant and default
-# against the kernel with all of them off, shuffled against loaded taps, the registers changing no bit, late residual,
-# the megakernel modes); (3) asv of the tip's tracked tier; (4) where time is left, the sweep CLI, fp16 and bf16
-# defaults against session 49's fp16 configuration (`maxnreg=160`: weight producer 40, z producer 152) and against the
-# conv's taps in the z producer's registers (ws_conv_regs, session 50, not yet timed), three rounds.
-# Predicted (H200, asv): megakernel + .eval() N=512 fp16 ~0.345 ms, without ~0.344 (0.3475 / 0.3464 at 4b77769, log 189;
-# -0.5 to -0.8% on one H100, logs 191-195); bf16 unchanged, ~0.350 / 0.351; N=64 fp16 ~0.053. ws_conv_regs: level to
-# -1% (24 2-byte loads a thread a tile fewer in the z producer, which sets the pace only if the consumers wait on it).
+# PLANNED, NOT YET RUN (session 51 ran its previous version as logs 196-199: every machine lent was an H100).
+# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run (the goals' cells: bf16 unchanged since
+# 4b77769, fp16 with 4c6650a's registers, consumers 160 / z producer 168 / weight producer 24); (2) the GPU tests of
+# the 16-bit defaults (each variant and default against the kernel with all of them off, shuffled against loaded taps,
+# the registers and the conv's taps in registers changing no bit, late residual, the megakernel modes); (3) asv of the
+# tip's tracked tier; (4) where time is left, the sweep CLI, both 16-bit defaults against session 49's fp16
+# configuration (`maxnreg=160`) and ws_conv_regs, three rounds. PART=2 runs both asv suites in one asv call (371 s on
+# an H100 in session 51, log 198): the most a call can do for the goals' figures when only one call comes.
+# Predicted (H200, asv): megakernel + .eval() N=512 fp16 ~0.345 ms, without ~0.344 (0.3475 / 0.3464 at 4b77769, log
+# 189; -0.3 to -1.1% on three H100s); bf16 unchanged, 0.347-0.351 (0.3497 / 0.3509 at 4b77769; the H100s read the same
+# code 0.3424-0.3510); N=64 fp16 ~0.053. ws_conv_regs: level for bf16, +0.5 to +0.9% for fp16 (logs 197, 199).
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
 # PART=1 (tests, sweeps) then PART=2 (asv); PART=3: the sweep rounds alone (a second call on the warm machine); LIMIT: the seconds a call may take.
@@ -27,7 +28,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # CheriBlockSweep's asv first (the goals' cells), then the tests, then the tracked tier
-asv s51a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+asv s52a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
 fi
 if [[ ${PART:-1} == 1 || ${PART:-1} == all || ${PART:-1} == 3 ]]; then
 if [[ ${PART:-1} != 3 ]]; then
@@ -37,7 +38,7 @@ if [[ ${PART:-1} != 3 ]]; then
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
 fi
 if [[ ${PART:-1} == all ]] && (( ${LIMIT:-585} - (SECONDS - S) > 80 )); then
-asv s51b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
+asv s52b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
 fi
 # fp16's default (160 / 168 / 24 since 4c6650a) against session 49's (160 / 152 / 40); bf16's default beside it as
 # the control (its code unchanged); predicted fp16 -0.5 to -0.8%; and both with ws_conv_regs (G)
@@ -54,5 +55,5 @@ for r in 1 2 3; do
   done
 done
 else
-asv s51 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+asv s52 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
