@@ -78,10 +78,21 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 # Relative-norm tolerance against the fp64 reference, by input dtype (bf16 operands land in 1e-3..1e-2).
 TOLERANCE = {torch.float32: 2e-3, torch.float16: 1e-2, torch.bfloat16: 3e-2}
 L2_FLUSH_BYTES = 256 * 2**20  # the same buffer size triton.testing.do_bench zeroes between calls
-# GPU cycles (~1 ms at 1.98 GHz) the device spins before a batch of timed calls, so the host's Python prologue of the
-# first call (argument checks, autograd, launches) is queued ahead of the device, not timed as idle GPU (0.3 ms left
-# the first call of a full-mode batch 7% slow on the H200; the later ones hide behind their predecessors).
+# GPU cycles (~1 ms at 1.98 GHz) the device spins before a batch of timed calls, at least, so the host's Python prologue
+# of the first call (argument checks, autograd, launches) is queued ahead of the device, not timed as idle GPU (0.3 ms
+# left the first call of a full-mode batch 7% slow on the H200; the later ones hide behind their predecessors).
 HEAD_START_CYCLES = 2_000_000
+# ... and more where the host queues a call more slowly than the device runs it (a host-bound call: autograd and
+# launches of a small kernel): the spin then lasts HEAD_START_MARGIN times the host's measured time to queue the whole
+# batch (head_start_cycles), so that every call is queued before the device reaches it and each sample reads the
+# device's time, not the host's. With the fixed 1 ms such a series read the device for its first few samples and the
+# host for the rest, moving with the host's speed (the Cheri training forward at N=16: 0.027 ms on one run, 0.218 ms
+# on the next, on unchanged code; docs/benchmarking.md, "Host-bound series").
+HEAD_START_MARGIN = 1.5
+HEAD_START_MAX_SECONDS = 0.05
+# torch.cuda._sleep counts SM clock cycles; converted at 2 GHz (the H100's and H200's boost is 1.98 GHz) a duration
+# spins at least that long at any clock the device runs
+SLEEP_CYCLES_PER_SECOND = 2.0e9
 SAMPLES = 20  # timed calls per series: asv's `repeat`, replayed exactly
 WARMUP_WINDOW = 5  # calls per window of the warm-up's stability test (fewer for calls over 5 ms: ~20 ms a window)
 WARMUP_TOLERANCE = 0.01  # two consecutive windows' medians within 1% ...
@@ -89,6 +100,9 @@ WARMUP_TOLERANCE_SECONDS = 0.5e-6  # ... or within 0.5 µs (launch jitter of a f
 WARMUP_MAX_SECONDS = 3.0 if ON_GPU else 0.5
 # Bump when what a figure means changes (timing method, inputs, gate). asv keeps results of one version together;
 # with the default (a hash of the benchmark's source) any edit to this file would orphan the whole history.
+# (Not bumped for session 51's head start sized to the host: a series whose host kept ahead of the device reads as
+# before, and the host-bound ones, whose figures were the host's anyway, step down once; a new version would have cut
+# every series' history to serve those few.)
 MEASUREMENT_VERSION = "2"
 PROFILE_ENV = "GREYHOUND_BENCH_PROFILE"  # a JSON-lines file: every measurement's cost breakdown is appended
 WARM_UP = os.environ.get("GREYHOUND_BENCH_WARMUP", "1") != "0"  # 0: no warm-up at all (to show a cold start)
@@ -136,6 +150,18 @@ def _as_tuple(out):
 
 
 @functools.lru_cache(maxsize=1)
+def head_start_cycles(n, host_seconds_per_call):
+    """The device spin (torch.cuda._sleep cycles) before n queued calls whose host takes `host_seconds_per_call` to
+    queue one (flush, events, the call): HEAD_START_MARGIN times the whole batch's host time, so the host stays ahead
+    of the device through the last call even where it queues a call more slowly than the device runs it; never less
+    than HEAD_START_CYCLES, nor more than HEAD_START_MAX_SECONDS."""
+    if n < 0 or not host_seconds_per_call >= 0:
+        raise ValueError(f"head_start_cycles: n must be >= 0 and host_seconds_per_call a non-negative number of "
+                         f"seconds, got n={n!r}, host_seconds_per_call={host_seconds_per_call!r}")
+    seconds = min(HEAD_START_MAX_SECONDS, HEAD_START_MARGIN * n * host_seconds_per_call)
+    return max(HEAD_START_CYCLES, int(seconds * SLEEP_CYCLES_PER_SECOND))
+
+
 def _l2_flush_buffer():
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=DEVICE)
 
@@ -428,6 +454,9 @@ class KernelSuite(abc.ABC):
             t0 = time.perf_counter()
             samples = self.sample_times(SAMPLES, gpu)
             phases["samples"] = time.perf_counter() - t0
+            if ON_GPU:  # the spin the samples got (head_start_cycles) and the host's pace while it queued them
+                phases["head_start_cycles"] = self.head_start
+                phases["host_seconds_per_call"] = self.host_seconds_per_call
             t0 = time.perf_counter()
             peak = self.peak_memory() if ON_GPU else None
             phases["memory"] = time.perf_counter() - t0
@@ -454,6 +483,7 @@ class KernelSuite(abc.ABC):
         shape = dict(zip(self.param_names[2:], shape_values))
         self.dtype = DTYPES[shape["dtype"]] if "dtype" in shape else torch.float32
         self.mode, self.provider, self.base_provider = mode, provider, base
+        self.host_seconds_per_call = 0.0  # (measured by each batch of sample_times, for the next one's head start)
         phases = {} if phases is None else phases
         t0 = time.perf_counter()
         self.inputs, grad_names = self.make_inputs(**shape)
@@ -523,7 +553,8 @@ class KernelSuite(abc.ABC):
     def sample_times(self, n, gpu=None):
         """n calls, in seconds each, measured as triton.testing.do_bench does: on a GPU the calls are queued back to
         back (the host runs ahead of the device), each after an L2 flush and bracketed by CUDA events, with one
-        synchronisation at the end; a device spin first gives the host its head start. CPU: wall clock per call.
+        synchronisation at the end; a device spin first gives the host its head start, long enough for the host to
+        queue all n at the pace it queued the previous batch (head_start_cycles). CPU: wall clock per call.
         With a `gpu` dict, gpu_state() is read into gpu["during"] once the calls are queued, before the
         synchronisation (the device is then still running them unless the host fell behind)."""
         if not ON_GPU:
@@ -537,13 +568,17 @@ class KernelSuite(abc.ABC):
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         flush = _l2_flush_buffer()
-        torch.cuda._sleep(HEAD_START_CYCLES)
+        self.head_start = head_start_cycles(n, getattr(self, "host_seconds_per_call", 0.0))
+        torch.cuda._sleep(self.head_start)
+        queued = time.perf_counter()
         for start, end in zip(starts, ends):
             self._before_call()
             flush.zero_()
             start.record()
             self._call()
             end.record()
+        # the host's pace, for the next batch's head start (the warm-up's windows measure it before the samples)
+        self.host_seconds_per_call = (time.perf_counter() - queued) / n
         if gpu is not None:
             gpu["during"] = gpu_state()
         torch.cuda.synchronize()

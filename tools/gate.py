@@ -304,8 +304,8 @@ def _enough_to_rise(samples):
 def rise_within_run(samples):
     """(first, last, rise) when a run's samples, in the order they were taken, end more than RISE_MIN above where they
     started (median of the last RISE_LAST against the median of the first RISE_FIRST), else None. The harness times its
-    samples back to back behind a ~1 ms head start: a host slower than the GPU keeps up for the first few samples, then
-    every sample reads the host's time (session 37: newton_schulz (16, 1024, 1024) read 0.90 ms for four samples, then
+    samples back to back behind a head start (a fixed ~1 ms until session 51, since then sized to the host's pace): a
+    host slower than the GPU keeps up for the first few samples, then every sample reads the host's time (session 37: newton_schulz (16, 1024, 1024) read 0.90 ms for four samples, then
     1.08-1.19, on unchanged device code); a clock falling as the GPU heats reads the same way, more gently."""
     if not _enough_to_rise(samples):
         return None

@@ -2,6 +2,7 @@
 for every machine, and asv's benchmarks report exactly what setup_cache measured."""
 import itertools
 import types
+import time
 
 import pytest
 import torch
@@ -338,3 +339,60 @@ def test_an_op_that_updates_an_input_in_place_is_gated_on_the_input_before_the_c
     monkeypatch.setattr(CausalConv1dUpdateSweep, "reference_inputs", lambda self: self.inputs)
     result = CausalConv1dUpdateSweep().measure("greyhound", "forward", *shape)
     assert "relative error" in result["error"]
+
+
+def test_head_start_covers_the_host_time_of_a_batch():
+    """The device spin before a batch: the fixed minimum where the host queues calls quickly, HEAD_START_MARGIN times
+    the batch's host time where it does not (a host-bound call), at most HEAD_START_MAX_SECONDS; bad arguments are
+    refused by name."""
+    assert harness.head_start_cycles(20, 0.0) == harness.HEAD_START_CYCLES
+    assert harness.head_start_cycles(20, 10e-6) == harness.HEAD_START_CYCLES  # 0.3 ms of host: the 1 ms minimum
+    cycles = harness.head_start_cycles(20, 200e-6)  # 4 ms to queue 20 calls
+    assert cycles == int(harness.HEAD_START_MARGIN * 20 * 200e-6 * harness.SLEEP_CYCLES_PER_SECOND)
+    assert cycles / harness.SLEEP_CYCLES_PER_SECOND >= 20 * 200e-6
+    assert harness.head_start_cycles(20, 1.0) == int(harness.HEAD_START_MAX_SECONDS * harness.SLEEP_CYCLES_PER_SECOND)
+    for n, pace in ((-1, 0.0), (20, -1e-6), (20, float("nan"))):
+        with pytest.raises(ValueError, match="host_seconds_per_call"):
+            harness.head_start_cycles(n, pace)
+
+
+def test_each_batch_spins_for_the_host_pace_the_previous_one_measured(monkeypatch):
+    """The GPU timer (with CUDA stood in for): a batch's spin comes from the host's pace over the previous batch, so
+    a call whose host takes 3 ms gets a head start covering its whole batch; a fast host keeps the minimum."""
+    spins = []
+
+    class _Event:
+        def __init__(self, enable_timing=False):
+            self.at = None
+
+        def record(self):
+            self.at = len(spins)
+
+        def elapsed_time(self, end):
+            return 0.5  # ms
+
+    monkeypatch.setattr(harness, "ON_GPU", True)
+    monkeypatch.setattr(harness.torch.cuda, "Event", _Event)
+    monkeypatch.setattr(harness.torch.cuda, "_sleep", spins.append)
+    monkeypatch.setattr(harness.torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(harness, "_l2_flush_buffer", lambda: torch.empty(16, dtype=torch.int8))
+    host_seconds = [3e-3]
+
+    class _Timed(_Suite):  # (no inputs: the call only takes the host's time)
+        def _before_call(self):
+            pass
+
+        def _call(self):
+            time.sleep(host_seconds[0])
+
+    suite = _Timed()
+    assert suite.sample_times(4) == [0.5e-3] * 4
+    assert spins == [harness.HEAD_START_CYCLES]  # nothing measured yet: the minimum
+    assert suite.host_seconds_per_call >= 3e-3
+    suite.sample_times(4)
+    # at least 1.5 x 4 x 3 ms of spin (at 2 GHz), and what the first batch measured exactly
+    assert spins[1] >= int(harness.HEAD_START_MARGIN * 4 * 3e-3 * harness.SLEEP_CYCLES_PER_SECOND) > spins[0]
+    host_seconds[0] = 0.0
+    suite.sample_times(4)
+    suite.sample_times(4)
+    assert spins[3] == harness.HEAD_START_CYCLES  # a fast host again: the minimum

@@ -10,6 +10,10 @@
 # Predicted (H200, asv): megakernel + .eval() N=512 fp16 ~0.345 ms, without ~0.344 (0.3475 / 0.3464 at 4b77769, log
 # 189; -0.3 to -1.1% on three H100s); bf16 unchanged, 0.347-0.351 (0.3497 / 0.3509 at 4b77769; the H100s read the same
 # code 0.3424-0.3510); N=64 fp16 ~0.053. ws_conv_regs: level for bf16, +0.5 to +0.9% for fp16 (logs 197, 199).
+# The timer's head start sized to the host (session 51, not yet run on a GPU): host-bound series read the device's
+# time in every run: the Cheri training forward N=16 ~0.027 ms bf16/fp16 and ~0.053 fp32 (their first samples; 0.067-
+# 0.218 in host-behind runs), causal_conv1d full at the tracked shape ~0.26 ms (its GPU work); every profile record has
+# head_start_cycles and host_seconds_per_call. A series whose host kept ahead reads as before.
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
 # PART=1 (tests, sweeps) then PART=2 (asv); PART=3: the sweep rounds alone (a second call on the warm machine); LIMIT: the seconds a call may take.
