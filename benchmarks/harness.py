@@ -149,7 +149,6 @@ def _as_tuple(out):
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
-@functools.lru_cache(maxsize=1)
 def head_start_cycles(n, host_seconds_per_call):
     """The device spin (torch.cuda._sleep cycles) before n queued calls whose host takes `host_seconds_per_call` to
     queue one (flush, events, the call): HEAD_START_MARGIN times the whole batch's host time, so the host stays ahead
@@ -162,6 +161,7 @@ def head_start_cycles(n, host_seconds_per_call):
     return max(HEAD_START_CYCLES, int(seconds * SLEEP_CYCLES_PER_SECOND))
 
 
+@functools.lru_cache(maxsize=1)
 def _l2_flush_buffer():
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=DEVICE)
 

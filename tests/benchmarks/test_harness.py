@@ -388,11 +388,23 @@ def test_each_batch_spins_for_the_host_pace_the_previous_one_measured(monkeypatc
     suite = _Timed()
     assert suite.sample_times(4) == [0.5e-3] * 4
     assert spins == [harness.HEAD_START_CYCLES]  # nothing measured yet: the minimum
-    assert suite.host_seconds_per_call >= 3e-3
+    slow = suite.host_seconds_per_call
+    assert slow >= 3e-3
     suite.sample_times(4)
-    # at least 1.5 x 4 x 3 ms of spin (at 2 GHz), and what the first batch measured exactly
+    # what the first batch measured, at least 1.5 x 4 x 3 ms of spin (at 2 GHz)
+    assert spins[1] == harness.head_start_cycles(4, slow)
     assert spins[1] >= int(harness.HEAD_START_MARGIN * 4 * 3e-3 * harness.SLEEP_CYCLES_PER_SECOND) > spins[0]
     host_seconds[0] = 0.0
     suite.sample_times(4)
+    fast = suite.host_seconds_per_call
     suite.sample_times(4)
-    assert spins[3] == harness.HEAD_START_CYCLES  # a fast host again: the minimum
+    assert fast < slow and spins[3] == harness.head_start_cycles(4, fast) < spins[1]  # a fast host: a short spin
+
+
+def test_the_l2_flush_buffer_is_allocated_once():
+    """Every batch zeroes the same 256 MB buffer (one allocation a process, as do_bench's), not a fresh one."""
+    try:
+        first = harness._l2_flush_buffer()
+        assert harness._l2_flush_buffer() is first and first.numel() == harness.L2_FLUSH_BYTES
+    finally:
+        harness._l2_flush_buffer.cache_clear()
