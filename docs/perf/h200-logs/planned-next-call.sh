@@ -1,10 +1,10 @@
 #!/bin/bash
 # PLANNED, NOT YET RUN (session 51 ran its previous version as logs 196-199: every machine lent was an H100).
-# On an H200: (1) asv of the tip's CheriBlockSweep, peers in the same run (the goals' cells: bf16 unchanged since
-# 4b77769, fp16 with 4c6650a's registers, consumers 160 / z producer 168 / weight producer 24); (2) the GPU tests of
+# On an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers in the same run (the
+# goals' cells: bf16 unchanged since 4b77769, fp16 with 4c6650a's registers, 160 / 168 / 24); (2) the GPU tests of
 # the 16-bit defaults (each variant and default against the kernel with all of them off, shuffled against loaded taps,
-# the registers and the conv's taps in registers changing no bit, late residual, the megakernel modes); (3) asv of the
-# tip's tracked tier; (4) where time is left, the sweep CLI, both 16-bit defaults against session 49's fp16
+# the registers and the conv's taps in registers changing no bit, late residual, the megakernel modes) in the time
+# left; (3) where time is left, the sweep CLI, both 16-bit defaults against session 49's fp16
 # configuration (`maxnreg=160`) and ws_conv_regs, three rounds. PART=2 runs both asv suites in one asv call (371 s on
 # an H100 in session 51, log 198): the most a call can do for the goals' figures when only one call comes.
 # Predicted (H200, asv): megakernel + .eval() N=512 fp16 ~0.345 ms, without ~0.344 (0.3475 / 0.3464 at 4b77769, log
@@ -31,8 +31,9 @@ nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
 bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
-if [[ ${PART:-1} == all ]]; then  # CheriBlockSweep's asv first (the goals' cells), then the tests, then the tracked tier
-asv s52a $((${LIMIT:-585} - 190 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the goals' cells and the tracked tier, whose
+# host-bound series the head start of 81db6f9 should now read as the device's time), then the tests in what is left
+asv s52a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
 fi
 if [[ ${PART:-1} == 1 || ${PART:-1} == all || ${PART:-1} == 3 ]]; then
 if [[ ${PART:-1} != 3 ]]; then
@@ -40,9 +41,6 @@ if [[ ${PART:-1} != 3 ]]; then
   -m gpu tests/nn/test_cheri_block.py -k "consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))" \
   > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
-fi
-if [[ ${PART:-1} == all ]] && (( ${LIMIT:-585} - (SECONDS - S) > 80 )); then
-asv s52b $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
 fi
 # fp16's default (160 / 168 / 24 since 4c6650a) against session 49's (160 / 152 / 40); bf16's default beside it as
 # the control (its code unchanged); predicted fp16 -0.5 to -0.8%; and both with ws_conv_regs (G)
