@@ -127,8 +127,9 @@ _tuning.register(
                         "them in registers across its tiles (K fp32 registers a thread and channel it holds: 24 with "
                         "the shuffled taps at K=3) instead of K 2-byte loads at stride K a channel every tile (21% of "
                         "the kernel's global sectors as excess in session 50's profile, all L1 hits). Off by default: "
-                        "not yet timed (offline, Triton 3.6, sm_90a: the fp16 default's per-tile 2-byte loads 77 -> "
-                        "29, 4 bytes of spills outside the tile loop)"),
+                        "session 51, sweep CLI, N=512, three rounds on each of two H100s: bf16 level (-0.1% / -0.3%), "
+                        "fp16 +0.5% / +0.9% (offline, Triton 3.6, sm_90a: the fp16 default's per-tile 2-byte loads "
+                        "77 -> 29, 4 bytes of spills outside the tile loop)"),
     ws_x_shuffle=(bool, "layout gluon_wsz, 16-bit x, every conv tap an even number of positions back and at most 8 "
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
