@@ -1,5 +1,5 @@
 #!/bin/bash
-# PLANNED, NOT YET RUN (session 51 ran its previous version as logs 196-199: every machine lent was an H100).
+# RAN on an H100 as log 201 (session 52, PART=all: both asv suites, 124 GPU tests, three sweep rounds); still the plan for an H200.
 # On an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers in the same run (the
 # goals' cells: bf16 unchanged since 4b77769, fp16 with 4c6650a's registers, 160 / 168 / 24); (2) the GPU tests of
 # the 16-bit defaults (each variant and default against the kernel with all of them off, shuffled against loaded taps,
