@@ -149,6 +149,16 @@ def _checked(result):
     return result
 
 
+def _check_machine(data, machine_name):
+    """asv refuses a result file whose params name another machine than the folder it is in, naming neither the
+    file's machine nor, for a converted version-1 file, the file itself: say both."""
+    params = data.get("params")
+    machine = params.get("machine") if isinstance(params, dict) else None
+    if machine is not None and machine != machine_name:
+        raise ValueError(f"its params name machine {machine!r}, but it is in the machine folder {machine_name!r} "
+                         "(asv reads a machine's results from the folder of that name)")
+
+
 def _load_results(path, machine_name):
     from asv import util as asv_util
     from asv.results import Results
@@ -163,8 +173,9 @@ def _load_results(path, machine_name):
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}") from None
         version = data.get("version")
+        _check_machine(data, machine_name)
         if version == Results.api_version:
-            raise  # asv's own reason: a missing key, another machine's file
+            raise  # asv's own reason: a missing key
         if version != 1:
             raise ValueError(f"results format version {version!r} is not 1 or 2") from None
     converted = Results.update_to_2({k: v for k, v in data.items() if k != "version"})

@@ -47,7 +47,9 @@ Benchmark versions: each --results directory's results are read against that dir
 (results of a version it does not describe are left out, as asv leaves them out), and each series carries the
 version it was measured under. A benchmark BASE and HEAD measured under different versions (asv's hash of its code:
 the benchmark itself changed, e.g. in a gate-scratch run) is never compared, nor is its history across versions used
-for its noise; the report names those series ("N series not compared: ...", as asv compare marks them "x"). They
+for its noise; the report names those series ("N series not compared: ...", as asv compare marks them "x"). A
+benchmark both measured under one version that benchmarks.json no longer describes is left out too (its parameters
+and unit are not known) and named ("N benchmarks not compared: ..."). Versions are per asv environment. They
 neither fail nor refuse the gate, and the exit status is that of the series compared (a benchmark of the project's
 own that failed at HEAD still fails it).
 
@@ -58,8 +60,12 @@ no benchmark declares a `tier` every one is judged; each asv environment (python
 own. Units: seconds take the FLOOR and FLOOR_SECONDS floors, bytes the memory floors, any other unit of a `track_`
 benchmark FLOOR alone; lower is better for every unit (asv's convention). A result file that cannot be read is named
 on stderr; when it is BASE's or HEAD's, or when the two runs share no series, the gate refuses (exit 2) rather than
-pass on what is left. --evaluate needs the git repository of the commits (A/A pairs: consecutive runs with an
-identical --code-path tree) and refuses (exit 2) where it finds no pair.
+pass on what is left; when they share no asv environment the refusal says so. --repo names the git repository of
+the commits (default: the current directory; another project's results: its clone): refs resolve there, and
+--evaluate finds its A/A pairs there (consecutive runs with an identical --code-path tree) and refuses (exit 2) where
+it finds none; --slowdown, --code-path and --history-size are --evaluate's and refused without it. A flagged series
+with fewer than MIN_HISTORY differences of history rests on the PRIOR_BETWEEN prior, sized for a GPU; the report
+counts them.
 
 Exit status: 0 no regression; 1 a regression, or a benchmark of the project's own that failed at HEAD; 2 bad
 arguments, missing or unreadable results, series HEAD did not measure, nothing compared.
@@ -146,8 +152,9 @@ class Run:
     failed: set = field(default_factory=set)  # series whose benchmark failed in this run (asv's null result)
     skipped: set = field(default_factory=set)  # series whose benchmark skipped itself in this run (asv's NaN)
     unjudged: set = field(default_factory=set)  # series measured at 0 or below (0 bytes of peak memory): no ratio
-    versions: dict = field(default_factory=dict)  # benchmark -> the version its results in this run were measured
-    # under, where the benchmarks.json of their results directory describes it; ("other", version) where it does not
+    versions: dict = field(default_factory=dict)  # (benchmark, environment) -> the version its results in this run
+    # were measured under, where the benchmarks.json of their results directory describes it; ("other", version) where
+    # it does not (another project's runs hold several environments, each measured at its own time)
 
 
 @dataclass
@@ -172,6 +179,8 @@ class Report:
     missing: list = field(default_factory=list)  # (series, why) BASE measured that HEAD did not: "not run", "skipped"
     version_changed: list = field(default_factory=list)  # series left out: BASE and HEAD measured different versions
     # of their benchmark (its code changed), so their figures are not the same measurement
+    stale: list = field(default_factory=list)  # (benchmark, environment) both measured under a version their
+    # benchmarks.json no longer describes: left out (its parameters and unit are not known), named in the report
 
     @property
     def regressions(self):
@@ -241,10 +250,10 @@ def _add_values(run, result, benchmarks, tier, path="", warnings=None, own=OWN_P
                 warnings.append(f"{path}: benchmark {name}: cannot read ({type(err).__name__}: {err})")
             continue
         if values is None:  # an older definition or parameter grid of the benchmark: not the same measurement
-            run.versions[name] = ("other", result.benchmark_version.get(name))
+            run.versions[(name, result.env_name or "")] = ("other", result.benchmark_version.get(name))
             continue
         version = meta.get("version")
-        run.versions[name] = version
+        run.versions[(name, result.env_name or "")] = version
         if metas is not None:
             metas[(name, version)] = meta
         unit = str(meta.get("unit") or "seconds")
@@ -365,9 +374,12 @@ def judge(base, head, history):
     report = Report(verdicts)
     # a benchmark BASE and HEAD measured under different versions (its code changed) is never compared: its series
     # are named instead (asv compare marks them "x", not comparable)
-    changed = {name for name in set(base.versions) & set(head.versions) if base.versions[name] != head.versions[name]}
+    shared = set(base.versions) & set(head.versions)
+    changed = {key for key in shared if base.versions[key] != head.versions[key]}
     report.version_changed = sorted({s.unversioned() for run in (base, head) for s in run.values
-                                     if s.benchmark in changed}, key=lambda s: (s.label(), s.env))
+                                     if (s.benchmark, s.env) in changed}, key=lambda s: (s.label(), s.env))
+    report.stale = sorted(key for key in shared if base.versions[key] == head.versions[key]
+                          and isinstance(base.versions[key], tuple))
     # the project's series BASE measured and HEAD did not: failed there (a benchmark that crashes is not judged
     # faster), or not run in an environment HEAD ran (a partial run cannot vouch for what it left out; an environment
     # HEAD did not run at all is simply not compared)
@@ -376,7 +388,7 @@ def judge(base, head, history):
     for series in sorted(set(base.values) - set(head.values) - head.unjudged, key=lambda s: (s.label(), s.env)):
         if series.is_greyhound and series.unversioned() in head_failed:
             report.failed.append(series)
-        elif series.benchmark in changed:
+        elif (series.benchmark, series.env) in changed:
             continue  # not comparable; named in report.version_changed
         elif series.is_greyhound and series.env in head_envs:
             report.missing.append((series, "skipped" if series in head.skipped else "not run"))
@@ -425,7 +437,7 @@ def machine_names(results_dirs):
     return sorted(names)
 
 
-def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None, own=OWN_PROVIDERS, metas=None):
+def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None, own=OWN_PROVIDERS, metas=None, repo="."):
     """load_runs for judging BASE -> HEAD without --machine: the results' one machine, or where they hold several,
     the one machine that measured both commits (a GPU's figures are only ever compared with the same GPU's); an error
     naming each machine's share where none or several did. Each machine's results are read once."""
@@ -439,7 +451,7 @@ def runs_of_pair(results_dirs, base, head, tier="tracked", warnings=None, own=OW
         found = []
         for ref in (base, head):
             try:
-                found.append(resolve(runs, ref))
+                found.append(resolve(runs, ref, repo))
             except GateError:
                 pass
         have.append(f"{name}: {len(found)} of the two")
@@ -509,12 +521,41 @@ def version_changed_line(report, shown=5):
     changed = report.version_changed
     if not changed:
         return ""
-    names = ", ".join(series.label() for series in changed[:shown]) + (
+    several_envs = len({v.series.env for v in report.verdicts} | {series.env for series in changed}) > 1
+    names = ", ".join(series.label() + (f" [{series.env}]" if several_envs else "")
+                      for series in changed[:shown]) + (
         f", ... ({len(changed) - shown} more)" if len(changed) > shown else "")
     benchmarks = sorted({series.benchmark for series in changed})
     return (f"{len(changed)} series not compared: BASE and HEAD measured different versions of "
             f"{'its benchmark' if len(benchmarks) == 1 else f'their {len(benchmarks)} benchmarks'} (the benchmark's "
             f"code changed; measure both commits under one version to compare them): {names}")
+
+
+def stale_line(report, shown=5):
+    """The line naming the benchmarks left out because both runs measured them under a version their benchmarks.json
+    no longer describes (asv leaves such results out too), or ''."""
+    stale = report.stale
+    if not stale:
+        return ""
+    several_envs = len({env for _, env in stale}) > 1
+    names = ", ".join(name + (f" [{env}]" if several_envs else "") for name, env in stale[:shown]) + (
+        f", ... ({len(stale) - shown} more)" if len(stale) > shown else "")
+    return (f"{len(stale)} benchmark{'s' if len(stale) > 1 else ''} not compared: BASE and HEAD measured "
+            f"{'it' if len(stale) == 1 else 'them'} under a version of the benchmark that benchmarks.json no longer "
+            f"describes (its parameters and unit unknown; `asv run --bench just-discover` rewrites benchmarks.json "
+            f"from the code, then measure both commits again to compare): {names}")
+
+
+def short_history_line(report, least=MIN_HISTORY):
+    """The line counting the flagged series whose noise came from fewer than `least` successive differences: their
+    threshold rests mostly on the prior, which suits a GPU's run-to-run noise, not a noisy shared runner."""
+    short = [v for v in report.verdicts if v.status != "ok" and v.history < least]
+    if not short:
+        return ""
+    return (f"{len(short)} of the series flagged above had fewer than {least} successive differences of history "
+            f"behind their noise (\"from N diffs\"): their noise adds a prior of {PRIOR_BETWEEN:.0%} a run, "
+            "sized for a GPU's run-to-run noise; on a noisier machine (a shared CI runner) "
+            "judge them once its history is longer")
 
 
 def format_report(report, base, head, scope="tracked"):
@@ -537,7 +578,8 @@ def format_report(report, base, head, scope="tracked"):
                                 + [("MISSING", series, why) for series, why in report.missing]):
         lines.append(f"  {status:11s} at HEAD ({why} there, measured at BASE)  {series.label()}"
                      + (f"  [{series.env}]" if several_envs else ""))
-    for line in (report.drift, report.environment, version_changed_line(report)):
+    for line in (report.drift, report.environment, version_changed_line(report), stale_line(report),
+                 short_history_line(report)):
         if line:
             lines.append(f"  {line}")
     counts = {s: sum(v.status == s for v in report.verdicts) for s in ("regression", "drift", "improvement")}
@@ -549,7 +591,7 @@ def format_report(report, base, head, scope="tracked"):
         lines.append("PERFORMANCE REGRESSED" if report.regressions else "BENCHMARKS FAILED AT HEAD")
     else:
         lines.append("no regression" + (" among the series compared" if report.missing or report.version_changed
-                                        else ""))
+                                        or report.stale else ""))
     return lines
 
 
@@ -638,19 +680,33 @@ def main(argv=None):
     parser.add_argument("--all-tiers", action="store_true", help="judge sweep series too (default: tracked only)")
     parser.add_argument("--evaluate", action="store_true",
                         help="A/A false alarms and 5%% sensitivity over consecutive commits with identical greyhound/")
-    parser.add_argument("--slowdown", type=float, default=1.05,
+    parser.add_argument("--slowdown", type=float,
                         help="--evaluate's injected factor, > 1 (default 1.05)")
     parser.add_argument("--own", action="append", metavar="PROVIDER",
                         help="a provider name (or prefix) that is the project's own code, judged rather than used as "
                              "a control (repeatable; default greyhound); benchmarks without a provider param are "
                              "always judged")
-    parser.add_argument("--code-path", default="greyhound",
+    parser.add_argument("--code-path",
                         help="--evaluate's A/A pairs: consecutive commits whose tree at this path is identical "
                              "(default greyhound)")
+    parser.add_argument("--repo", default=".",
+                        help="the git repository of the results' commits: BASE and HEAD are resolved there, and "
+                             "--evaluate finds its A/A pairs there (default: the current directory; another "
+                             "project's results: its clone)")
     parser.add_argument("--history-size", type=int, metavar="K",
                         help="--evaluate against K other runs drawn at random (20 draws a pair, seeded) instead of "
                              "the whole history: a machine with a short history")
     args = parser.parse_args(argv)
+    evaluate_only = [flag for flag, value in (("--slowdown", args.slowdown), ("--code-path", args.code_path),
+                                              ("--history-size", args.history_size)) if value is not None]
+    if evaluate_only and not args.evaluate:
+        them = "it" if len(evaluate_only) == 1 else "them"
+        print(f"tools.gate: error: {', '.join(evaluate_only)}: only --evaluate (the A/A and injected-slowdown "
+              f"evaluation) reads {them}; judging BASE -> HEAD does not: drop {them} or add --evaluate",
+              file=sys.stderr)
+        return 2
+    slowdown = 1.05 if args.slowdown is None else args.slowdown
+    code_path = args.code_path or "greyhound"
     warnings = []
     tier = None if args.all_tiers else "tracked"
     own = tuple(args.own or OWN_PROVIDERS)
@@ -662,28 +718,29 @@ def main(argv=None):
         if args.evaluate:  # each machine on its own history (without --machine: every machine, one after another)
             if args.history_size is not None and args.history_size < 0:
                 raise GateError(f"--history-size must be >= 0, got {args.history_size}")
-            if not (math.isfinite(args.slowdown) and args.slowdown > 1):
+            if not (math.isfinite(slowdown) and slowdown > 1):
                 raise GateError(f"--slowdown must be a factor > 1 (the slowdown injected into HEAD), got "
-                                f"{args.slowdown}")
+                                f"{slowdown}")
             names = check_machine(results, args.machine)
             names = [args.machine] if args.machine else names
             for name in names:
                 runs = load_runs(results, name, tier=tier, warnings=warnings, own=own)
                 _print_warnings(warnings)
                 warnings.clear()
-                pairs = identical_code_pairs(runs, args.code_path)
+                pairs = identical_code_pairs(runs, code_path, args.repo)
                 if not pairs:
                     raise GateError(f"machine {name}: no two consecutive runs of commits with an identical "
-                                    f"{args.code_path}/ tree in this git repository ({len(runs)} runs): nothing to "
-                                    "evaluate (another project's results: run from its repository, with --code-path)")
+                                    f"{code_path}/ tree in the git repository {args.repo!r} ({len(runs)} runs): "
+                                    "nothing to evaluate (another project's results: --repo its clone, --code-path "
+                                    "its code's folder)")
                 if len(names) > 1:
                     print(f"machine: {name}")
-                result = evaluate(runs, pairs, args.slowdown, args.history_size)
+                result = evaluate(runs, pairs, slowdown, args.history_size)
                 for key, value in result.items():
                     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
             return 0
         if args.machine is None and args.base and args.head:
-            runs = runs_of_pair(results, args.base, args.head, tier, warnings, own, metas)
+            runs = runs_of_pair(results, args.base, args.head, tier, warnings, own, metas, args.repo)
         else:
             runs = load_runs(results, args.machine, tier=tier, warnings=warnings, own=own, metas=metas)
         _print_warnings(warnings)
@@ -691,7 +748,8 @@ def main(argv=None):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
         if not runs:
             check_machine(results, args.machine)
-        base, head = (resolve(runs, ref, unreadable=warnings, machine=args.machine) for ref in (args.base, args.head))
+        base, head = (resolve(runs, ref, args.repo, unreadable=warnings, machine=args.machine)
+                      for ref in (args.base, args.head))
         if base == head:
             raise GateError(f"BASE {args.base!r} and HEAD {args.head!r} are the same commit ({base[:8]}): a run judged "
                             "against itself says nothing")
@@ -701,10 +759,19 @@ def main(argv=None):
                 raise GateError(f"{side} {commit[:8]}'s results are not all readable: {broken[0]}")
         report = judge(runs[base], runs[head], history_for(runs, exclude={head}))
         if not report.verdicts:
+            tiers = any("tier" in meta for meta in metas.values())
+            envs = [sorted({s.env for s in set(run.values) | run.failed | run.skipped | run.unjudged})
+                    for run in (runs[base], runs[head])]
+            disjoint = envs[0] and envs[1] and not set(envs[0]) & set(envs[1])
             raise GateError(f"no series measured in both {base[:8]} and {head[:8]}"
-                            + ("" if args.all_tiers else " in the tracked tier (--all-tiers judges every benchmark)")
-                            + ": nothing was compared" + (f"; {version_changed_line(report)}"
-                                                          if report.version_changed else ""))
+                            + (" in the tracked tier (--all-tiers judges every benchmark)" if tiers and
+                               not args.all_tiers else "")
+                            + ": nothing was compared"
+                            + (f"; they share no asv environment (BASE ran {', '.join(envs[0])}; HEAD ran "
+                               f"{', '.join(envs[1])}): a series is compared only within one environment"
+                               if disjoint else "")
+                            + "".join(f"; {line}" for line in (version_changed_line(report), stale_line(report))
+                                      if line))
     except GateError as err:
         print(f"tools.gate: error: {err}", file=sys.stderr)
         return 2

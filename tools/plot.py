@@ -219,7 +219,7 @@ def plot_sweeps(latest, colors, plots_dir, namer):
 
         fig = Figure(figsize=(7.5, 4.8), layout="constrained")
         ax = fig.add_subplot()
-        all_y = []
+        all_y, tops = [], []
         for provider in provider_order(group["kernel_provider"]):
             rows = group[group["kernel_provider"] == provider].copy()
             rows["_x"] = rows["x_value"].map(position)
@@ -227,13 +227,20 @@ def plot_sweeps(latest, colors, plots_dir, namer):
             color = colors[provider]
             commit = rows["git_commit"].iloc[0][:8]
             label = f"{provider} @ {commit}" if commit else provider
-            ax.plot(rows["_x"], rows["y_value_50"], marker="o", color=color, label=label)
             banded = rows["y_value_20"].notna() & rows["y_value_80"].notna()
-            if banded.any():
-                ax.fill_between(rows["_x"], rows["y_value_20"].fillna(rows["y_value_50"]),
-                                rows["y_value_80"].fillna(rows["y_value_50"]), where=banded.to_numpy(),
-                                color=color, alpha=0.2, linewidth=0)
+            low = rows["y_value_20"].fillna(rows["y_value_50"])
+            high = rows["y_value_80"].fillna(rows["y_value_50"])
+            if len(x_values) == 1:  # one point (a benchmark without params): a band of no width would not show,
+                # so p20-p80 is an error bar
+                ax.errorbar(rows["_x"], rows["y_value_50"], yerr=[rows["y_value_50"] - low, high - rows["y_value_50"]],
+                            fmt="o", capsize=5, color=color, label=label)
+            else:
+                ax.plot(rows["_x"], rows["y_value_50"], marker="o", color=color, label=label)
+                if banded.any():
+                    ax.fill_between(rows["_x"], low, high, where=banded.to_numpy(), color=color, alpha=0.2,
+                                    linewidth=0)
             all_y.extend(rows["y_value_50"].tolist())
+            tops.extend(high.tolist())
         if log2_x:
             ax.set_xscale("log", base=2)
         ax.set_xticks(list(position.values()))
@@ -243,8 +250,9 @@ def plot_sweeps(latest, colors, plots_dir, namer):
         positive = [y for y in all_y if y > 0]
         if positive and len(positive) == len(all_y) and max(positive) / min(positive) > 100:
             ax.set_yscale("log")
-        elif all(y >= 0 for y in all_y):
-            ax.set_ylim(bottom=0)
+        elif all(y >= 0 for y in all_y):  # from 0, with room above the highest p80 (one point sat on the top edge)
+            top = max([y for y in tops if y == y] + all_y, default=0)
+            ax.set_ylim(0, top * 1.08 if top > 0 else None)
         x_label = group["x_label"].iloc[0] or x_name
         ax.set_xlabel(f"{x_label}{' (log2 scale)' if log2_x else ''}")
         ax.set_ylabel(f"{metric_axis_label(metric, unit)}: p50, band p20-p80")

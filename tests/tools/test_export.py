@@ -274,6 +274,28 @@ def test_unreadable_file_is_named_and_the_rest_exported(tmp_path, capsys):
     assert len(rows) == N_COMBOS and {r["git_commit"] for r in rows} == {COMMIT_A}
 
 
+@pytest.mark.parametrize("format_version", [1, 2])
+def test_a_file_in_another_machines_folder_names_both_machines(tmp_path, capsys, format_version):
+    # before: asv's "machine name is not 'h200'", and for a version-1 file the path of its converted temporary copy
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    moved = write_result(root, COMMIT_B, {TIME: entry(values, samples=samples)})
+    document = json.loads(moved.read_text())
+    document["params"]["machine"] = "other-box"
+    if format_version == 1:
+        document = {"version": 1, "commit_hash": COMMIT_B, "date": DATE, "python": "3.11", "requirements": {},
+                    "env_name": "virtualenv-py3.11", "params": document["params"],
+                    "results": {TIME: {"result": values, "params": PARAMS, "samples": samples}}}
+    moved.write_text(json.dumps(document))
+    assert run_export(root, tmp_path / "data.csv") == 1
+    err = capsys.readouterr().err
+    assert f"{moved}: cannot read results" in err
+    assert "its params name machine 'other-box', but it is in the machine folder 'h200'" in err
+    assert "/tmp/tmp" not in err.replace(str(tmp_path), "")
+    assert {r["git_commit"] for r in read_rows(tmp_path / "data.csv")} == {COMMIT_A}
+
+
 def test_reexport_replaces_same_key_keeps_other_rows_never_duplicates(tmp_path):
     rng = np.random.default_rng()
     root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)

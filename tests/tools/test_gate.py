@@ -228,7 +228,7 @@ def test_the_cli_judges_a_pair_on_the_one_machine_that_measured_both(tmp_path, c
     assert "no results for 'deadbeef'" in capsys.readouterr().err
     # --evaluate without --machine: each machine on its own history, one section each
     monkeypatch.setattr(gate, "identical_code_pairs",
-                        lambda runs, path="greyhound": list(zip(sorted(runs), sorted(runs)[1:])))
+                        lambda runs, path="greyhound", repo=".": list(zip(sorted(runs), sorted(runs)[1:])))
     assert gate.main(["--evaluate", "--results", str(results)]) == 0
     out = capsys.readouterr().out
     h100, h200 = out.split("machine: nvidia-h200\n")
@@ -395,6 +395,101 @@ def test_nothing_compared_is_an_error_not_a_pass(tmp_path, capsys):
     (results / "benchmarks.json").write_text(json.dumps(benchmarks))
     assert gate.main([commits[1], commits[2], "--results", str(results)]) == 2
     assert "nothing was compared" in capsys.readouterr().err
+
+
+def test_runs_sharing_no_environment_say_so(tmp_path, capsys):
+    # pvlib's history (session 52): BASE ran py3.6 / py3.8, HEAD py3.7-build / py3.8-build. Before, the refusal
+    # suggested --all-tiers (the project declares no tier) and named the benchmarks twice as "measured different
+    # versions", their versions being kept per benchmark across environments
+    results, commits = _write_foreign(tmp_path, 3, envs=("py3.10", "py3.11"),
+                                      skip={(commits_, env) for commits_, env in
+                                            [(f"{1:x}".rjust(8, "c").ljust(40, "0"), "py3.11"),
+                                             (f"{2:x}".rjust(8, "c").ljust(40, "0"), "py3.10")]})
+    assert gate.main([commits[1], commits[2], "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "share no asv environment (BASE ran py3.10; HEAD ran py3.11)" in err
+    assert "--all-tiers" not in err and "different versions" not in err
+
+
+def _set_version(results, commit, env, name, version):
+    path = results / "box" / f"{commit[:8]}-{env}.json"
+    document = json.loads(path.read_text())
+    document["results"][name][2] = version
+    path.write_text(json.dumps(document))
+
+
+def test_benchmark_versions_are_per_environment(tmp_path, capsys):
+    # BASE's py3.11 run measured time_add under a version benchmarks.json no longer describes; its py3.10 run under
+    # the current one. Before, one version per benchmark (whichever environment was read last) stood for both, and
+    # the py3.10 series could be left out as "measured different versions"
+    results, commits = _write_foreign(tmp_path, 4, envs=("py3.10", "py3.11"))
+    _set_version(results, commits[2], "py3.11", "bench_ufunc.UFunc.time_add", "0")
+    assert gate.main([commits[2], commits[3], "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert ": 6 series" in out  # both environments' time_array_1 and py3.10's four time_add series
+    assert "4 series not compared: BASE and HEAD measured different versions of its benchmark" in out
+    line = next(line for line in out.splitlines() if "not compared" in line)
+    assert line.count("[py3.11]") == 4 and "[py3.10]" not in line
+
+
+def test_benchmarks_both_measured_under_a_stale_version_are_named(tmp_path, capsys):
+    # django's history: a benchmark whose code changed after both runs; benchmarks.json describes its new version
+    # only. Before, its series vanished from the count without a word
+    results, commits = _write_foreign(tmp_path, 4)
+    for commit in commits[2:]:
+        _set_version(results, commit, "py3.10", "bench_ufunc.UFunc.time_add", "0")
+    assert gate.main([commits[2], commits[3], "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert ": 1 series" in out
+    assert ("1 benchmark not compared: BASE and HEAD measured it under a version of the benchmark that "
+            "benchmarks.json no longer describes") in out and "bench_ufunc.UFunc.time_add" in out
+    assert out.rstrip().endswith("no regression among the series compared")
+
+
+def test_evaluate_options_without_evaluate_are_refused(tmp_path, capsys):
+    # before, `--slowdown 0.5` (not even a valid factor) was read by nothing and the gate ran as if it were not there
+    results, commits = _write_foreign(tmp_path, 3)
+    for extra in (["--slowdown", "0.5"], ["--code-path", "src"], ["--history-size", "3", "--slowdown", "1.1"]):
+        assert gate.main([commits[1], commits[2], "--results", str(results)] + extra) == 2
+        err = capsys.readouterr().err
+        assert "only --evaluate" in err and extra[0] in err
+
+
+def test_a_short_history_behind_a_flag_is_counted(tmp_path, capsys):
+    slowed = ("bench_ufunc.UFunc.time_add", ("'float64'", "1000"))
+    results, commits = _write_foreign(tmp_path, 2, slow={slowed: 1.10})
+    assert gate.main([commits[0], commits[1], "--results", str(results)]) == 1
+    out = capsys.readouterr().out
+    assert "from 0 diffs" in out and "1 of the series flagged above had fewer than 3 successive differences" in out
+    results, commits = _write_foreign(tmp_path / "long", 10, slow={slowed: 1.10})
+    assert gate.main([commits[8], commits[9], "--results", str(results)]) == 1
+    assert "successive differences of history" not in capsys.readouterr().out
+
+
+def test_repo_names_the_git_repository_of_another_projects_commits(tmp_path, capsys):
+    import git
+    repository = git.Repo.init(tmp_path / "other")
+    hashes = []
+    for i, content in enumerate(["a", "a", "b"]):
+        (tmp_path / "other" / "src").mkdir(exist_ok=True)
+        (tmp_path / "other" / "src" / "code.py").write_text(content)
+        (tmp_path / "other" / "notes.txt").write_text(str(i))
+        repository.index.add(["src/code.py", "notes.txt"])
+        hashes.append(repository.index.commit(f"commit {i}").hexsha)
+    results, commits = _write_foreign(tmp_path, 3)
+    for old, new in zip(commits, hashes):  # the results name the other repository's commits
+        for path in (results / "box").glob(f"{old[:8]}-*.json"):
+            document = json.loads(path.read_text())
+            document["commit_hash"] = new
+            path.unlink()
+            (results / "box" / f"{new[:8]}-py3.10.json").write_text(json.dumps(document))
+    # refs resolve in --repo: its HEAD is the last commit
+    assert gate.main(["HEAD~1", "HEAD", "--results", str(results), "--repo", str(tmp_path / "other")]) == 0
+    assert f"{hashes[1][:8]} -> {hashes[2][:8]}" in capsys.readouterr().out
+    # --evaluate finds the A/A pair (commits 0 and 1 share src/) there
+    assert gate.main(["--evaluate", "--results", str(results), "--repo", str(tmp_path / "other"),
+                      "--code-path", "src"]) == 0
+    assert "pairs: 1" in capsys.readouterr().out
 
 
 def test_a_bad_gpus_csv_is_a_warning(tmp_path, capsys):

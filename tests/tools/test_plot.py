@@ -279,3 +279,22 @@ def test_a_directory_as_csv_is_named_a_directory(tmp_path, capsys):
     # before: "CSV ... does not exist"
     assert plot.main(["--csv", str(tmp_path), "--out", str(tmp_path / "assets")]) == 2
     assert f"--csv {tmp_path} is a directory" in capsys.readouterr().err
+
+
+def test_a_benchmark_without_params_is_one_point_with_its_band_inside_the_axes(tmp_path, monkeypatch):
+    """Another project's benchmarks without params (all of django's): one point per series. Before, fill_between drew
+    the p20-p80 band with no width (invisible) and the axis ended just above the p50, the point half clipped."""
+    rng = np.random.default_rng()
+    y = float(rng.uniform(1, 100))
+    row = make_row("bench.Suite.time_plain", "default", "speed", "", y, {}, x_name="none")
+    row["y_value_20"], row["y_value_80"] = repr(0.8 * y), repr(1.3 * y)
+    figures = []
+    monkeypatch.setattr(plot, "_save_png", lambda fig, path: figures.append(fig))
+    assert plot.main(["--csv", str(write_csv(tmp_path / "data.csv", [row])), "--out", str(tmp_path / "a")]) == 0
+    (ax,) = figures[0].axes
+    assert len(ax.containers) == 1  # the error bar
+    (bars,) = ax.containers[0].lines[2]  # (data line, caps, bar collections)
+    (segment,) = bars.get_segments()
+    assert segment[:, 1].min() == pytest.approx(0.8 * y) and segment[:, 1].max() == pytest.approx(1.3 * y)
+    bottom, top = ax.get_ylim()
+    assert bottom == 0 and top >= 1.3 * y * 1.05
