@@ -20,6 +20,7 @@ Paths:
 On CPU tensors without TRITON_INTERPRET the same functions run eager PyTorch with the same numerics.
 """
 import functools
+import math
 from typing import NamedTuple, Optional
 
 import torch
@@ -32,7 +33,7 @@ from greyhound import _library, _tuning
 from greyhound.ops import _cheri_gluon
 from greyhound.ops._cheri_gluon import ERFC_LOG2_POLY, ERFC_LOG2_TERMS
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, is_int, triton_interpreting
+from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, is_int, is_real, triton_interpreting
 
 FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
 # MLP operand modes (a tl.constexpr): one bf16 dot, three bf16 dots on hi/lo splits, fp32 dots, or one fp16 dot.
@@ -516,8 +517,8 @@ def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dil
                          f"{tuple(x.shape)}, got {tuple(conv_weight.shape)}")
     if not is_int(dilation) or dilation < 1:
         raise ValueError(f"dilation must be a positive int, got {dilation!r}")
-    if not eps > 0:
-        raise ValueError(f"eps must be positive, got {eps!r}")
+    if not is_real(eps) or not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
     if channels * max(length, 1) >= 2**31:
         raise ValueError(f"x must have C * L < 2**31 (in-row offsets are int32), got shape {tuple(x.shape)}")
     return int(dilation)
@@ -1677,12 +1678,38 @@ def cheri_block_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc
             check_tensor(f"mlp_weights.{name}", part, dtypes=(dot_dtype(mlp_weights.mode),), like=x)
             if part.shape != getattr(mlp_weights, name[:3] + "_hi").shape or not part.is_contiguous():
                 raise ValueError(f"mlp_weights.{name} must be contiguous and match the hi part's shape")
-    if config is not None and (len(config) not in (4, 5) or hidden_width % config[1]
-                               or (len(config) == 5 and config[4] not in _LAYOUTS)):
-        raise ValueError(f"config must be (BLOCK_L, BLOCK_E, num_warps, num_stages[, layout in {list(_LAYOUTS)}]) "
-                         f"with BLOCK_E dividing the hidden width {hidden_width}, got {config!r}")
+    _check_config(config, hidden_width)
     return run_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights,
                           dilation, eps, config)
+
+
+def _check_config(config, hidden_width, lengths=(4, 5)):
+    """A public entry point's `config` (None, or (BLOCK_L, BLOCK_E, num_warps, num_stages[, layout[, max_registers]])
+    with `lengths` entries): BLOCK_L and BLOCK_E powers of 2 >= 16, BLOCK_E dividing the hidden width, num_warps a
+    power of 2 up to 16, num_stages >= 1, a known layout, max_registers (the training forward's) None or >= 1. What a
+    layout refuses beyond that (its own tile limits) it names itself."""
+    if config is None:
+        return
+    shape = "(BLOCK_L, BLOCK_E, num_warps, num_stages[, layout" + (", max_registers" if 6 in lengths else "") \
+        + f"]) with layout in {list(_LAYOUTS)}"
+    if not isinstance(config, (tuple, list)) or len(config) not in lengths:
+        raise ValueError(f"config must be None or {shape}, got {config!r}")
+    block_l, block_e, num_warps, num_stages = config[:4]
+    for name, value in (("BLOCK_L", block_l), ("BLOCK_E", block_e)):
+        if not is_int(value) or value < 16 or value & (value - 1):
+            raise ValueError(f"config's {name} must be a power of 2 >= 16, got {value!r} in config={config!r}")
+    if hidden_width % block_e:
+        raise ValueError(f"config's BLOCK_E must divide the hidden width {hidden_width}, got {block_e} in "
+                         f"config={config!r}")
+    if not is_int(num_warps) or num_warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"config's num_warps must be 1, 2, 4, 8 or 16, got {num_warps!r} in config={config!r}")
+    if not is_int(num_stages) or num_stages < 1:
+        raise ValueError(f"config's num_stages must be a positive int, got {num_stages!r} in config={config!r}")
+    if len(config) > 4 and (not isinstance(config[4], str) or config[4] not in _LAYOUTS):
+        raise ValueError(f"config's layout must be one of {list(_LAYOUTS)}, got {config[4]!r} in config={config!r}")
+    if len(config) > 5 and config[5] is not None and (not is_int(config[5]) or config[5] < 1):
+        raise ValueError(f"config's max_registers must be None or a positive int, got {config[5]!r} in "
+                         f"config={config!r}")
 
 
 def run_megakernel(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_bias, fc2_bias, mlp_weights, dilation,
@@ -1857,6 +1884,7 @@ def cheri_block_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_w
     dilation = _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dilation, eps)
     _check_mlp_args(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias)
     check_choice("fp32_dot", fp32_dot, FP32_DOT_MODES)
+    _check_config(config, fc1_weight.shape[0], lengths=(4, 5, 6))
     return train_forward(x, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight, fc1_bias, fc2_weight,
                          fc2_bias, dilation, eps, fp32_dot, config)
 

@@ -4,6 +4,7 @@ On CPU the Triton kernels run in the interpreter; there the megakernel's bf16 do
 bf16-rounded operands (same products, exact in fp32). The real bf16 tl.dot is checked by the `gpu` tests.
 """
 import math
+import re
 import numpy as np
 import pytest
 import torch
@@ -497,6 +498,43 @@ def test_functional_bad_inputs(device):
         with pytest.raises(ValueError, match="mlp_weights must be prepare_mlp_weights"):
             cheri_ops.cheri_block_megakernel(torch.randn(1, 16, 10, device=device), *wide._params(),
                                              mlp_weights=weights)
+
+
+def test_functional_config_and_eps_are_checked_by_name(device):
+    """Session 52's fuzzing: cheri_block_forward passed `config` on unchecked ((16, 16) failed unpacking 6 values,
+    "fast" a modulo, (16, 7, 4, 1) in the kernel's arange, an unknown layout a KeyError), and conv_norm's eps=None
+    compared None with 0 while eps=inf and eps=True were taken, where the module refuses both."""
+    block = make_block(16, 3, 2, expansion=4, device=device)
+    params = block._params()
+    x = torch.randn(1, 16, 10, device=device)
+    bad_configs = [((16, 16), "config must be None or"), ("fast", "config must be None or"),
+                   ((16, 7, 4, 1), "BLOCK_E must be a power of 2 >= 16, got 7"),
+                   ((8, 16, 4, 1), "BLOCK_L must be a power of 2 >= 16, got 8"),
+                   ((16, 128, 4, 1), "BLOCK_E must divide the hidden width 64, got 128"),
+                   ((16, 16, 3, 1), "num_warps must be 1, 2, 4, 8 or 16, got 3"),
+                   ((16, 16, 4, 0), "num_stages must be a positive int, got 0"),
+                   ((16, 16, 4, 1, "xx"), "layout must be one of"),
+                   ((16.0, 16, 4, 1), "BLOCK_L must be a power of 2 >= 16, got 16.0")]
+    for config, message in bad_configs:
+        for grad in (True, False):
+            with torch.set_grad_enabled(grad), pytest.raises(ValueError, match=re.escape(message)):
+                cheri_ops.cheri_block_forward(x, *params, dilation=2, config=config)
+        with torch.no_grad(), pytest.raises(ValueError, match=re.escape(message)):
+            cheri_ops.cheri_block_megakernel(x, *params, dilation=2, config=config)
+    with pytest.raises(ValueError, match="max_registers must be None or a positive int, got -1"):
+        cheri_ops.cheri_block_forward(x, *params, dilation=2, config=(16, 16, 4, 1, "lc", -1))
+    with torch.no_grad(), pytest.raises(ValueError, match="config must be None or"):  # the megakernel takes 4 or 5
+        cheri_ops.cheri_block_megakernel(x, *params, dilation=2, config=(16, 16, 4, 1, "lc", 160))
+    for eps in (None, "1e-5", float("inf"), float("nan"), True, 0.0, -1e-5):
+        for call in (lambda: cheri_ops.conv_norm(x, *params[:4], dilation=2, eps=eps),
+                     lambda: cheri_ops.cheri_block_forward(x, *params, dilation=2, eps=eps)):
+            with pytest.raises(ValueError, match="eps must be a positive finite float"):
+                call()
+        with torch.no_grad(), pytest.raises(ValueError, match="eps must be a positive finite float"):
+            cheri_ops.cheri_block_megakernel(x, *params, dilation=2, eps=eps)
+    with torch.no_grad():  # a good config still runs, and matches the default
+        torch.testing.assert_close(cheri_ops.cheri_block_megakernel(x, *params, dilation=2, config=(16, 16, 4, 1)),
+                                   cheri_ops.cheri_block_megakernel(x, *params, dilation=2))
 
 
 def test_repeated_calls_launch_from_the_shape_plan(device, monkeypatch):
