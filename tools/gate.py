@@ -662,6 +662,29 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
             "missed": per_series_missed}
 
 
+def check_own(runs, own, given):
+    """--own (`given`) that names no provider of the results' benchmarks would judge none of them as the project's
+    own code, every regression reading as a peer's drift: refused, naming the providers there are."""
+    if not given:
+        return
+    providers = {series.provider for run in runs.values()
+                 for series in set(run.values) | run.failed | run.skipped | run.unjudged if series.has_provider}
+    if providers and not any(provider.startswith(own) for provider in providers):
+        raise GateError(f"--own {', '.join(given)}: no provider of the results starts with "
+                        f"{'it' if len(given) == 1 else 'any of them'}, so nothing would be judged as the project's "
+                        f"own code; the providers there: {', '.join(sorted(providers))}")
+
+
+def check_repo(repo):
+    """--repo must be a git repository (refs resolve there, --evaluate reads its trees)."""
+    import git
+    try:
+        git.Repo(repo, search_parent_directories=False)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
+        raise GateError(f"--repo must be a git repository (the results' commits' own), got {repo!r} "
+                        f"({type(err).__name__})") from None
+
+
 def _print_warnings(warnings):
     for line in warnings:
         print(f"tools.gate: warning: {line}", file=sys.stderr)
@@ -705,6 +728,17 @@ def main(argv=None):
               f"evaluation) reads {them}; judging BASE -> HEAD does not: drop {them} or add --evaluate",
               file=sys.stderr)
         return 2
+    if args.evaluate and (args.base or args.head):
+        print(f"tools.gate: error: --evaluate judges every A/A pair of the history and takes no BASE or HEAD, got "
+              f"{' '.join(repr(a) for a in (args.base, args.head) if a is not None)}: drop them, or drop --evaluate to "
+              "judge that pair", file=sys.stderr)
+        return 2
+    empty = [name for name, value in (("BASE", args.base), ("HEAD", args.head), ("--machine", args.machine),
+                                      ("--repo", args.repo)) if value is not None and not value.strip()]
+    if empty:
+        print(f"tools.gate: error: {', '.join(empty)} must not be empty (a commit, a machine name, a path)",
+              file=sys.stderr)
+        return 2
     slowdown = 1.05 if args.slowdown is None else args.slowdown
     code_path = args.code_path or "greyhound"
     warnings = []
@@ -715,6 +749,8 @@ def main(argv=None):
         results = args.results or ["results"]
         if any(not name for name in own):
             raise GateError("--own takes a provider name or prefix, got an empty one")
+        if args.repo != ".":
+            check_repo(args.repo)
         if args.evaluate:  # each machine on its own history (without --machine: every machine, one after another)
             if args.history_size is not None and args.history_size < 0:
                 raise GateError(f"--history-size must be >= 0, got {args.history_size}")
@@ -725,6 +761,7 @@ def main(argv=None):
             names = [args.machine] if args.machine else names
             for name in names:
                 runs = load_runs(results, name, tier=tier, warnings=warnings, own=own)
+                check_own(runs, own, args.own)
                 _print_warnings(warnings)
                 warnings.clear()
                 pairs = identical_code_pairs(runs, code_path, args.repo)
@@ -744,6 +781,7 @@ def main(argv=None):
         else:
             runs = load_runs(results, args.machine, tier=tier, warnings=warnings, own=own, metas=metas)
         _print_warnings(warnings)
+        check_own(runs, own, args.own)
         if not (args.base and args.head):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
         if not runs:

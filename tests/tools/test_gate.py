@@ -636,6 +636,34 @@ def test_own_providers_are_judged_and_peers_are_controls_wherever_the_provider_p
     assert gate.main([commits[4], commits[5], "--results", str(results), "--own", ""]) == 2
 
 
+def test_an_own_that_names_no_provider_is_refused(tmp_path, capsys):
+    # session 52's fuzzing: `--own nope` on greyhound's results judged no series as the project's own, 12 real
+    # regressions read as peer drift, "no regression", exit 0
+    results, commits = _write_provider_project(tmp_path, True, "'mine'")
+    assert gate.main([commits[4], commits[5], "--results", str(results), "--own", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--own nope: no provider of the results starts with it" in err and "mine, numpy" in err
+    assert gate.main(["--evaluate", "--results", str(results), "--own", "nope"]) == 2
+    assert "--own nope" in capsys.readouterr().err
+    # one of several --own matching is enough
+    assert gate.main([commits[4], commits[5], "--results", str(results), "--own", "nope", "--own", "mi"]) == 1
+
+
+def test_empty_arguments_a_repo_outside_git_and_evaluate_with_a_pair_are_refused(tmp_path, capsys):
+    results, commits = _write_foreign(tmp_path, 3)
+    cases = [([commits[1], "", "--results", str(results)], "HEAD must not be empty"),
+             (["", commits[2], "--results", str(results)], "BASE must not be empty"),
+             ([commits[1], commits[2], "--results", str(results), "--machine", ""], "--machine must not be empty"),
+             ([commits[1], commits[2], "--results", str(results), "--repo", str(tmp_path)],
+              "--repo must be a git repository"),
+             ([commits[1], commits[2], "--results", str(results), "--repo", str(tmp_path / "nowhere")],
+              "--repo must be a git repository"),
+             ([commits[1], commits[2], "--evaluate", "--results", str(results)], "takes no BASE or HEAD")]
+    for argv, message in cases:
+        assert gate.main(argv) == 2, argv
+        assert message in capsys.readouterr().err
+
+
 def test_a_track_benchmark_of_another_unit_gets_the_relative_floor_only(tmp_path, capsys):
     # before: every unit but bytes took the 2 µs floor as if seconds: a ratio of 1e-7 going to 3e-7 (+200%) was ok
     results, commits = _write_provider_project(tmp_path, True, "'mine'", unit="ratio", values=(1e-7, 1e-7))
