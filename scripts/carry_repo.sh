@@ -4,7 +4,8 @@
 # files and gpus.csv name the commits as they are here. The whole history's bundle had grown to 46.7 MB by session 48,
 # the last 16 commits' is about 15 MB, and the working tree that travels, the wheels in it, is limited to 64 MiB.
 #   here:   bash scripts/carry_repo.sh pack [DEPTH]      (main as committed: what is not committed does not travel)
-#   device: bash scripts/carry_repo.sh unpack DIR        (DIR: a repository, main checked out, origin/main beside it)
+#   device: bash scripts/carry_repo.sh unpack DIR        (DIR: a repository, main checked out, origin/main beside it;
+#           DIR must not exist, be empty, or be an earlier unpack's repository (a git repository's top): it is replaced)
 # asv runs only the commits inside that history: `HEAD~4..HEAD` needs DEPTH >= 5. Without .carry/shallow (a bundle made
 # with `git bundle create .carry/repo.bundle --all`, or DEPTH past the first commit) unpack clones the bundle whole.
 set -euo pipefail
@@ -26,18 +27,37 @@ pack)
 $(git -C "$tmp/repo" rev-list --count main) commits, $(du -h .carry/repo.bundle | cut -f1)"
   ;;
 unpack)
-  dir=${2:?"carry_repo.sh unpack: DIR (where to put the repository) is missing"}
+  dir=${2:-}
+  [[ -n $dir ]] || { echo "carry_repo.sh unpack: DIR (where to put the repository) is missing or empty" >&2; exit 2; }
   bundle=$PWD/.carry/repo.bundle
   [[ -f $bundle ]] || { echo "carry_repo.sh unpack: no $bundle (carry .carry)" >&2; exit 2; }
-  rm -rf "$dir"
+  # DIR is deleted and made again: refuse any DIR whose deletion loses more than an earlier unpack's repository
+  refuse() {
+    echo "carry_repo.sh unpack: DIR must be a new folder or an earlier unpack's repository, got '$dir' ($1)" >&2
+    exit 2
+  }
+  under() { [[ $1 == "$2" || $2 == / || $1 == "$2"/* ]]; }  # path $1 is $2 or inside it
+  real=$(realpath -m -- "$dir")
+  if under "$(realpath -m -- "$PWD")" "$real"; then refuse "it is the current directory or holds it"; fi
+  for carried in "$bundle" "$PWD/.carry/shallow"; do
+    if under "$(realpath -m -- "$carried")" "$real"; then refuse "it holds $carried, which unpack reads"; fi
+  done
+  if [[ -e $dir || -L $dir ]]; then
+    if [[ -L $dir || ! -d $dir ]]; then
+      refuse "it exists and is not a folder"
+    elif [[ -n $(ls -A -- "$dir") && $(git -C "$dir" rev-parse --show-toplevel 2> /dev/null) != "$real" ]]; then
+      refuse "it is a non-empty folder that is not a git repository"
+    fi
+  fi
+  rm -rf -- "$dir"
   if [[ -f .carry/shallow ]]; then  # git clone refuses a bundle whose history is cut: unbundle into a shallow repository
-    git init -q "$dir"
-    cp .carry/shallow "$dir/.git/shallow"
+    git init -q -- "$dir"
+    cp -- .carry/shallow "$dir/.git/shallow"
     git -C "$dir" bundle unbundle "$bundle" | while read -r hash ref; do
       git -C "$dir" update-ref "refs/remotes/origin/${ref#refs/heads/}" "$hash"
     done
   else
-    git clone -q "$bundle" "$dir"
+    git clone -q -- "$bundle" "$dir"
   fi
   git -C "$dir" checkout -q -B main origin/main
   ;;

@@ -2,9 +2,12 @@
 
 asv copies every field of the machine entry into each result's `params` and into results/<machine>/machine.json,
 so tools.export and the published site can tell GPUs apart. Writes `~/.asv-machine.json` (atomically) and prints
-the machine name to pass as `asv run --machine NAME`.
+the machine name to pass as `asv run --machine NAME`. The name is a folder's (asv files results under
+results/<machine>/): letters, digits, '.', '_' and '-', starting with a letter or digit, without '..'.
+Exit status: 0 written; 2 a bad --machine or --file, or the file cannot be read or written (it is left as it was).
 """
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -12,6 +15,23 @@ import re
 import subprocess
 import sys
 import tempfile
+
+MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class MachineError(Exception):
+    pass
+
+
+def check_name(name, what="--machine"):
+    """`name` when it is one folder's name asv can file results under (MACHINE_NAME, no '..'); MachineError naming
+    `what` otherwise: a '/' or '..' would put results/<machine>/ elsewhere, a space or a leading dot or '-' breaks
+    the scripts and the asv command line it is passed on."""
+    if not MACHINE_NAME.fullmatch(name) or ".." in name:
+        raise MachineError(f"{what} must be a machine name of letters, digits, '.', '_' and '-', starting with a "
+                           f"letter or digit, without '..' (asv files its results under results/<machine>/), "
+                           f"got {name!r}")
+    return name
 
 
 def _nvidia_smi(field):
@@ -72,17 +92,38 @@ def default_name(info):
     return "cpu-" + re.sub(r"[^a-z0-9]+", "-", platform.node().lower()).strip("-")
 
 
-def write_machine_file(name, info, path):
-    entries = {}
-    if os.path.exists(path):
-        with open(path) as f:
+def read_machine_file(path):
+    """The entries of asv's machine file at `path` ({} where there is none); MachineError naming it when it cannot be
+    read or is not a JSON object."""
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
             entries = json.load(f)
+    except (OSError, ValueError) as err:  # ValueError: bad JSON, or not UTF-8
+        raise MachineError(f"cannot read {path}: {err}") from None
+    if not isinstance(entries, dict):
+        raise MachineError(f"cannot read {path}: expected a JSON object of machine entries (asv's machine file), "
+                           f"got {type(entries).__name__}")
+    return entries
+
+
+def write_machine_file(name, info, path):
+    """Add (or replace) machine `name`'s entry in the machine file at `path`, keeping the others; atomically: on a
+    failure the file is as it was and no temporary file is left. MachineError when the file cannot be read; OSError
+    when it cannot be written."""
+    entries = read_machine_file(path)
     entries[name] = {"machine": name, **info}
     entries["version"] = 1
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".asv-machine.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(entries, f, indent=4, sort_keys=True)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(entries, f, indent=4, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def main(argv=None):
@@ -90,12 +131,21 @@ def main(argv=None):
     parser.add_argument("--machine", help="machine name (default: from the GPU model, or cpu-<hostname>)")
     parser.add_argument("--file", default=os.path.expanduser("~/.asv-machine.json"), help="asv machine file")
     args = parser.parse_args(argv)
-    info = describe()
-    name = args.machine or default_name(info)
-    try:
+    try:  # the arguments and the file are checked before torch is imported
+        if args.machine is not None:
+            check_name(args.machine)
+        if not args.file:
+            raise MachineError("--file is empty, expected the path of asv's machine file (e.g. ~/.asv-machine.json)")
+        read_machine_file(args.file)
+        info = describe()
+        name = args.machine if args.machine is not None else default_name(info)
+        check_name(name, f"the machine name made from GPU {info['gpu_name']!r} (pass --machine NAME)")
         write_machine_file(name, info, args.file)
-    except (OSError, ValueError) as err:
-        print(f"error: cannot write {args.file}: {err}", file=sys.stderr)
+    except MachineError as err:
+        print(f"tools.asv_machine: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"tools.asv_machine: error: cannot write {args.file}: {err}", file=sys.stderr)
         return 2
     print(name)
     return 0

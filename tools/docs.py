@@ -40,6 +40,11 @@ from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE
 from tools._atomic import write_atomic
 
 MARKER = re.compile(r"(<!-- tools\.docs (?P<args>[^\n]*?) -->\n)(?P<body>.*?)(<!-- /tools\.docs -->)", re.S)
+CLOSING = "<!-- /tools.docs -->"
+# every opening and closing marker, in order (an opening at the very end of a file, without its newline, too): they
+# must alternate, opening first, or a table would be left out (MARKER matches none) or swallow the next one's marker
+MARKER_TOKENS = re.compile(r"(?P<opening><!-- tools\.docs (?P<args>[^\n]*?) -->)(?:\n|\Z)"
+                           r"|(?P<closing><!-- /tools\.docs -->)")
 DEFAULT_FILES = ("README.md", "docs/kernels/*.md", "docs/cross_gpu.md")
 DEFAULT_GPU = "NVIDIA H200"
 GOALS_CSV = "docs/data/goals.csv"
@@ -377,9 +382,34 @@ RENDERERS = {"table": render_table, "goals": render_goals, "headline": render_he
              "roofline": render_roofline, "cross-gpu": render_cross_gpu}
 
 
+def check_markers(text, source="document"):
+    """DocsError naming `source` and the line of the first marker that is not paired: an opening marker without its
+    closing one (at the end, or before the next opening marker) or a closing marker without an opening one."""
+    opened = None  # (line, marker) of the opening marker whose closing one comes next
+    for match in MARKER_TOKENS.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        if match["opening"] is not None:
+            if opened is not None:
+                raise DocsError(f"{source} line {opened[0]}: marker {opened[1]} has no closing {CLOSING} before the "
+                                f"next opening marker on line {line}, expected one closing marker after each opening "
+                                f"one")
+            opened = (line, match["opening"])
+        elif opened is None:
+            raise DocsError(f"{source} line {line}: closing marker {CLOSING} without an opening marker "
+                            f"<!-- tools.docs KIND ... --> before it, expected one opening marker before each closing "
+                            f"one")
+        else:
+            opened = None
+    if opened is not None:
+        raise DocsError(f"{source} line {opened[0]}: marker {opened[1]} has no closing {CLOSING} after it, expected "
+                        f"one closing marker after each opening one")
+
+
 def update_text(text, frame, source="document"):
     """`text` with every marker's table rendered again; DocsError naming `source`, the marker's line and the marker
-    when one cannot be rendered."""
+    when one cannot be rendered, or when the markers are not paired (check_markers)."""
+    check_markers(text, source)
+
     def replace(match):
         kind, _, rest = match.group("args").partition(" ")
         where = f"{source} line {text.count(chr(10), 0, match.start()) + 1}, marker <!-- tools.docs {match['args']} -->"

@@ -1,6 +1,6 @@
 """Merge asv results from another run (a folder or a .tar.gz of results/) into results/ without losing any.
 
-    python -m tools.merge_results /path/to/results.tar.gz [more sources ...] [--into results]
+    python -m tools.merge_results /path/to/results.tar.gz [more sources ...] [--into results] [--create]
 
 asv keeps one JSON file per (machine, commit, environment) and rewrites it on every run. Benchmarks run in
 slices on remote GPUs (`scripts/h200_asv.sh`, `tools.modal_runner`) come back as whole files, so unpacking one over
@@ -25,7 +25,12 @@ parameter combination instead:
 * <machine>/gpus.csv (which GPU ran which commit, for tools.noise): rows results/ lacks are added, where both files
   have the same columns.
 Every file is written atomically, and only once the whole source merged: a source with one bad file writes nothing.
-A damaged archive is an error naming it. Merging the same source twice changes nothing the second time.
+A damaged archive is an error naming it, and so is a source with nothing to merge (no result file, benchmarks.json,
+machine.json or gpus.csv) or a file of an asv format version this tool does not read. An archive's members that
+would land outside it (an absolute path, `..`) are not unpacked: the rest merges, a warning names them and the exit
+status is 1. `--into` must be an existing folder; `--create` starts a new one (in an existing folder). Merging the
+same source twice changes nothing the second time.
+Exit status: 0 merged; 1 merged, with archive members left out (named); 2 error (the source named wrote nothing).
 """
 import argparse
 import json
@@ -44,6 +49,9 @@ SCALAR_COLUMNS = {"params", "version", "started_at", "duration", "profile"}
 # requirements change in asv.conf.json need not alter); a driver or host difference is reported, not refused
 MATCHING_PARAMS = ("machine", "arch", "gpu_name", "cuda", "torch", "triton", "python")
 REPORTED_PARAMS = ("gpu_driver", "cpu", "num_cpu", "ram", "os")
+# the asv file formats this tool reads (asv 0.6's api_version of each kind of file): another version's fields may
+# mean other things, so such a file is refused by name instead of being merged as if it were this one
+FORMAT_VERSIONS = {"machine.json": 1, "benchmarks.json": 2, "result file": 2}
 
 
 class MergeError(ValueError):
@@ -145,6 +153,23 @@ def _read_json(path):
     return document
 
 
+def _kind_of(path, root):
+    """Which asv file `path` (inside the results folder `root`) is: a key of FORMAT_VERSIONS."""
+    if path.name == "machine.json":
+        return "machine.json"
+    return "benchmarks.json" if path == root / "benchmarks.json" else "result file"
+
+
+def _check_format(path, document, kind):
+    """MergeError naming `path` when its `version` (asv's file format) is not the one of its kind this tool reads;
+    a file without one (an older tool's) is read as it is."""
+    expected = FORMAT_VERSIONS[kind]
+    if "version" in document and document["version"] != expected:
+        raise MergeError(f"{path}: cannot read: an asv {kind} of format version {document['version']!r}, expected "
+                         f"version {expected} (asv 0.6's)")
+    return document
+
+
 def _merge_dict_file(ours, theirs, label, log):
     merged = dict(ours)
     for key, value in theirs.items():
@@ -227,12 +252,13 @@ def _merge_tree(source, into, log):
     writes = []  # (target, text or bytes), written once everything merged
     for path in sorted(source.rglob("*.json")):
         target = into / path.relative_to(source)
-        theirs = _read_json(path)
+        kind = _kind_of(path, source)
+        theirs = _check_format(path, _read_json(path), kind)
         if not target.exists():
             writes.append((target, path.read_bytes()))  # never a half-copied file in results/
             summary["copied"] += 1
             continue
-        ours = _read_json(target)
+        ours = _check_format(target, _read_json(target), kind)
         if "results" in ours and "result_columns" in ours:
             try:
                 merged, replaced = merge_result_file(ours, theirs, log, str(target))
@@ -263,6 +289,10 @@ def _merge_tree(source, into, log):
         if added:
             writes.append((target, "\n".join(ours + added) + "\n"))
             summary["merged"] += 1
+    for target, _ in writes:  # a folder that cannot be made (a file in its way) is refused before anything is written
+        blocker = next((p for p in target.parents if p.exists() or p.is_symlink()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise MergeError(f"cannot write {target}: {blocker} is not a folder, expected a folder there")
     for target, content in writes:
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, content)
@@ -282,45 +312,95 @@ def _results_root(folder):
     return folder / "results" if (folder / "results").is_dir() else folder
 
 
-def extract_results(tar, scratch):
+def extract_results(tar, scratch, dropped=None):
     """Unpack an open archive's members (none outside `scratch`) into it; returns its results folder (the
-    archive's results/ if it has one, else its root)."""
-    members = [m for m in tar.getmembers() if ".." not in Path(m.name).parts and not m.name.startswith("/")]
+    archive's results/ if it has one, else its root). The names of members left out because they would land outside
+    (an absolute path, a `..`) are appended to the list `dropped` where one is given."""
+    members = []
+    for member in tar.getmembers():
+        if ".." in Path(member.name).parts or member.name.startswith("/"):
+            if dropped is not None:
+                dropped.append(member.name)
+        else:
+            members.append(member)
     tar.extractall(scratch, members=members, filter="data")
     return _results_root(scratch)
 
 
-def _results_folder(source, scratch):
+def _results_folder(source, scratch, dropped=None):
+    if not source:  # Path("") is the current directory
+        raise MergeError("source is empty, expected a results folder or a .tar.gz of one")
     source = Path(source)
     if source.is_dir():
         return _results_root(source)
+    if not source.exists():
+        raise MergeError(f"source {str(source)!r} does not exist, expected a results folder or a .tar.gz of one")
     try:
         if not tarfile.is_tarfile(source):
             raise MergeError(f"source must be a results folder or a .tar.gz of one, got {str(source)!r}")
         with tarfile.open(source) as tar:
-            return extract_results(tar, scratch)
+            return extract_results(tar, scratch, dropped)
     except (tarfile.TarError, EOFError, OSError) as err:  # a truncated or damaged archive (zlib's error is an OSError)
-        if isinstance(err, FileNotFoundError):
-            raise
         raise MergeError(f"{source}: cannot unpack ({type(err).__name__}: {err})") from None
 
 
+def _check_not_empty(source, folder):
+    """MergeError when the source's results folder holds nothing this tool merges."""
+    if not any(folder.rglob("*.json")) and not any(folder.glob(f"*/{GPUS_FILE}")):
+        raise MergeError(f"source {source}: no asv results in it (expected results/ with <machine>/*.json, "
+                         f"benchmarks.json or <machine>/{GPUS_FILE}): nothing to merge")
+
+
+def _check_into(into, create):
+    """MergeError unless `into` is an existing folder, or (with --create) a new one in an existing folder."""
+    if not into:  # Path("") is the current directory
+        raise MergeError("--into is empty, expected the results folder to merge into")
+    path = Path(into)
+    if path.is_dir():
+        return
+    if path.exists() or path.is_symlink():
+        raise MergeError(f"--into {into} is not a folder, expected the results folder to merge into")
+    if not create:
+        raise MergeError(f"--into {into} does not exist, expected an existing results folder (pass --create to "
+                         f"start a new one)")
+    if not path.absolute().parent.is_dir():
+        raise MergeError(f"--into {into}: its parent folder {path.absolute().parent} does not exist, expected a new "
+                         f"results folder in an existing folder")
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m tools.merge_results", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.merge_results", description=__doc__.splitlines()[0],
+                                     epilog="Exit status: 0 merged; 1 merged, with archive members that would land "
+                                            "outside left out (named); 2 error.")
     parser.add_argument("sources", nargs="+", help="results folders or .tar.gz archives of results/")
-    parser.add_argument("--into", default="results", help="the results folder to merge into (default: results)")
+    parser.add_argument("--into", default="results", help="the results folder to merge into, an existing folder "
+                                                          "(default: results)")
+    parser.add_argument("--create", action="store_true", help="create --into where it does not exist yet (its "
+                                                              "parent folder must)")
     args = parser.parse_args(argv)
+    status = 0
+    source = None
     try:
+        _check_into(args.into, args.create)
         for source in args.sources:
             with tempfile.TemporaryDirectory() as scratch:
-                folder = _results_folder(source, scratch)
+                dropped = []
+                folder = _results_folder(source, scratch, dropped)
+                if dropped:
+                    print(f"tools.merge_results: warning: {source}: {len(dropped)} archive member(s) left out, whose "
+                          f"path would land outside the archive's folder: {_names(dropped)}", file=sys.stderr)
+                    status = 1
+                _check_not_empty(source, folder)
                 summary = merge_tree(folder, args.into)
             print(f"{source}: {summary['copied']} file(s) copied, {summary['merged']} merged, "
                   f"{summary['unchanged']} unchanged, {summary['replaced']} parameter combination(s) replaced")
-    except (MergeError, FileNotFoundError, json.JSONDecodeError) as exc:
+    except (MergeError, json.JSONDecodeError) as exc:
         print(f"tools.merge_results: error: {exc}", file=sys.stderr)
         return 2
-    return 0
+    except OSError as exc:  # e.g. --into on a read-only file system (its lock file cannot be made)
+        print(f"tools.merge_results: error: cannot merge {source} into --into {args.into}: {exc}", file=sys.stderr)
+        return 2
+    return status
 
 
 if __name__ == "__main__":

@@ -450,12 +450,16 @@ def remove_stale(folders, keep):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.plot", description=__doc__.splitlines()[0],
-                                     epilog="Exit status: 0 ok (an empty CSV writes nothing); 2 bad CSV.")
+                                     epilog="Exit status: 0 ok (an empty CSV writes nothing); 2 bad CSV or --out.")
     parser.add_argument("--csv", default="docs/data/benchmark_data.csv",
                         help="benchmark CSV written by tools.export (default: docs/data/benchmark_data.csv)")
     parser.add_argument("--out", default="docs/public/assets",
                         help="writes <out>/plots/*.png and <out>/plots_html/*.html (default: docs/public/assets)")
     args = parser.parse_args(argv)
+    if not args.out:  # Path("") is the current directory: plots/ and plots_html/ would land there
+        print("tools.plot: error: --out is empty, expected the folder to write plots/ and plots_html/ under",
+              file=sys.stderr)
+        return 2
     try:
         frame = read_benchmark_csv(args.csv)
     except PlotError as err:

@@ -231,3 +231,36 @@ def test_errors_name_the_markdown_file_the_marker_and_the_csv_option(tmp_path, c
     assert f"--csv {tmp_path / 'missing.csv'} does not exist" in capsys.readouterr().err
     assert docs.main(["--csv", str(tmp_path), str(page)]) == 2
     assert f"--csv {tmp_path} is a directory" in capsys.readouterr().err
+
+
+def test_an_unpaired_or_duplicated_marker_is_an_error_naming_the_file_and_line(tmp_path, capsys):
+    # before: an opening marker without its closing one (or a closing one alone) was skipped, so `--check` said
+    # "0 file(s) stale" over the stale text inside; a duplicated opening marker was rewritten, a closing marker left over
+    path = _csv(tmp_path, [_row("greyhound", "full", 1.2, "a" * 40, "2026-12-01T00:00:00Z"),
+                           _row("fla", "full", 1.5, "a" * 40, "2026-12-01T00:00:00Z")])
+    good = "<!-- tools.docs table kernel=k -->\n<!-- /tools.docs -->\n"
+    opening, closing = "<!-- tools.docs table kernel=k -->", "<!-- /tools.docs -->"
+    cases = [
+        (f"intro\n{opening}\nstale text\n", f"line 2: marker {opening} has no closing {closing} after it"),
+        (f"intro\n\nstale text\n{closing}\n", f"line 4: closing marker {closing} without an opening marker"),
+        (f"{opening}\n{opening}\nstale\n{closing}\n",
+         f"line 1: marker {opening} has no closing {closing} before the next opening marker on line 2"),
+        (f"{good}{opening}", f"line 3: marker {opening} has no closing {closing} after it"),  # no newline at the end
+        (f"{good}\n{closing}\n", f"line 4: closing marker {closing} without an opening marker"),
+        (f"{good}{opening}\nx\n{opening}\ny\n{closing}\n", f"line 3: marker {opening} has no closing {closing} before "
+                                                          f"the next opening marker on line 5"),
+    ]
+    page = tmp_path / "page.md"
+    for text, message in cases:
+        for check in (["--check"], []):
+            page.write_text(text)
+            assert docs.main(["--csv", str(path), str(page), *check]) == 2, (text, check)
+            err = capsys.readouterr().err
+            assert err.startswith(f"tools.docs: error: {page} {message}") and err.count("\n") == 1, (text, err)
+            assert page.read_text() == text  # nothing rewritten
+    page.write_text(f"{good}text between\n{good}")  # paired markers still render, each its own table
+    assert docs.main(["--csv", str(path), str(page)]) == 0
+    text = page.read_text()
+    assert text.count("| 128256 | full | **1.200** [1.188–1.212] | 1.500 |") == 2 and "text between\n" in text
+    assert text.count(opening) == 2 and text.count(closing) == 2
+    assert docs.main(["--csv", str(path), str(page), "--check"]) == 0

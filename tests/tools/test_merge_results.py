@@ -1,10 +1,14 @@
 """tools.merge_results: slices of one commit's asv results measured in separate runs merge without losing any."""
+import contextlib
+import errno
+import io
 import json
 import math
 import random
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -109,6 +113,7 @@ def test_cli_merges_a_tarball_and_copies_new_files(tmp_path):
 def test_cli_bad_source_exits_2(tmp_path):
     bogus = tmp_path / "notes.txt"
     bogus.write_text("not results")
+    (tmp_path / "r").mkdir()
     proc = subprocess.run([sys.executable, "-m", "tools.merge_results", str(bogus), "--into", str(tmp_path / "r")],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "source must be a results folder or a .tar.gz" in proc.stderr
@@ -248,3 +253,142 @@ def test_concurrent_merges_into_one_results_folder_lose_no_rows(tmp_path):
     assert [p.wait(120) for p in procs] == [0, 0, 0]
     lines = (into / "gpu" / "gpus.csv").read_text().splitlines()
     assert lines[0] == "commit,gpu_uuid,measured_at" and len(lines) == 1 + 3 * 12
+
+
+# --- found by fuzzing (session 53): arguments and archives that merged nothing, somewhere else, or half ---------------
+def _source(tmp_path, name="src"):
+    """A source folder holding one new result file."""
+    folder = tmp_path / name
+    _write(folder, "abc123-env.json", _document({"s.time_x": _entry([1.0, 2.0], 100)}))
+    return folder / "results"
+
+
+def test_into_empty_a_file_or_missing_is_refused_and_nothing_is_written(tmp_path, monkeypatch, capsys):
+    # before: --into "" merged into the current directory (exit 0); --into a file: a FileExistsError traceback;
+    # --into a missing folder silently started a new results tree
+    source = _source(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "notes.txt").write_text("x")
+    cases = {"": "--into is empty, expected the results folder to merge into",
+             "notes.txt": "--into notes.txt is not a folder, expected the results folder to merge into",
+             "reslts": "--into reslts does not exist, expected an existing results folder (pass --create"}
+    for into, message in cases.items():
+        assert merge_results.main([str(source), "--into", into]) == 2, into
+        err = capsys.readouterr().err
+        assert err == f"tools.merge_results: error: {message}" + err[len(f"tools.merge_results: error: {message}"):]
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
+    assert merge_results.main([str(source), "--into", "no/such/results", "--create"]) == 2
+    assert "its parent folder" in capsys.readouterr().err and not (work / "no").exists()
+    assert merge_results.main([str(source), "--into", "reslts", "--create"]) == 0
+    assert (work / "reslts" / "gpu" / "abc123-env.json").is_file()
+
+
+def test_an_empty_or_missing_source_is_refused(tmp_path, monkeypatch, capsys):
+    # before: "" was read as the current directory and merged (exit 0); a missing one gave a bare "[Errno 2] ..."
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, "abc123-env.json", _document({"s.time_x": _entry([1.0, 2.0], 100)}))
+    into = tmp_path / "into"
+    into.mkdir()
+    assert merge_results.main(["", "--into", str(into)]) == 2
+    assert "source is empty, expected a results folder or a .tar.gz of one" in capsys.readouterr().err
+    assert merge_results.main(["missing.tar.gz", "--into", str(into)]) == 2
+    assert "source 'missing.tar.gz' does not exist" in capsys.readouterr().err
+    assert list(into.iterdir()) == []
+
+
+def test_an_unwritable_into_is_an_error_not_a_traceback(tmp_path, monkeypatch, capsys):
+    # before: `OSError: [Errno 30] Read-only file system: '.../.benchmarks.json.lock'` from filelock, a traceback
+    @contextlib.contextmanager
+    def read_only(path):
+        raise OSError(errno.EROFS, "Read-only file system", str(Path(path).with_name(".benchmarks.json.lock")))
+        yield
+
+    into = tmp_path / "into"
+    into.mkdir()
+    monkeypatch.setattr(merge_results, "locked", read_only)
+    source = _source(tmp_path)
+    assert merge_results.main([str(source), "--into", str(into)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tools.merge_results: error: cannot merge {source} into --into {into}: [Errno 30] "
+                          f"Read-only file system") and err.count("\n") == 1
+
+
+def test_a_folder_that_cannot_be_made_writes_nothing(tmp_path, capsys):
+    # before: gpu/ was written, then a FileExistsError traceback at gpu2/ (a file there): half a merge
+    into = tmp_path / "into"
+    into.mkdir()
+    (into / "gpu2").write_text("a file where a machine folder goes")
+    source = _source(tmp_path)
+    (source / "gpu2").mkdir()
+    (source / "gpu2" / "abc123-env.json").write_text(json.dumps(_document({})))
+    assert merge_results.main([str(source), "--into", str(into)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {into / 'gpu2' / 'abc123-env.json'}: {into / 'gpu2'} is not a folder" in err
+    assert sorted(p.name for p in into.iterdir() if p.name != ".benchmarks.json.lock") == ["gpu2"]
+
+
+def _tar_of(path, members):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_archive_members_outside_are_named_and_the_exit_status_says_so(tmp_path, capsys):
+    # before: dropped without a word, exit 0
+    escape = f"evil-{random.getrandbits(64):016x}.json"
+    absolute = tmp_path / "absolute.json"
+    document = json.dumps(_document({"s.time_x": _entry([1.0, 2.0], 100)})).encode()
+    archive = _tar_of(tmp_path / "r.tar.gz", {"results/gpu/abc123-env.json": document, f"../{escape}": b"{}",
+                                              f"results/../../{escape}": b"{}", str(absolute): b"{}"})
+    into = tmp_path / "into"
+    into.mkdir()
+    assert merge_results.main([str(archive), "--into", str(into)]) == 1
+    captured = capsys.readouterr()
+    assert (f"tools.merge_results: warning: {archive}: 3 archive member(s) left out, whose path would land outside "
+            f"the archive's folder: ../{escape}, results/../../{escape}, {absolute}") in captured.err
+    assert "1 file(s) copied" in captured.out and (into / "gpu" / "abc123-env.json").is_file()
+    # the archive is unpacked in a temporary folder: `..` would land in its parent
+    assert not absolute.exists() and not Path(tempfile.gettempdir(), escape).exists()
+
+
+def test_a_source_with_nothing_to_merge_is_an_error(tmp_path, capsys):
+    # before: "0 file(s) copied, 0 merged", exit 0
+    into = tmp_path / "into"
+    into.mkdir()
+    empty_folder = tmp_path / "empty"
+    (empty_folder / "results").mkdir(parents=True)
+    sources = [_tar_of(tmp_path / "empty.tar.gz", {}), _tar_of(tmp_path / "notes.tar.gz", {"notes.txt": b"hello"}),
+               empty_folder]
+    for source in sources:
+        assert merge_results.main([str(source), "--into", str(into)]) == 2, source
+        assert f"source {source}: no asv results in it" in capsys.readouterr().err
+    assert list(into.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["result file", "benchmarks.json", "machine.json"])
+@pytest.mark.parametrize("ours_exists", [True, False])
+def test_a_file_of_another_asv_format_version_is_named_unreadable(tmp_path, capsys, kind, ours_exists):
+    # before: a result file of format version 99 was merged and reported "1 unchanged"
+    name = {"result file": "gpu/abc123-env.json", "benchmarks.json": "benchmarks.json",
+            "machine.json": "gpu/machine.json"}[kind]
+    current = {"result file": _document({"s.time_x": _entry([1.0, 2.0], 100)}),
+               "benchmarks.json": {"s.time_x": {"version": "v1"}, "version": 2},
+               "machine.json": {"machine": "gpu", "version": 1}}[kind]
+    into, source = tmp_path / "into", tmp_path / "src"
+    for folder, document in ((into, current), (source, dict(current, version=99))):
+        if folder is into and not ours_exists:
+            folder.mkdir()
+            continue
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(document))
+    before = sorted(p.relative_to(into) for p in into.rglob("*"))
+    assert merge_results.main([str(source), "--into", str(into)]) == 2
+    err = capsys.readouterr().err
+    assert f"{source / name}: cannot read: an asv {kind} of format version 99, expected version" in err
+    assert sorted(p.relative_to(into) for p in into.rglob("*") if p.name != ".benchmarks.json.lock") == before

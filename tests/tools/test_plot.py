@@ -298,3 +298,15 @@ def test_a_benchmark_without_params_is_one_point_with_its_band_inside_the_axes(t
     assert segment[:, 1].min() == pytest.approx(0.8 * y) and segment[:, 1].max() == pytest.approx(1.3 * y)
     bottom, top = ax.get_ylim()
     assert bottom == 0 and top >= 1.3 * y * 1.05
+
+
+def test_an_empty_out_is_refused_and_nothing_is_written(tmp_path, monkeypatch, capsys):
+    # before: --out "" wrote plots/ and plots_html/ into the current directory, exit 0 (tools.export refuses --csv "")
+    csv_path = write_csv(tmp_path / "data.csv", sample_rows(np.random.default_rng()))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert plot.main(["--csv", str(csv_path), "--out", ""]) == 2
+    assert capsys.readouterr().err == ("tools.plot: error: --out is empty, expected the folder to write plots/ and "
+                                       "plots_html/ under\n")
+    assert list(work.iterdir()) == []
