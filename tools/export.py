@@ -28,9 +28,10 @@ newest); without measured ceilings the share stays empty.
 
 y_value_50/20/80 are numpy's linear percentiles of the recorded samples (`asv run --record-samples`); asv's
 stats_q_25/q_75 are never relabelled. A result without samples gives y_value_50 = asv's value and empty p20/p80
-(counted). Failed (null) and skipped (NaN) results give no row (counted). Results of benchmarks that are not in
-benchmarks.json, or whose version or parameter names differ from it, are left out as asv itself leaves them out
-(counted), since their parameters cannot be named reliably.
+(counted). Failed (null) and skipped (NaN) results give no row (counted), nor do negative times and memories (a time
+or a memory cannot be negative; counted). Results of benchmarks that are not in benchmarks.json, or whose version or
+parameter names differ from it, are left out as asv itself leaves them out (counted), since their parameters cannot
+be named reliably.
 
 Re-exporting replaces rows with the same key (KEY_COLUMNS), and an asv result's rows of the same measurement under
 another GPU name (machine.json gained or changed `gpu_name`). Each result file exported is authoritative for its
@@ -44,13 +45,20 @@ sorted and written atomically. `--results` is repeatable, each directory read ag
 noise side table (tools.noise, `--noise`) is merged the same way: the series of these results replace their rows,
 the others stay; a --noise that is the CSV itself is refused. A value that is finite in asv's unit but not in the
 CSV's (1e308 s is inf in ms) is left out like a failed one; a carriage return in a name becomes a line feed (quoted
-in the CSV, so it reads back). A result file whose params are not a list of value lists, or whose result or samples
-list does not hold one entry per parameter combination, is warned about and that benchmark's entry left out.
+in the CSV, so it reads back). A benchmark entry of a result file that cannot be read (params missing, as in an
+entry that is not a list of asv's columns, or not a list of value lists; a result or samples list that does not hold
+one entry per parameter combination; a result that is not a number or null, such as a string, true or a list; a
+sample list that is not a list of numbers; a version that is not a string; a started_at that is not a timestamp) is
+warned about and that benchmark's entry left out, its earlier rows kept: it is not an older benchmark version, nor a
+failed result. A result file whose commit_hash is not 4 to 64 hex digits, or whose result_columns lack result or
+params, is warned about and left out.
 `--commit` takes a ref git resolves (`git rev-parse`: a branch, a tag, a short hash), else, where git cannot resolve
 it, a hash prefix of at least 4 hex digits. Exit status: 0 = everything read; 1 = a file or entry could not be read
 (a one-line warning names it; everything else is exported and written, so CI notices); 2 = the results directory or
-benchmarks.json is missing or unreadable, the existing CSV is unreadable or has unexpected columns, --commit is empty
-or matches no result file, or --noise is the CSV (nothing is written).
+benchmarks.json is missing or unreadable (an entry other than its "version" that is not a benchmark object with
+version, param_names, type and unit: named), a results directory is given twice, the existing CSV is unreadable or
+has unexpected columns, --commit is empty or matches no result file, or --noise is empty or the CSV (nothing is
+written).
 """
 import argparse
 import ast
@@ -61,6 +69,7 @@ import itertools
 import json
 import math
 import os
+import string
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -109,6 +118,7 @@ class ExportSummary:
     result_files: int = 0
     no_samples: int = 0
     failed: int = 0
+    negative: int = 0  # negative times and memories, left out
     unknown_benchmark: int = 0
     stale: int = 0
     collisions: int = 0
@@ -130,7 +140,42 @@ def load_benchmarks(results_dir):
         raise ExportError(f"cannot read {path}: {err}") from None
     if not isinstance(data, dict):
         raise ExportError(f"cannot read {path}: expected a JSON object, got {type(data).__name__}")
-    return {name: meta for name, meta in data.items() if name != "version" and isinstance(meta, dict)}
+    benchmarks = {name: meta for name, meta in data.items() if name != "version"}
+    problems = [f"{name!r} {problem}" for name, meta in benchmarks.items()
+                for problem in [benchmark_entry_problem(meta)] if problem]
+    if problems:  # a damaged file would leave every result out as "not in benchmarks.json" and remove its rows
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        raise ExportError(f"cannot read {path}: its entries other than \"version\" must be benchmark objects with "
+                          f"{', '.join(BENCHMARK_FIELDS)}; {len(problems)} of {len(benchmarks)} are not: {shown}")
+    return benchmarks
+
+
+BENCHMARK_FIELDS = ("version", "param_names", "type", "unit")  # what asv writes for every benchmark and export reads
+
+
+def _is_scalar(value):
+    """A JSON string or number (a benchmark version: asv's are strings, a `version` attribute may be a number)."""
+    return isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def benchmark_entry_problem(meta):
+    """What makes one benchmarks.json entry unusable (words after its name), or None."""
+    if not isinstance(meta, dict):
+        return f"is {json.dumps(meta)[:40]} (a {type(meta).__name__}), not an object"
+    missing = [f for f in BENCHMARK_FIELDS if f not in meta]
+    if missing:
+        return f"has no {', '.join(missing)}"
+    if not _is_scalar(meta["version"]):
+        return f"has version {meta['version']!r:.40}, expected a string"
+    names = meta["param_names"]
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        return f"has param_names {names!r:.40}, expected a list of names"
+    for key in ("type", "unit", "kernel_name", "x_name", "x_label"):  # (the attributes may be absent or null)
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            return f"has {key} {meta[key]!r:.40}, expected a string"
+    if meta.get("work") is not None and not isinstance(meta["work"], dict):
+        return f"has work {meta['work']!r:.40}, expected an object"
+    return None
 
 
 def load_results(path, machine_name):
@@ -140,8 +185,9 @@ def load_results(path, machine_name):
 
 def _checked(result):
     """The fields every row and every comparison is keyed or ordered by: a commit hash, a numeric date."""
-    if not (isinstance(result.commit_hash, str) and result.commit_hash.strip()):
-        raise ValueError(f"commit_hash is {result.commit_hash!r}, not a commit hash")
+    commit = result.commit_hash
+    if not (isinstance(commit, str) and 4 <= len(commit) <= 64 and all(c in string.hexdigits for c in commit)):
+        raise ValueError(f"commit_hash is {commit!r:.80}, expected a commit hash (4 to 64 hex digits)")
     if result.date is not None and not is_finite_number(result.date):
         raise ValueError(f"date is {result.date!r}, not a JavaScript timestamp (ms)")
     if not isinstance(result.params, dict):
@@ -159,12 +205,26 @@ def _check_machine(data, machine_name):
                          "(asv reads a machine's results from the folder of that name)")
 
 
+RESULT_COLUMNS = ("result", "params")  # of asv's result_columns, those every row is read from (a file without a
+# version column is read as one without versions, as a version-1 file is)
+
+
+def _check_columns(path):
+    """A version-2 file's result_columns name the columns rows are read from: asv reads an entry's missing column as
+    null, which would make every result a failed one (no result column) or unreadable (no params)."""
+    columns = json.loads(path.read_text(encoding="utf-8")).get("result_columns")
+    missing = [c for c in RESULT_COLUMNS if c not in columns] if isinstance(columns, list) else list(RESULT_COLUMNS)
+    if missing:
+        raise ValueError(f"result_columns is {columns!r:.120}, expected a list naming {', '.join(RESULT_COLUMNS)} "
+                         f"(missing {', '.join(missing)})")
+
+
 def _load_results(path, machine_name):
     from asv import util as asv_util
     from asv.results import Results
 
     try:
-        return Results.load(str(path), machine_name=machine_name)
+        result = Results.load(str(path), machine_name=machine_name)
     except asv_util.UserError:
         try:  # json accepts the bare NaN / Infinity tokens asv writes for skipped benchmarks
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -178,6 +238,9 @@ def _load_results(path, machine_name):
             raise  # asv's own reason: a missing key
         if version != 1:
             raise ValueError(f"results format version {version!r} is not 1 or 2") from None
+    else:
+        _check_columns(path)
+        return result
     converted = Results.update_to_2({k: v for k, v in data.items() if k != "version"})
     with tempfile.TemporaryDirectory() as tmp:  # asv loads from a path; the input file is never rewritten
         converted_path = os.path.join(tmp, path.name)
@@ -323,9 +386,12 @@ def ceilings_of(result, benchmarks):
         meta = benchmarks.get(name)
         if not meta or meta.get("kernel_name") != CEILINGS_KERNEL or meta.get("type") != "time":
             continue
-        params = result.get_result_params(name) or []
+        try:
+            params, combos = checked_entry(result, name)
+        except ValueError:  # warned about (and left out) where its rows are read
+            continue
         names = list(meta.get("param_names") or [])
-        for combo, value in zip(itertools.product(*params), result.get_result_value(name, params)):
+        for combo, value in zip(combos, result.get_result_value(name, params)):
             if not is_finite_number(value) or value <= 0:
                 continue
             named = {p: parse_param(v) for p, v in zip(names, combo)}
@@ -373,25 +439,63 @@ def _finite_in_csv(value, scale):
     return is_finite_number(value) and math.isfinite(value * scale)
 
 
-def stored_measurements(result, name, meta):
-    """One benchmark's measurements in one result file: (param_names, combos, values, samples), a value and a sample
-    list per parameter combination. values and samples are None when the file stored them for another version or
-    parameter grid than benchmarks.json's `meta` (stale: not the same measurement); ValueError when the file's params
-    are not a list of value lists, or its result or samples list does not hold one entry per combination of them."""
+def _describe(value):
+    return f"{json.dumps(value, default=repr)[:40]} (a {type(value).__name__})"
+
+
+def _is_number(value):
+    """A JSON number, NaN and infinities included (asv writes NaN for a skipped benchmark); not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def checked_entry(result, name):
+    """(params, combos) of one benchmark's entry in one result file, the file's own parameter grid; ValueError naming
+    what cannot be read: params that are not a list of value lists (or missing: asv always writes them), a version
+    that is not a string, a result or samples list that does not hold one entry per parameter combination, a result
+    that is not a number or null, a sample list that is not a list of numbers, a started_at that is not a timestamp
+    (the export orders runs by it). (As stored: asv's getters pad a short
+    list with None or cut a long one to the grid, which would shift a sample list onto another combination or read a
+    missing value as a failure.) The checks come before any comparison with benchmarks.json: an entry that cannot be
+    read is not an older benchmark version, and its earlier rows stay."""
     params = result.get_result_params(name)
-    params = [] if params is None else params
+    if params is None:
+        raise ValueError("its params column is missing (expected a list of parameter value lists)")
     if not (isinstance(params, list) and all(isinstance(values, list) for values in params)):
         raise ValueError(f"params is {params!r:.80}, expected a list of parameter value lists")
     combos = list(itertools.product(*params))
+    version = result.benchmark_version.get(name)
+    if version is not None and not _is_scalar(version):
+        raise ValueError(f"its version is {_describe(version)}, expected a string")
+    for column, stored in (("result", result._results.get(name)), ("samples", result._samples.get(name))):
+        if stored is None:
+            continue
+        if not isinstance(stored, list) or len(stored) != len(combos):
+            count = f"{len(stored)} entries" if isinstance(stored, list) else _describe(stored)
+            raise ValueError(f"its {column} column holds {count} for {len(combos)} parameter combinations")
+        for index, item in enumerate(stored):
+            if column == "result":
+                good = item is None or _is_number(item)
+            else:
+                good = item is None or (isinstance(item, list) and all(_is_number(x) for x in item))
+            if not good:
+                expected = "a number or null" if column == "result" else "a list of numbers or null"
+                raise ValueError(f"its {column} column holds {_describe(item)} for parameter combination "
+                                 f"{index + 1} of {len(combos)}, expected {expected}")
+    started_at = result.started_at.get(name)
+    if started_at is not None and not is_finite_number(started_at):
+        raise ValueError(f"its started_at is {_describe(started_at)}, expected a JavaScript timestamp (ms) or null")
+    return params, combos
+
+
+def stored_measurements(result, name, meta):
+    """One benchmark's measurements in one result file: (param_names, combos, values, samples), a value and a sample
+    list per parameter combination. values and samples are None when the file stored them for another version or
+    parameter grid than benchmarks.json's `meta` (stale: not the same measurement); ValueError when the entry cannot
+    be read (checked_entry)."""
+    params, combos = checked_entry(result, name)
     param_names = list(meta.get("param_names") or [])
     if result.benchmark_version.get(name) not in (None, meta.get("version")) or len(param_names) != len(params):
         return param_names, combos, None, None
-    # the lists as the file stores them: asv's getters pad a short list with None (or cut a long one) to the grid,
-    # which would shift a sample list onto another combination or read a missing value as a failure
-    for column, stored in (("result", result._results.get(name)), ("samples", result._samples.get(name))):
-        if stored is not None and (not isinstance(stored, list) or len(stored) != len(combos)):
-            count = f"{len(stored)} entries" if isinstance(stored, list) else f"a {type(stored).__name__}"
-            raise ValueError(f"its {column} column holds {count} for {len(combos)} parameter combinations")
     values = result.get_result_value(name, params)
     samples = result.get_result_samples(name, params)
     if len(values) != len(combos) or len(samples) != len(combos):
@@ -408,9 +512,14 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
         return []
     spec = describe_benchmark(name, meta, summary)
     rows = []
+    # a time or a memory cannot be negative: such a value is left out (counted) like a failed one
+    physical = spec.metric_name in ("speed", "memory")
     for combo, value, combo_samples in zip(combos, values, samples):
         if not _finite_in_csv(value, spec.scale):
             summary.failed += 1
+            continue
+        if physical and value < 0:
+            summary.negative += 1
             continue
         named = {param: parse_param(value_repr) for param, value_repr in zip(param_names, combo)}
         provider = named.pop("provider", ("default", None))[0]
@@ -418,7 +527,7 @@ def rows_of_benchmark(result, name, meta, gpu_name, summary, machine="", ceiling
         work = work_of(meta, mode, named) if spec.metric_name == "speed" else None
         x_value = named.pop(spec.x_name)[0] if spec.x_name in named else ""
         extra = json.dumps({param: json_value for param, (_, json_value) in named.items()}, sort_keys=True)
-        finite_samples = [s for s in combo_samples if _finite_in_csv(s, spec.scale)] \
+        finite_samples = [s for s in combo_samples if _finite_in_csv(s, spec.scale) and not (physical and s < 0)] \
             if isinstance(combo_samples, list) else []
         if not finite_samples:
             summary.no_samples += 1
@@ -549,8 +658,17 @@ def commit_matcher(commit):
 
 
 def _results_dirs(results_dir):
-    """One results directory or several, as Paths."""
-    return [Path(results_dir)] if isinstance(results_dir, (str, os.PathLike)) else [Path(d) for d in results_dir]
+    """One results directory or several, as Paths; ExportError naming a directory given twice (its results would be
+    read twice)."""
+    dirs = [Path(results_dir)] if isinstance(results_dir, (str, os.PathLike)) else [Path(d) for d in results_dir]
+    seen = {}
+    for directory in dirs:
+        key = real_path(directory)
+        if key in seen:
+            same = f" (first as {seen[key]})" if str(seen[key]) != str(directory) else ""
+            raise ExportError(f"--results {directory} is given twice{same}: give each results directory once")
+        seen[key] = directory
+    return dirs
 
 
 def _load_directory(results_dir, benchmarks, matches, latest, summary):
@@ -655,7 +773,9 @@ def _rows_of(loaded, summary):
         for name in sorted(result.get_all_result_keys()):
             meta = benchmarks.get(name)
             if meta is None:
-                summary.unknown_benchmark += len(list(itertools.product(*(result.get_result_params(name) or []))))
+                params = result.get_result_params(name)
+                summary.unknown_benchmark += math.prod(len(values) for values in params) \
+                    if isinstance(params, list) and all(isinstance(values, list) for values in params) else 1
                 continue
             try:
                 rows = rows_of_benchmark(result, name, meta, gpu_name, summary, machine, row_ceilings)
@@ -686,6 +806,9 @@ def report_lines(summary, csv_path):
         lines.append(f"{summary.no_samples} rows without samples (p20/p80 left empty)")
     if summary.failed:
         lines.append(f"{summary.failed} failed/skipped results left out")
+    if summary.negative:
+        lines.append(f"{summary.negative} negative time or memory results left out (a time or a memory cannot be "
+                     f"negative)")
     if summary.unknown_benchmark:
         lines.append(f"{summary.unknown_benchmark} results of benchmarks not in benchmarks.json left out")
     if summary.stale:
@@ -702,6 +825,9 @@ def report_lines(summary, csv_path):
 def noise_path_of(csv_path, noise):
     """The noise side table's path (None for --noise none): --noise, else noise.csv beside the CSV. ExportError,
     naming both options, when it is the CSV itself: the side table would replace the benchmark CSV."""
+    if noise is not None and not noise.strip():
+        raise ExportError(f"--noise {noise!r} is empty, expected the path of a CSV file (or none; leave --noise out "
+                          f"for noise.csv beside --csv)")
     if (noise or "").lower() == "none":
         return None
     path = Path(noise) if noise else Path(csv_path).with_name("noise.csv")

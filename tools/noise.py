@@ -18,6 +18,11 @@ The table is merged, like the benchmark CSV: the series these results give repla
 other series (another results directory's, e.g. docs/perf/h200-results-v1) stay where they are; the read, merge and
 atomic write hold the table's lock (tools._atomic.locked). A table whose columns are not COLUMNS is left untouched
 (an error).
+
+Exit status, as tools.export's: 0 = everything read; 1 = a result file, benchmark entry or machine.json could not be
+read (a one-line warning names it, as the export's does; the table is written from the rest); 2 = a results directory
+or its benchmarks.json is missing or unreadable, a directory is given twice, or the table cannot be read or written
+(nothing is written).
 """
 import argparse
 import csv
@@ -138,13 +143,16 @@ def _fmt(value):
     return "" if value is None or math.isnan(value) else f"{value:.5f}"
 
 
-def compute_noise_rows(results_dirs, tier=None):
+def compute_noise_rows(results_dirs, tier=None, warnings=None):
     """The table's rows for every machine in `results_dirs` (each directory's results read against its own
-    benchmarks.json; the GPU's name from the result params, else the machine's machine.json, as the export does)."""
-    from tools.export import ExportSummary, load_benchmarks, read_machine_json
+    benchmarks.json; the GPU's name from the result params, else the machine's machine.json, as the export does).
+    A result file, benchmark entry or machine.json that cannot be read is left out and named in `warnings` (a list,
+    when given), one "path: problem" line each, as tools.export warns about them."""
+    from tools.export import ExportSummary, _results_dirs, load_benchmarks, read_machine_json
     from tools.gate import load_runs
 
-    results_dirs = [Path(d) for d in results_dirs]
+    results_dirs = _results_dirs(results_dirs)  # (a directory given twice is refused: ExportError)
+    warnings = [] if warnings is None else warnings
     benchmarks = {}
     for d in results_dirs:
         benchmarks.update(load_benchmarks(d))
@@ -152,9 +160,11 @@ def compute_noise_rows(results_dirs, tier=None):
     rows = []
     machines = sorted({p.name for d in results_dirs for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")})
     for machine in machines:
-        infos = [read_machine_json(d / machine, ExportSummary()) for d in results_dirs if (d / machine).is_dir()]
+        summary = ExportSummary()
+        infos = [read_machine_json(d / machine, summary) for d in results_dirs if (d / machine).is_dir()]
+        warnings += summary.warnings
         metas = dict(benchmarks)
-        runs = load_runs(results_dirs, machine, tier=tier, metas=metas)
+        runs = load_runs(results_dirs, machine, tier=tier, warnings=warnings, metas=metas)
         rows += noise_rows(runs, gpus, metas, next((info for info in infos if info), {}), machine)
     return rows
 
@@ -199,10 +209,10 @@ def merge_noise_rows(out, rows):
     return len(merged)
 
 
-def write_noise_table(results_dirs, out, tier=None):
+def write_noise_table(results_dirs, out, tier=None, warnings=None):
     """Compute the table for every machine in `results_dirs` and merge it into `out` (merge_noise_rows); returns the
-    rows computed."""
-    rows = compute_noise_rows(results_dirs, tier)
+    rows computed. What could not be read is named in `warnings` (compute_noise_rows)."""
+    rows = compute_noise_rows(results_dirs, tier, warnings)
     merge_noise_rows(out, rows)
     return rows
 
@@ -214,13 +224,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     from tools.export import ExportError
     from tools.gate import GateError
+    warnings = []
     try:
-        rows = write_noise_table(args.results or ["results"], args.out)
+        rows = write_noise_table(args.results or ["results"], args.out, warnings=warnings)
     except (ExportError, GateError, OSError, ValueError) as err:
         print(f"tools.noise: error: {err}", file=sys.stderr)
         return 2
+    for line in warnings:  # as tools.export: the table is written from what could be read, and the status says so
+        print(f"tools.noise: warning: {line}", file=sys.stderr)
     print(f"wrote {len(rows)} series to {args.out} (merged: the table's rows of other series stay)")
-    return 0
+    return 1 if warnings else 0
 
 
 if __name__ == "__main__":

@@ -840,3 +840,214 @@ def test_the_noise_tables_gpu_name_falls_back_on_machine_json_as_the_csv_does(tm
     with open(tmp_path / "noise.csv", newline="") as f:
         assert {row["gpu_name"] for row in csv.DictReader(f)} == {"NVIDIA L4"}
     assert {r["gpu_name"] for r in read_rows(tmp_path / "data.csv")} == {"NVIDIA L4"}
+
+
+# --- found by fuzzing (session 53): malformed benchmarks.json and benchmark entries, started_at, result_columns ------
+SWEEP = "cross_entropy.CrossEntropyWithGradSweep.time_cross_entropy_with_grad"  # same kernel and grid as TIME
+
+
+def _exported_twice(tmp_path, benchmarks=GREYHOUND_BENCHMARKS, results=None):
+    """A results directory, its CSV exported once; (root, result file, CSV path, CSV bytes, noise.csv bytes)."""
+    root = make_results_dir(tmp_path / "results", benchmarks)
+    values, samples = random_time_results(np.random.default_rng(7))
+    path = write_result(root, COMMIT_A, results or {TIME: entry(values, samples=samples),
+                                                    PEAKMEM: entry([2.0**30] * N_COMBOS)})
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path) == 0
+    return root, path, csv_path, csv_path.read_bytes(), (tmp_path / "noise.csv").read_bytes()
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("x", '"x" (a str), not an object'),
+    ([], "[] (a list), not an object"),
+    ({"version": "v1"}, "has no param_names, type, unit"),
+    ({**GREYHOUND_BENCHMARKS[TIME], "param_names": "provider"}, "has param_names 'provider', expected a list"),
+    ({**GREYHOUND_BENCHMARKS[TIME], "version": None}, "has version None, expected a string"),
+])
+def test_malformed_benchmarks_json_entries_are_refused_and_nothing_written(tmp_path, capsys, damage, message):
+    # before: every result was "not in benchmarks.json", each file's earlier rows removed: the CSV kept its header only,
+    # exit 0
+    root, _, csv_path, before, noise_before = _exported_twice(tmp_path)
+    capsys.readouterr()
+    write_json(root / "benchmarks.json", {TIME: damage, PEAKMEM: GREYHOUND_BENCHMARKS[PEAKMEM], "version": 2})
+    assert run_export(root, csv_path) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot read {root / 'benchmarks.json'}" in err
+    assert f"1 of 2 are not: {TIME!r} " in err and message in err and "Traceback" not in err
+    assert csv_path.read_bytes() == before and (tmp_path / "noise.csv").read_bytes() == noise_before
+    from tools import noise
+    assert noise.main(["--results", str(root), "--out", str(tmp_path / "noise.csv")]) == 2
+    assert f"cannot read {root / 'benchmarks.json'}" in capsys.readouterr().err
+
+
+def _damage_entry(path, name, damage):
+    document = json.loads(path.read_text())
+    found = document["results"][name]
+    if damage in ("x", "{}", "[]"):
+        document["results"][name] = {"x": "x", "{}": {}, "[]": []}[damage]
+    elif damage == "started_at":
+        found[V2_COLUMNS.index("started_at")] = "x"
+    elif damage == "samples_str":
+        found[V2_COLUMNS.index("samples")][2] = ["x", 0.001, 0.002]
+    else:  # the first result value
+        found[0][0] = {"str": "x", "true": True, "nested": [0.001]}[damage]
+    path.write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("x", "its params column is missing"), ("{}", "its params column is missing"),
+    ("[]", "its params column is missing"),
+    ("str", 'its result column holds "x" (a str) for parameter combination 1 of 12, expected a number or null'),
+    ("true", "its result column holds true (a bool) for parameter combination 1 of 12"),
+    ("nested", "its result column holds [0.001] (a list) for parameter combination 1 of 12"),
+    ("samples_str", "its samples column holds [\"x\", 0.001, 0.002] (a list) for parameter combination 3 of 12"),
+    ("started_at", 'its started_at is "x" (a str), expected a JavaScript timestamp (ms) or null'),
+])
+def test_a_malformed_benchmark_entry_is_warned_and_its_earlier_rows_stay(tmp_path, capsys, damage, message):
+    # before: an entry "x", {} or [] was "1 results of an older benchmark version" and a string, true or a list result
+    # a "failed/skipped" one: exit 0, no warning, and the benchmark's earlier rows of the file removed
+    root, path, csv_path, before, _ = _exported_twice(tmp_path)
+    capsys.readouterr()
+    _damage_entry(path, TIME, damage)
+    assert run_export(root, csv_path) == 1
+    captured = capsys.readouterr()
+    (warning,) = captured.err.strip().splitlines()
+    assert warning.startswith(f"tools.export: warning: {path}: benchmark {TIME}: cannot read (ValueError: ")
+    assert message in warning and warning.endswith("its entry left out")
+    assert "older benchmark version" not in captured.out and "failed/skipped" not in captured.out
+    assert "removed" not in captured.out and csv_path.read_bytes() == before
+
+
+def test_a_started_at_that_is_not_a_timestamp_is_warned_not_a_traceback(tmp_path, capsys):
+    # before: TypeError ('<' between int and str) where two benchmarks measured the same row
+    benchmarks = {**GREYHOUND_BENCHMARKS,
+                  SWEEP: meta(SWEEP, "time", "seconds", kernel_name="cross_entropy_with_grad", x_name="vocab_size")}
+    values, samples = random_time_results(np.random.default_rng(5))
+    root, path, csv_path, before, _ = _exported_twice(tmp_path, benchmarks, {
+        TIME: entry(values, samples=samples), SWEEP: entry(values, samples=samples, started_at=DATE + 9)})
+    assert f"{N_COMBOS} rows measured more than once" in capsys.readouterr().out
+    _damage_entry(path, SWEEP, "started_at")
+    assert run_export(root, csv_path) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: benchmark {SWEEP}: cannot read (ValueError: its started_at is" in err and "Traceback" not in err
+    assert csv_path.read_bytes() == before
+
+
+CEILINGS = "ceilings.DeviceCeilingsTracked.time_device_ceilings"
+CEILING_PARAMS = [["'torch-eager'"], ["'forward'"], ["'copy'", "'gemm'"], ["1024"], ["'bfloat16'"]]
+WITH_CEILINGS = {**GREYHOUND_BENCHMARKS, CEILINGS: meta(
+    CEILINGS, "time", "seconds", param_names=["provider", "mode", "op", "size", "dtype"], params=CEILING_PARAMS,
+    kernel_name="device_ceilings", x_name="size",
+    work={"forward|copy|1024|bfloat16": [2e9, 0], "forward|gemm|1024|bfloat16": [1e9, 1e12]})}
+
+
+@pytest.mark.parametrize("damage", ["result_columns", "ceilings entry"])
+def test_a_file_without_params_is_warned_not_a_traceback(tmp_path, capsys, damage):
+    # before: TypeError (itertools.product() argument after * must be an iterable) while reading the ceilings; without
+    # a ceilings benchmark, every entry was "an older benchmark version" and the file's earlier rows were removed
+    values, samples = random_time_results(np.random.default_rng(6))
+    root, path, csv_path, before, _ = _exported_twice(tmp_path, WITH_CEILINGS, {
+        TIME: entry(values, samples=samples), CEILINGS: entry([0.5e-3, 2.0e-3], params=CEILING_PARAMS)})
+    capsys.readouterr()
+    if damage == "result_columns":
+        document = json.loads(path.read_text())
+        document["result_columns"] = ["result"]
+        document["results"] = {name: found[:1] for name, found in document["results"].items()}
+        path.write_text(json.dumps(document))
+        expected = f"{path}: cannot read results (ValueError: result_columns is ['result'], expected a list naming " \
+                   f"result, params (missing params))"
+    else:
+        _damage_entry(path, CEILINGS, "x")
+        expected = f"{path}: benchmark {CEILINGS}: cannot read (ValueError: its params column is missing"
+    assert run_export(root, csv_path) == 1
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    if damage == "result_columns":
+        assert csv_path.read_bytes() == before
+    else:  # the ceilings' earlier rows stay, TIME's are exported again
+        rows = read_rows(csv_path)
+        assert len(rows) == N_COMBOS + 2 and {r["kernel_name"] for r in rows} == {"cross_entropy_with_grad",
+                                                                                "device_ceilings"}
+
+
+def test_an_unknown_benchmark_with_damaged_params_is_counted_not_a_traceback(tmp_path, capsys):
+    # before: TypeError ('int' object is not iterable) counting its results
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples), "gone.Suite.time_removed": [[0.1], [1, 2]]})
+    assert run_export(root, tmp_path / "data.csv") == 0
+    assert "1 results of benchmarks not in benchmarks.json left out" in capsys.readouterr().out
+    assert len(read_rows(tmp_path / "data.csv")) == N_COMBOS
+
+
+def test_negative_times_and_memories_are_left_out_and_counted(tmp_path, capsys):
+    # before: a time of -1 s was exported as a row of -1000 ms
+    delta = "plain.Suite.track_delta"
+    benchmarks = {**GREYHOUND_BENCHMARKS, delta: meta(delta, "track", "unit", param_names=[], params=[])}
+    root = make_results_dir(tmp_path / "results", benchmarks)
+    values, samples = random_time_results(np.random.default_rng())
+    values[0], samples[1] = -1.0, [-0.001, samples[1][0], samples[1][1]]
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples),
+                                  PEAKMEM: entry([-1.0] + [2.0**30] * (N_COMBOS - 1)), delta: entry([-2.5], params=[])})
+    assert run_export(root, tmp_path / "data.csv") == 0
+    rows = read_rows(tmp_path / "data.csv")
+    assert len(rows) == 2 * (N_COMBOS - 1) + 1  # a tracked value (not a time or a memory) may be negative
+    assert [float(r["y_value_50"]) for r in rows if r["kernel_name"] == delta] == [-2.5]
+    assert all(float(r[c]) > 0 for r in rows if r["kernel_name"] != delta for c in ("y_value_50", "y_value_20")
+               if r[c])
+    assert "2 negative time or memory results left out" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["../../etc", "abc", "g" * 40, "a" * 65])
+def test_a_commit_hash_that_is_not_hex_is_warned_and_the_file_left_out(tmp_path, capsys, value):
+    # before: a row whose git_commit was "../../etc"
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    bad = write_result(root, COMMIT_B, {TIME: entry(values, samples=samples)})
+    document = json.loads(bad.read_text())
+    document["commit_hash"] = value
+    bad.write_text(json.dumps(document))
+    assert run_export(root, tmp_path / "data.csv") == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: cannot read results (ValueError: commit_hash is {value!r}, expected a commit hash (4 to 64 hex " \
+           f"digits))" in err
+    assert {r["git_commit"] for r in read_rows(tmp_path / "data.csv")} == {COMMIT_A}
+
+
+def test_an_empty_noise_path_and_a_results_directory_given_twice_are_refused(tmp_path, capsys):
+    # before: --noise '' wrote noise.csv beside the CSV; the same directory twice read every file twice (collisions)
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    csv_path = tmp_path / "out" / "data.csv"
+    assert run_export(root, csv_path, "--noise", "") == 2
+    assert "--noise '' is empty, expected the path of a CSV file" in capsys.readouterr().err
+    for twice in (str(root), str(tmp_path / "results" / ".." / "results")):
+        assert export.main(["--results", str(root), "--results", twice, "--csv", str(csv_path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--results {twice} is given twice" in err
+    assert not csv_path.parent.exists()
+    from tools import noise
+    assert noise.main(["--results", str(root), "--results", str(root), "--out", str(tmp_path / "n.csv")]) == 2
+    assert "is given twice" in capsys.readouterr().err and not (tmp_path / "n.csv").exists()
+
+
+def test_the_noise_tool_warns_about_unreadable_files_as_the_export_does(tmp_path, capsys):
+    # before: tools.noise rewrote the table from the files it could read with exit 0 and no word of the others
+    from tools import noise
+    root = make_results_dir(tmp_path / "results", GREYHOUND_BENCHMARKS)
+    values, samples = random_time_results(np.random.default_rng())
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples)})
+    corrupt = write_result(root, COMMIT_B, {TIME: entry(values, samples=samples)})
+    corrupt.write_text(corrupt.read_text()[:200])  # truncated mid-write
+    (root / "h200" / "c3d4e5f6-virtualenv-py3.11.json").write_text(json.dumps({"version": 99, "results": {}}))
+    assert run_export(root, tmp_path / "data.csv", "--noise", "none") == 1
+    export_warnings = [line.split("warning: ", 1)[1] for line in capsys.readouterr().err.splitlines()]
+    assert noise.main(["--results", str(root), "--out", str(tmp_path / "noise.csv")]) == 1
+    captured = capsys.readouterr()
+    assert [line.split("warning: ", 1)[1] for line in captured.err.splitlines()] == export_warnings
+    assert len(export_warnings) == 2 and all(line.startswith("tools.noise: warning: ")
+                                             for line in captured.err.splitlines())
+    assert f"wrote {N_COMBOS} series" in captured.out  # the table, from what could be read
+    assert _noise_kernels(tmp_path / "noise.csv") == ["cross_entropy_with_grad"] * N_COMBOS
