@@ -58,12 +58,15 @@ MAX_SIZE = 2**40  # a size option's bound: far above any tensor a GPU holds, far
 
 
 def _values(text, like=""):
-    """One value or a comma-separated list, in order, a repeated value once (it would be measured twice); integers
-    (where `like` is one) must be positive and at most MAX_SIZE. ArgumentTypeError (argparse names the option)
-    otherwise."""
+    """One value or a comma-separated list, in order, a repeated value once (it would be measured twice), no blank
+    entry; integers (where `like` is one) must be positive and at most MAX_SIZE. ArgumentTypeError (argparse names the
+    option) otherwise."""
     out = []
-    for item in re.split(r",(?![^\[]*\])", str(text)):  # commas inside a variant's [...] belong to it
-        item = item.strip()
+    items = [item.strip() for item in re.split(r",(?![^\[]*\])", str(text))]  # commas in a variant's [...] are its
+    if any(items) and not all(items):  # before: `full,,forward` dropped the blank silently ("" alone was refused)
+        raise argparse.ArgumentTypeError(f"expected one value or a comma-separated list without blank entries, "
+                                         f"got {text!r}")
+    for item in items:
         if not item:
             continue
         if isinstance(like, int):
@@ -239,11 +242,13 @@ def parse_options(kernel_name, argv):
         unknown = [v for v in values if v not in allowed]
         if unknown:  # e.g. layout=channel-last would be measured as the other layout, dtype=float64 fail late
             parser.error(f"--{name.replace('_', '-')}: {', '.join(unknown)} not one of {', '.join(allowed)}")
-    if not args.no_csv:  # a CSV the rows cannot merge into is refused before the sweep, not after it
+    if not args.no_csv:  # a CSV the rows cannot merge into, or not be written, is refused before the sweep
+        from tools._atomic import check_writable
         from tools.export import ExportError, read_csv_rows
         try:
+            check_writable(args.csv)  # before: found only after measuring ("rows not merged: [Errno 30] ...")
             read_csv_rows(Path(args.csv))
-        except ExportError as err:
+        except (ExportError, OSError) as err:
             parser.error(f"--csv: {err}")
     return suite, args, shape_values
 

@@ -3,6 +3,8 @@ a read-modify-write of one file (the benchmark CSV, the noise table) holds aroun
 
 A reader (the docs site, the next pipeline step, a concurrent run) sees the old file or the new one, never half; two
 writers that each read, merge and write the same file take turns (`locked`), so neither drops the other's rows.
+A command that measures before it writes checks first that the write can succeed (`check_writable`,
+`check_writable_folder`), so an output it cannot write is refused before the measuring, not after it.
 """
 import contextlib
 import os
@@ -21,17 +23,85 @@ def real_path(path):
     return Path(os.path.realpath(path))
 
 
+def lock_path(path):
+    """The lock file `locked` takes for `path`: `.<name>.lock` beside the link-resolved path."""
+    target = real_path(path)
+    return target.with_name(f".{target.name}.lock")
+
+
+def _not_a_folder(folder):
+    """The nearest existing one of `folder` and its ancestors when that is not a directory (a file where a folder
+    must be, e.g. `data.csv/x.csv`), else None."""
+    for candidate in (folder, *folder.parents):
+        if os.path.lexists(candidate):
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def check_writable_folder(folder, given=None):
+    """Raise OSError, with a one-line message naming `given` (default: `folder`) and why, unless files can be created
+    in `folder`: a folder this process can create files in, or one that does not exist yet and can be made (its
+    nearest existing ancestor is a folder it can create files in). The probe is a temporary file created there and
+    removed at once; nothing else is written."""
+    folder = real_path(folder)
+    itself, given = given is None, folder if given is None else given
+    blocker = _not_a_folder(folder)
+    if blocker is not None:
+        raise OSError(f"cannot write {given}: {blocker} is a file, expected a folder there")
+    existing = next(p for p in (folder, *folder.parents) if p.is_dir())
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=f".probe-{os.getpid()}-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        where = (f"cannot create files in {folder}" if existing == folder else
+                 f"{'' if itself else 'its folder '}{folder} does not exist and cannot be created in {existing}")
+        raise OSError(f"cannot write {given}: {where} ({err.strerror or err}); expected a folder this user can "
+                      f"write") from None
+
+
+def check_writable(path):
+    """Raise OSError, with a one-line message naming `path` and why, unless a write to `path` (`locked` around
+    `write_atomic`) can succeed as far as can be told without writing it: `path` is not a directory, its folder can
+    be written (check_writable_folder: it exists or can be made, the write makes it) and an existing lock file opens.
+    A command that measures before it writes calls this first, so an unwritable output is refused before the
+    measuring, not after."""
+    given = Path(path)
+    target = real_path(path)
+    if target.is_dir():
+        raise OSError(f"{given} is a directory, expected the path of a file")
+    check_writable_folder(target.parent, given)
+    lock_file = lock_path(target)
+    if os.path.lexists(lock_file):
+        try:
+            os.close(os.open(lock_file, os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)))
+        except OSError as err:
+            raise OSError(f"cannot write {given}: cannot open its lock file {lock_file} ({err.strerror or err})"
+                          ) from None
+
+
 @contextlib.contextmanager
 def locked(path):
     """Hold an exclusive lock on `path` (the `filelock` package, on the sibling lock file `.<name>.lock` of the
     link-resolved path) for the duration of a read-modify-write. Waits for another process holding it, saying so on
     stderr after LOCK_NOTE_AFTER_S. The lock file stays: deleting it would let a waiting and a new writer lock two
-    different files."""
+    different files. A lock file that cannot be created or opened (its folder missing and not creatable, not
+    writable, a file where the folder should be) raises OSError at once, naming it: filelock would retry it forever,
+    as if another process held the lock."""
     from filelock import FileLock, Timeout
 
     target = real_path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(target.with_name(f".{target.name}.lock")))
+    lock_file = lock_path(target)
+    blocker = _not_a_folder(target.parent)
+    if blocker is not None:
+        raise OSError(f"cannot create the lock file {lock_file}: {blocker} is a file, expected a folder there")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # what filelock opens (it would take a failure here for a lock still held, and retry it without end)
+        os.close(os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), 0o644))
+    except OSError as err:
+        raise OSError(f"cannot create the lock file {lock_file} ({err.strerror or err})") from None
+    lock = FileLock(str(lock_file))
     try:
         lock.acquire(timeout=LOCK_NOTE_AFTER_S)
     except Timeout:

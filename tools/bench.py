@@ -11,8 +11,15 @@ Each step is the command a user would type:
   python -m tools.plot --csv docs/data/benchmark_data.csv --out docs/public/assets
   python -m tools.docs --csv docs/data/benchmark_data.csv   (the README's and kernel pages' tables)
   python -m tools.site          (asv publish, then the site's scripts served from local copies)
+The steps run in this order and stop at the first that fails: its exit status is this command's (the results asv did
+record stay in results/ for a later `python -m tools.export`). asv run's exit status 2 (some benchmark failed) is
+not such a stop: the export leaves failed benchmarks out and counts them, the later steps run, and the command exits
+2 at the end. `--csv`, `--out` and `-b` are checked before the first
+step (exit status 2, nothing run): a CSV that is not the benchmark CSV or cannot be written, an output folder that
+cannot be written, an empty or invalid regex (an empty one would make asv run every benchmark).
 """
 import argparse
+import re
 import subprocess
 import sys
 
@@ -49,13 +56,45 @@ def _run(cmd):
     return subprocess.run(cmd).returncode
 
 
+def _regex(text):
+    """An asv -b regex: non-empty (asv reads '' as every benchmark) and one Python's re compiles (asv's does)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a non-empty benchmark regex (e.g. 'Tracked\\.'), got {text!r}")
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f"expected a valid regex, got {text!r} ({err})") from None
+    return text
+
+
+def check_outputs(csv_path, out):
+    """The problem with --csv (not the benchmark CSV, or not writable) or --out (not a folder this user can write,
+    or create), as a one-line message; None when there is none. Checked before asv runs, not found by the export or
+    the plot after it."""
+    from pathlib import Path
+
+    from tools._atomic import check_writable, check_writable_folder
+    from tools.export import ExportError, read_csv_rows
+
+    try:
+        check_writable(csv_path)
+        read_csv_rows(Path(csv_path))
+    except (ExportError, OSError) as err:
+        return f"--csv: {err}"
+    try:
+        check_writable_folder(out)  # the plot writes under OUT/plots and OUT/plots_html
+    except OSError as err:
+        return f"--out: {err}"
+    return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--machine", help="asv machine name (default: from the GPU model, or cpu-<hostname>)")
     parser.add_argument("--range", default="HEAD^!", help="commits for asv run (default: the current commit)")
     parser.add_argument("--tier", choices=sorted(TIERS), default="tracked",
                         help="tracked (default: every commit's series), sweep (the full sweeps) or all")
-    parser.add_argument("-b", "--bench", action="append", default=[],
+    parser.add_argument("-b", "--bench", action="append", default=[], type=_regex,
                         help="asv benchmark regex (repeatable; replaces --tier's selection)")
     parser.add_argument("--print-selection", action="store_true",
                         help="print the asv -b regexes of --tier for this machine (one a line) and exit")
@@ -73,6 +112,9 @@ def main(argv=None):
     if args.print_selection:
         print("\n".join(regexes))
         return 0
+    problem = check_outputs(args.csv, args.out)
+    if problem:
+        parser.error(problem)
     info = asv_machine.describe()
     machine = args.machine or asv_machine.default_name(info)
     steps = [
@@ -85,15 +127,24 @@ def main(argv=None):
     ]
     if not args.no_publish:
         steps.append([sys.executable, "-m", "tools.site"])  # asv publish, with the site's JS/CSS served locally
-    failed = [" ".join(step[1:4]) for step in steps if _run(step) != 0]
+    benchmarks_failed = 0
+    for number, step in enumerate(steps):
+        status = _run(step)
+        if status == 2 and step is steps[1]:  # asv run's "some benchmark failed": what it measured is recorded, and
+            # the export leaves the failed ones out and counts them, so the later steps still run
+            benchmarks_failed = status
+            print("tools.bench: asv run: some benchmarks failed (exit status 2; named above); exporting what was "
+                  "measured", file=sys.stderr)
+        elif status:  # before: every later step ran on what the failed one left, and the exit status was 1
+            later = [" ".join(s[1:4]) for s in steps[number + 1:]]
+            print(f"tools.bench: error: exit status {status}: {' '.join(step[1:4])}"
+                  + (f"; not run: {'; '.join(later)}" if later else ""), file=sys.stderr)
+            return status if status > 0 else 128 - status  # killed by signal N: 128 + N, as a shell says
     if args.tier == "tracked" and not args.bench:
         where = "on this GPU" if info["gpu_name"] != "cpu" else "(on a CPU: the smoke shapes)"
         print(f"tools.bench: ran the tracked tier {where}; the full sweeps: python -m tools.bench --tier sweep "
               f"(or asv run -b 'Sweep\\.' HEAD^!)")
-    if failed:
-        print(f"tools.bench: steps that failed: {'; '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return benchmarks_failed
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ and the `modal` extra (always), each `--extra`, and the `thirdparty` dependency 
 merged into `--csv` (keyed: a re-run replaces its rows) and its asv results into results/ (tools.merge_results).
 `--plot-after` then redraws the plots and the docs tables.
 Exit status: 0 every command ran and everything came back merged; 1 a command failed on a GPU (its exit status and
-command line are printed; what that GPU did bring back is merged) or a GPU's rows could not be merged; 2 bad
-arguments, found before any GPU runs.
+command line are printed; what that GPU did bring back is merged), a GPU's rows could not be merged, or a
+`--plot-after` step failed; 2 bad arguments (a `--gpu` that is not one of Modal's GPU types or asks for more of one
+than a container gets, a `--csv` that is not ours or cannot be written, ...), found before any GPU runs.
 """
 import argparse
 import contextlib
@@ -36,7 +37,11 @@ from tools.export import ExportError
 ROOT = Path(__file__).resolve().parents[1]
 REMOTE_ROOT = "/repo"
 REMOTE_CSV = "/tmp/greyhound-rows.csv"
-GPU_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*!?(:[1-9][0-9]*)?$")  # Modal's H100, A100-80GB, H100!, H200:2
+GPU_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*[!+]?(:[1-9][0-9]*)?$")  # Modal's H100, A100-80GB, H100!, H200:2
+# The GPU types Modal's `gpu=` takes (case-insensitive; modal.com/docs/guide/gpu) and the most of each one container
+# gets (`TYPE:COUNT`): up to 8, an A10 up to 4. H100! is an H100 never upgraded to an H200; B200+ a B200 or a B300.
+MODAL_GPUS = {"T4": 8, "L4": 8, "A10": 4, "A10G": 4, "L40S": 8, "A100": 8, "A100-40GB": 8, "A100-80GB": 8,
+              "RTX-PRO-6000": 8, "H100": 8, "H100!": 8, "H200": 8, "B200": 8, "B200+": 8}
 
 
 class RunnerError(Exception):
@@ -125,6 +130,14 @@ def check_image_options(gpus, torch_version):
         if not GPU_TYPE.match(gpu):
             raise RunnerError(f"--gpu: expected a GPU type such as H100, H200 or A100-80GB (optionally :COUNT), "
                               f"got {gpu!r}")
+        name, _, count = gpu.partition(":")
+        most = MODAL_GPUS.get(name.upper())
+        if most is None:  # before: accepted, to fail only at the spawn, after the image was built
+            raise RunnerError(f"--gpu: expected one of Modal's GPU types ({', '.join(MODAL_GPUS)}), optionally "
+                              f":COUNT, got {gpu!r}")
+        if count and int(count) > most:
+            raise RunnerError(f"--gpu: expected at most {most} {name} GPUs in one container ({name}:1 to "
+                              f"{name}:{most}), got {gpu!r}")
     try:
         Version(torch_version)
     except InvalidVersion:
@@ -155,12 +168,16 @@ def merge_back(csv_text, results_blob, csv_path, dest=ROOT):
 
 
 def check_csv(csv_path):
-    """RunnerError when the rows coming back could not be merged into `csv_path` (found before the GPUs run)."""
+    """RunnerError when the rows coming back could not be merged into `csv_path`: not our CSV, or not writable (its
+    folder missing and not creatable, not a folder, or read-only; tools._atomic.check_writable). Found before the
+    GPUs run, --dry-run included."""
+    from tools._atomic import check_writable
     from tools.export import ExportError, read_csv_rows
 
     try:
+        check_writable(csv_path)  # before: only read, so a read-only --csv failed after the GPUs had run
         read_csv_rows(Path(csv_path))
-    except ExportError as err:
+    except (ExportError, OSError) as err:
         raise RunnerError(f"--csv: {err}") from None
 
 
@@ -264,10 +281,21 @@ def main(argv=None):
                 failed.append(gpu)
                 continue
             print(f"[{gpu}] merged {rows} CSV rows into {args.csv} and {files} result files into results/")
-    if args.plot_after:
-        for step in (["tools.plot", "--csv", args.csv], ["tools.docs", "--csv", args.csv]):
-            subprocess.run([sys.executable, "-m", *step], cwd=ROOT)
+    if args.plot_after and not redraw(args.csv):
+        return 1
     return 1 if failed else 0
+
+
+def redraw(csv_path):
+    """--plot-after: tools.plot, then tools.docs, on `csv_path`; stops at a step that fails (before: its exit status
+    was ignored and the run exited 0), naming it and its exit status. Returns whether both succeeded."""
+    for step in (["tools.plot", "--csv", str(csv_path)], ["tools.docs", "--csv", str(csv_path)]):
+        status = subprocess.run([sys.executable, "-m", *step], cwd=ROOT).returncode
+        if status:
+            print(f"tools.modal_runner: error: --plot-after: exit status {status}: python -m {shlex.join(step)}"
+                  + ("; tools.docs not run" if step[0] == "tools.plot" else ""), file=sys.stderr)
+            return False
+    return True
 
 
 if __name__ == "__main__":

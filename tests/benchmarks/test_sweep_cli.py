@@ -116,6 +116,15 @@ def test_a_kernel_only_the_sweep_tier_measures_is_reachable_and_tracked_suites_t
                                                  "forward)"),
     (["--provider", "torch-eager", "--seq-len", "64", "--providers", "greyhound"], "argument --providers/--provider: "
                                                                                    "given twice"),
+    # before: the blank entries were dropped silently (while "" alone was refused)
+    (["--mode", "full,,forward"], "argument --mode/--modes: expected one value or a comma-separated list without "
+                                  "blank entries, got 'full,,forward'"),
+    (["--providers", "torch-eager,,torch-eager"], "argument --providers/--provider: expected one value or a "
+                                                  "comma-separated list without blank entries"),
+    (["--batch-size", "1,,2"], "argument --batch-size/--batch-sizes: expected one value or a comma-separated list "
+                               "without blank entries, got '1,,2'"),
+    (["--seq-len", "64,"], "argument --seq-len/--seq-lens: expected one value or a comma-separated list without "
+                           "blank entries, got '64,'"),
 ])
 def test_bad_option_values_are_refused_by_name_before_anything_runs(argv, message, capsys):
     """Before: a traceback from int() or argparse, or (0, a typo'd layout) a measured and merged row of nonsense."""
@@ -153,6 +162,56 @@ def test_a_csv_the_rows_cannot_merge_into_is_refused_before_the_sweep(tmp_path, 
     captured = capsys.readouterr()
     assert f"--csv: {foreign} has columns ['name', 'seconds'], expected" in captured.err
     assert "combinations" not in captured.out and foreign.read_bytes() == before
+
+
+@pytest.mark.parametrize("where", ["under a file", "missing under a file", "read-only folder"])
+def test_a_csv_that_cannot_be_written_is_refused_before_anything_is_measured(where, tmp_path, capsys, monkeypatch):
+    """Before: the sweep measured every combination (a GPU's whole run), then ended in '--csv: 1 rows not merged:
+    [Errno 30] Read-only file system' (or Not a directory). Now the CSV's folder is probed first: exit 2, nothing
+    measured, nothing left behind. (As root a chmod 555 folder is still writable: the read-only folder is the
+    probe's file creation failing with EROFS there.)"""
+    import errno
+    import tempfile
+
+    from tools import _atomic
+
+    monkeypatch.setattr(cli.harness, "measure_suites_of", lambda *a: pytest.fail("measured before --csv was checked"))
+    blocker = tmp_path / "data.csv"
+    blocker.write_text(f"not a folder {random.random()}\n")
+    csv_path = {"under a file": blocker / "x.csv", "missing under a file": blocker / "sub" / "x.csv",
+                "read-only folder": tmp_path / "ro" / "good.csv"}[where]
+    if where == "read-only folder":
+        csv_path.parent.mkdir()
+        real_mkstemp = tempfile.mkstemp
+
+        def mkstemp(*args, dir=None, **kwargs):
+            if Path(dir).resolve() == csv_path.parent.resolve():
+                raise OSError(errno.EROFS, "Read-only file system")
+            return real_mkstemp(*args, dir=dir, **kwargs)
+        monkeypatch.setattr(_atomic.tempfile, "mkstemp", mkstemp)
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["cheri_block", "--providers", "torch-eager", "--mode", "forward", "--batch-size", "1", "--seq-len",
+                  "16", "--csv", str(csv_path)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    expected = (f"--csv: cannot write {csv_path}: cannot create files in {csv_path.parent} (Read-only file system)"
+                if where == "read-only folder" else f"--csv: cannot write {csv_path}: {blocker} is a file, expected "
+                                                    f"a folder there")
+    assert expected in captured.err.strip().splitlines()[-1]  # argparse's usage, then the one error line
+    assert "Traceback" not in captured.err and "combinations" not in captured.out
+    assert sorted(tmp_path.rglob("*")) == before  # no probe, no lock file left
+
+
+def test_a_csv_in_a_folder_not_made_yet_is_still_written(tmp_path, monkeypatch):
+    """The up-front check refuses what the write cannot do, not a folder the write makes (as it always has)."""
+    samples = [0.001 * (1 + random.random()) for _ in range(5)]
+    monkeypatch.setattr(cli.harness, "measure_suites_of", lambda suite, combos: {
+        combo: dict(samples=samples, peak_bytes=None, error=None, skipped=None, gpu=None) for combo in combos})
+    csv_path = tmp_path / "new" / "folder" / "data.csv"
+    assert cli.main(["causal_conv1d", "--mode", "forward", "--providers", "torch-eager", "--csv", str(csv_path)]) == 0
+    with open(csv_path) as f:
+        assert [r["kernel_provider"] for r in csv.DictReader(f)] == ["torch-eager"]
 
 
 def test_a_csv_given_twice_is_refused_and_neither_file_is_written(tmp_path, capsys):

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tools import _atomic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,3 +78,90 @@ def test_the_lock_serialises_two_processes(tmp_path):
     assert [p.wait(60) for p in procs] == [0, 0]
     lines = log.read_text().split()
     assert lines[0::2] == ["in", "out", "in", "out"] and lines[1] == lines[3]  # never both inside at once
+
+
+_LOCK_SCRIPT = ("import sys; from tools._atomic import locked\n"
+                "try:\n    with locked(sys.argv[1]):\n        print('inside')\n"
+                "except OSError as err:\n    print(f'error: {err}', file=sys.stderr); sys.exit(2)")
+
+
+def _lock_cases(tmp_path):
+    blocker = tmp_path / "data.csv"
+    blocker.write_text("a file, not a folder\n")
+    taken = tmp_path / "store"
+    (taken / ".data.csv.lock").mkdir(parents=True)  # the lock file's name taken by a folder: it cannot be opened
+    cases = {"under a file": (blocker / "x.csv", f"{blocker} is a file, expected a folder there"),
+             "lock name taken": (taken / "data.csv", f"cannot create the lock file {taken / '.data.csv.lock'}")}
+    if Path("/proc/self").is_dir():  # a folder that exists where no file can be created (the fuzzer's --csv /proc/x)
+        cases["/proc"] = (Path("/proc/x"), "cannot create the lock file /proc/.x.lock (No such file or directory)")
+    return cases
+
+
+@pytest.mark.parametrize("name", ["under a file", "lock name taken", "/proc"])
+def test_a_lock_file_that_cannot_be_created_is_an_error_at_once_not_a_wait_without_end(name, tmp_path):
+    # before: filelock retried the failing open forever, after 2 s saying 'waiting for /proc/.x.lock: another process
+    # is writing /proc/x' (no other process was); `data.csv/x.csv` ended in FileExistsError: [Errno 17] File exists
+    cases = _lock_cases(tmp_path)
+    if name not in cases:
+        pytest.skip("no /proc here")
+    path, message = cases[name]
+    try:
+        done = subprocess.run([sys.executable, "-c", _LOCK_SCRIPT, str(path)], cwd=ROOT, capture_output=True,
+                              text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"locked({path}) still waiting after 30 s") from None
+    assert done.returncode == 2 and "inside" not in done.stdout, (done.stdout, done.stderr)
+    assert message in done.stderr and "waiting for" not in done.stderr, done.stderr
+
+
+def test_a_writer_waiting_for_a_held_lock_says_so_and_then_goes_in(tmp_path):
+    target = tmp_path / "data.csv"
+    holder = ("import sys, time; from tools._atomic import locked\nwith locked(sys.argv[1]):\n"
+              "    print('holding', flush=True); time.sleep(float(sys.argv[2]))")
+    first = subprocess.Popen([sys.executable, "-c", holder, str(target), str(_atomic.LOCK_NOTE_AFTER_S + 1.5)],
+                             cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert first.stdout.readline().strip() == "holding"
+    second = subprocess.run([sys.executable, "-c", _LOCK_SCRIPT, str(target)], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert first.wait(60) == 0
+    assert second.returncode == 0 and second.stdout.strip() == "inside"
+    assert f"waiting for {tmp_path / '.data.csv.lock'}: another process is writing {target}" in second.stderr
+
+
+def test_check_writable_refuses_what_the_write_could_not_do_and_writes_nothing(tmp_path, monkeypatch):
+    # the up-front check the sweep CLI, tools.bench and tools.modal_runner make before measuring anything
+    import errno
+    import tempfile
+
+    blocker = tmp_path / "data.csv"
+    blocker.write_text("x\n")
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):  # as root a chmod 555 folder is writable: EROFS, as a read-only mount
+        if Path(dir).resolve() == read_only.resolve():
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(_atomic.tempfile, "mkstemp", mkstemp)
+    before = sorted(tmp_path.rglob("*"))
+    refused = {
+        blocker / "x.csv": f"cannot write {blocker / 'x.csv'}: {blocker} is a file, expected a folder there",
+        blocker / "a" / "x.csv": f"{blocker} is a file, expected a folder there",
+        tmp_path: f"{tmp_path} is a directory, expected the path of a file",
+        read_only / "good.csv": f"cannot write {read_only / 'good.csv'}: cannot create files in {read_only} "
+                                f"(Read-only file system); expected a folder this user can write",
+        read_only / "new" / "good.csv": f"its folder {read_only / 'new'} does not exist and cannot be created in "
+                                        f"{read_only} (Read-only file system)",
+    }
+    for path, message in refused.items():
+        with pytest.raises(OSError) as err:
+            _atomic.check_writable(path)
+        assert message in str(err.value) and "\n" not in str(err.value)
+    for path in (tmp_path / "fine.csv", tmp_path / "new" / "folder" / "fine.csv"):
+        _atomic.check_writable(path)  # a folder the write would make is fine
+    _atomic.check_writable_folder(tmp_path / "out" / "plots")
+    with pytest.raises(OSError, match="is a file, expected a folder there"):
+        _atomic.check_writable_folder(blocker)
+    assert sorted(tmp_path.rglob("*")) == before  # no probe, folder or lock file left behind

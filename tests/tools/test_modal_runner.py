@@ -6,6 +6,7 @@ import io
 import json
 import random
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -95,6 +96,12 @@ def test_defaults_run_every_kernel_and_skip_thirdparty_drops_the_group(capsys):
     (["--gpu", "H100", "--gpu", "H100:0", "--dry-run"], "got 'H100:0'"),
     (["--torch", "not-a-version", "--dry-run"], "--torch: expected a torch version such as 2.11.0, "
                                                 "got 'not-a-version'"),
+    # before: accepted (the pattern alone), to fail only at the spawn, after the image was built
+    (["--gpu", "FOO", "--dry-run"], "--gpu: expected one of Modal's GPU types (T4, L4, A10, "),
+    (["--gpu", "H100", "--gpu", "A100!", "--dry-run"], "B200+), optionally :COUNT, got 'A100!'"),
+    (["--gpu", "H100:99999", "--dry-run"], "--gpu: expected at most 8 H100 GPUs in one container (H100:1 to H100:8), "
+                                           "got 'H100:99999'"),
+    (["--gpu", "A10:5", "--dry-run"], "--gpu: expected at most 4 A10 GPUs in one container"),
 ])
 def test_bad_arguments_are_named(argv, message, capsys):
     assert modal_runner.main(argv) == 2
@@ -102,12 +109,12 @@ def test_bad_arguments_are_named(argv, message, capsys):
 
 
 def test_gpu_types_and_torch_versions_modal_takes_pass(capsys):
-    argv = ["--gpu", "A100-80GB", "--gpu", "H200:2", "--gpu", "H100!", "--torch", "2.11.0+cu128", "--dry-run",
+    gpus = ("A100-80GB", "H200:2", "H100!", "h100:8", "B200+", "A10:4", "L40S")  # Modal's names take any case
+    argv = [*(a for gpu in gpus for a in ("--gpu", gpu)), "--torch", "2.11.0+cu128", "--dry-run",
             "--benchmark", "logprobs --mode forward"]
     assert modal_runner.main(argv) == 0
     out = capsys.readouterr().out
-    assert "torch==2.11.0+cu128" in out and all(f"[{gpu}] python -m benchmarks" in out
-                                                for gpu in ("A100-80GB", "H200:2", "H100!"))
+    assert "torch==2.11.0+cu128" in out and all(f"[{gpu}] python -m benchmarks" in out for gpu in gpus)
 
 
 def _rows_text(gpu, value):
@@ -185,3 +192,79 @@ def test_a_command_that_fails_on_the_gpu_is_reported_and_the_rest_still_runs(tmp
     assert (csv_text, failures) == ("", [])
     with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
         assert tar.getnames() == []
+
+
+@pytest.mark.parametrize("where", ["under a file", "read-only folder"])
+def test_a_csv_that_cannot_be_written_is_refused_before_any_gpu_runs_dry_run_included(where, tmp_path, capsys,
+                                                                                      monkeypatch):
+    """Before: check_csv only read the CSV, so --dry-run said 0 and a real run failed at the merge, after the GPUs
+    had run. (As root a chmod 555 folder is writable: the read-only folder is the probe failing with EROFS.)"""
+    import errno
+    import tempfile
+
+    from tools import _atomic
+
+    blocker = tmp_path / "data.csv"
+    blocker.write_text(f"not a folder {random.random()}\n")
+    csv_path = blocker / "good.csv" if where == "under a file" else tmp_path / "ro" / "good.csv"
+    if where == "read-only folder":
+        csv_path.parent.mkdir()
+        real_mkstemp = tempfile.mkstemp
+
+        def mkstemp(*args, dir=None, **kwargs):
+            if Path(dir).resolve() == csv_path.parent.resolve():
+                raise OSError(errno.EROFS, "Read-only file system")
+            return real_mkstemp(*args, dir=dir, **kwargs)
+        monkeypatch.setattr(_atomic.tempfile, "mkstemp", mkstemp)
+    before = sorted(tmp_path.rglob("*"))
+    assert modal_runner.main(["--csv", str(csv_path), "--benchmark", "logprobs", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    expected = (f"--csv: cannot write {csv_path}: {blocker} is a file, expected a folder there" if where ==
+                "under a file" else f"--csv: cannot write {csv_path}: cannot create files in {csv_path.parent} "
+                                    f"(Read-only file system)")
+    assert err.startswith("tools.modal_runner: error: ") and expected in err and len(err.strip().splitlines()) == 1
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_plot_after_propagates_a_failing_plot_or_docs_step(tmp_path, capsys, monkeypatch):
+    """Before: --plot-after ran tools.plot and tools.docs and ignored their exit status: a failed redraw exited 0."""
+    import subprocess
+    import sys
+    import types
+
+    class Call:
+        def get(self):
+            return "", None, []
+
+    class Function:
+        def with_options(self, gpu):
+            return self
+
+        def spawn(self, commands):
+            return Call()
+
+    class App:
+        def run(self):
+            import contextlib
+            return contextlib.nullcontext()
+
+    monkeypatch.setitem(sys.modules, "modal", types.ModuleType("modal"))
+    monkeypatch.setattr(modal_runner, "build_app", lambda the_plan: (App(), Function()))
+    status = {}
+    ran = []
+
+    def run(command, cwd=None):
+        ran.append(command[2])
+        return subprocess.CompletedProcess(command, status.get(command[2], 0))
+
+    monkeypatch.setattr(modal_runner.subprocess, "run", run)
+    argv = ["--benchmark", "logprobs", "--csv", str(tmp_path / "data.csv"), "--plot-after"]
+    assert modal_runner.main(argv) == 0 and ran == ["tools.plot", "tools.docs"]
+    failing = random.randint(1, 9)
+    for step, expect_ran in (("tools.plot", ["tools.plot"]), ("tools.docs", ["tools.plot", "tools.docs"])):
+        status.clear()
+        status[step] = failing
+        ran.clear()
+        capsys.readouterr()
+        assert modal_runner.main(argv) == 1 and ran == expect_ran
+        assert f"--plot-after: exit status {failing}: python -m {step} --csv" in capsys.readouterr().err
