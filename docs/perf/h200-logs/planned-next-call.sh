@@ -16,7 +16,8 @@
 # head_start_cycles and host_seconds_per_call. A series whose host kept ahead reads as before.
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call, or
-# PART=1 (tests, sweeps) then PART=2 (asv); PART=3: the sweep rounds alone (a second call on the warm machine); LIMIT: the seconds a call may take.
+# PART=1 (tests, sweeps) then PART=2 (asv); PART=3: the sweep rounds alone (a second call on the warm machine); PART=sweep:
+# asv of CheriBlockSweep alone (a short budget); LIMIT: the seconds a call may take.
 S=$SECONDS
 # At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
 # its own folder, and only its results tarball and one tarball of its logs (asv, gpu, profile) land in $OUT.
@@ -56,6 +57,8 @@ for r in 1 2 3; do
       | sed -E 's/block_e=64,block_l=64,layout=gluon_wsz,//; s/,warps=4//' | sed "s/^/r$r /" | cut -c1-260 | tee -a $OUT/call.log)
   done
 done
+elif [[ ${PART:-1} == sweep ]]; then  # CheriBlockSweep alone (163-216 s on an H100): every goal cell of the Cheri table
+asv s52b $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
 else
 asv s52 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
