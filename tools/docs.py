@@ -442,14 +442,17 @@ def main(argv=None):
         if not Path(args.csv).is_file():
             raise DocsError(f"--csv {args.csv} does not exist (expected the benchmark CSV file tools.export writes)")
         frame = load(args.csv)
-        stale = []
+        stale, rendered = [], []
+        # every file rendered before any is written: a bad marker in a later file leaves the earlier ones as they were
         for path in [Path(f) for f in args.files] or files_of(DEFAULT_FILES):
             text = path.read_text(encoding="utf-8")
             new = update_text(text, frame, str(path))
             if new != text:
                 stale.append(str(path))
-                if not args.check:
-                    write_atomic(path, new)
+                rendered.append((path, new))
+        if not args.check:
+            for path, new in rendered:
+                write_atomic(path, new)
     except (DocsError, OSError, ValueError) as err:
         print(f"tools.docs: error: {err}", file=sys.stderr)
         return 2

@@ -264,3 +264,17 @@ def test_an_unpaired_or_duplicated_marker_is_an_error_naming_the_file_and_line(t
     assert text.count("| 128256 | full | **1.200** [1.188–1.212] | 1.500 |") == 2 and "text between\n" in text
     assert text.count(opening) == 2 and text.count(closing) == 2
     assert docs.main(["--csv", str(path), str(page), "--check"]) == 0
+
+
+def test_a_bad_marker_in_a_later_file_leaves_the_earlier_files_unwritten(tmp_path, capsys):
+    # before: each file was written as it was rendered, so a bad marker in the second file left the first rewritten
+    path = _csv(tmp_path, [_row("greyhound", "full", 1.2, "a" * 40, "2026-12-01T00:00:00Z"),
+                           _row("fla", "full", 1.5, "a" * 40, "2026-12-01T00:00:00Z")])
+    first, second = tmp_path / "first.md", tmp_path / "second.md"
+    first.write_text("<!-- tools.docs table kernel=k -->\nstale\n<!-- /tools.docs -->\n")
+    second.write_text("<!-- tools.docs table kernel=k -->\nno closing marker\n")
+    before = first.read_text()
+    assert docs.main(["--csv", str(path), str(first), str(second)]) == 2
+    assert f"{second} line 1" in capsys.readouterr().err
+    assert first.read_text() == before
+    assert docs.main(["--csv", str(path), str(first)]) == 0 and "**1.200**" in first.read_text()
