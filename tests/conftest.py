@@ -17,6 +17,33 @@ def device():
     return DEVICE
 
 
+@pytest.fixture
+def read_only(monkeypatch):
+    """`read_only(folder)` makes `folder` (created if missing) read-only for tools._atomic's write probe and returns
+    it: as root a chmod 555 folder stays writable, so the probe's file creation there fails with EROFS, as on a
+    read-only mount. Other folders are untouched."""
+    import errno
+    import tempfile
+    from pathlib import Path
+
+    from tools import _atomic
+
+    marked, real_mkstemp = set(), tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and Path(dir).resolve() in marked:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(_atomic.tempfile, "mkstemp", mkstemp)
+
+    def mark(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        marked.add(folder.resolve())
+        return folder
+    return mark
+
+
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
         return

@@ -165,30 +165,19 @@ def test_a_csv_the_rows_cannot_merge_into_is_refused_before_the_sweep(tmp_path, 
 
 
 @pytest.mark.parametrize("where", ["under a file", "missing under a file", "read-only folder"])
-def test_a_csv_that_cannot_be_written_is_refused_before_anything_is_measured(where, tmp_path, capsys, monkeypatch):
+def test_a_csv_that_cannot_be_written_is_refused_before_anything_is_measured(where, tmp_path, capsys, monkeypatch,
+                                                                            read_only):
     """Before: the sweep measured every combination (a GPU's whole run), then ended in '--csv: 1 rows not merged:
     [Errno 30] Read-only file system' (or Not a directory). Now the CSV's folder is probed first: exit 2, nothing
     measured, nothing left behind. (As root a chmod 555 folder is still writable: the read-only folder is the
     probe's file creation failing with EROFS there.)"""
-    import errno
-    import tempfile
-
-    from tools import _atomic
-
     monkeypatch.setattr(cli.harness, "measure_suites_of", lambda *a: pytest.fail("measured before --csv was checked"))
     blocker = tmp_path / "data.csv"
     blocker.write_text(f"not a folder {random.random()}\n")
     csv_path = {"under a file": blocker / "x.csv", "missing under a file": blocker / "sub" / "x.csv",
                 "read-only folder": tmp_path / "ro" / "good.csv"}[where]
     if where == "read-only folder":
-        csv_path.parent.mkdir()
-        real_mkstemp = tempfile.mkstemp
-
-        def mkstemp(*args, dir=None, **kwargs):
-            if Path(dir).resolve() == csv_path.parent.resolve():
-                raise OSError(errno.EROFS, "Read-only file system")
-            return real_mkstemp(*args, dir=dir, **kwargs)
-        monkeypatch.setattr(_atomic.tempfile, "mkstemp", mkstemp)
+        read_only(csv_path.parent)
     before = sorted(tmp_path.rglob("*"))
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["cheri_block", "--providers", "torch-eager", "--mode", "forward", "--batch-size", "1", "--seq-len",

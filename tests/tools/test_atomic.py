@@ -128,23 +128,11 @@ def test_a_writer_waiting_for_a_held_lock_says_so_and_then_goes_in(tmp_path):
     assert f"waiting for {tmp_path / '.data.csv.lock'}: another process is writing {target}" in second.stderr
 
 
-def test_check_writable_refuses_what_the_write_could_not_do_and_writes_nothing(tmp_path, monkeypatch):
+def test_check_writable_refuses_what_the_write_could_not_do_and_writes_nothing(tmp_path, read_only):
     # the up-front check the sweep CLI, tools.bench and tools.modal_runner make before measuring anything
-    import errno
-    import tempfile
-
     blocker = tmp_path / "data.csv"
     blocker.write_text("x\n")
-    read_only = tmp_path / "ro"
-    read_only.mkdir()
-    real_mkstemp = tempfile.mkstemp
-
-    def mkstemp(*args, dir=None, **kwargs):  # as root a chmod 555 folder is writable: EROFS, as a read-only mount
-        if Path(dir).resolve() == read_only.resolve():
-            raise OSError(errno.EROFS, "Read-only file system")
-        return real_mkstemp(*args, dir=dir, **kwargs)
-
-    monkeypatch.setattr(_atomic.tempfile, "mkstemp", mkstemp)
+    read_only = read_only(tmp_path / "ro")
     before = sorted(tmp_path.rglob("*"))
     refused = {
         blocker / "x.csv": f"cannot write {blocker / 'x.csv'}: {blocker} is a file, expected a folder there",

@@ -1,13 +1,10 @@
 """tools.bench, the main job, without running its steps: what it refuses before the first step (an asv -b regex, the
 CSV, the plots' folder), and that it stops at the first step that fails with that step's exit status."""
-import errno
 import random
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from tools import _atomic, bench
+from tools import bench
 
 
 @pytest.fixture
@@ -52,21 +49,12 @@ def test_an_empty_or_invalid_benchmark_regex_is_refused_before_any_step(regex, m
 @pytest.mark.parametrize("option", ["--csv", "--out"])
 @pytest.mark.parametrize("where", ["under a file", "read-only folder"])
 def test_a_csv_or_out_that_cannot_be_written_is_refused_before_asv_runs(option, where, tmp_path, steps, capsys,
-                                                                        monkeypatch):
+                                                                        read_only):
     """Before: asv measured the whole tier, then the export (--csv) or the plot (--out) failed on it. (As root a
     chmod 555 folder is writable: the read-only folder is the probe's file creation failing with EROFS there.)"""
     blocker = tmp_path / "file"
     blocker.write_text(f"not a folder {random.random()}\n")
-    read_only = tmp_path / "ro"
-    read_only.mkdir()
-    real_mkstemp = tempfile.mkstemp
-
-    def mkstemp(*args, dir=None, **kwargs):
-        if Path(dir).resolve() == read_only.resolve():
-            raise OSError(errno.EROFS, "Read-only file system")
-        return real_mkstemp(*args, dir=dir, **kwargs)
-
-    monkeypatch.setattr(_atomic.tempfile, "mkstemp", mkstemp)
+    read_only = read_only(tmp_path / "ro")
     bad = {("--csv", "under a file"): blocker / "data.csv", ("--csv", "read-only folder"): read_only / "data.csv",
            ("--out", "under a file"): blocker, ("--out", "read-only folder"): read_only / "assets"}[option, where]
     before = sorted(tmp_path.rglob("*"))

@@ -196,26 +196,14 @@ def test_a_command_that_fails_on_the_gpu_is_reported_and_the_rest_still_runs(tmp
 
 @pytest.mark.parametrize("where", ["under a file", "read-only folder"])
 def test_a_csv_that_cannot_be_written_is_refused_before_any_gpu_runs_dry_run_included(where, tmp_path, capsys,
-                                                                                      monkeypatch):
+                                                                                      read_only):
     """Before: check_csv only read the CSV, so --dry-run said 0 and a real run failed at the merge, after the GPUs
     had run. (As root a chmod 555 folder is writable: the read-only folder is the probe failing with EROFS.)"""
-    import errno
-    import tempfile
-
-    from tools import _atomic
-
     blocker = tmp_path / "data.csv"
     blocker.write_text(f"not a folder {random.random()}\n")
     csv_path = blocker / "good.csv" if where == "under a file" else tmp_path / "ro" / "good.csv"
     if where == "read-only folder":
-        csv_path.parent.mkdir()
-        real_mkstemp = tempfile.mkstemp
-
-        def mkstemp(*args, dir=None, **kwargs):
-            if Path(dir).resolve() == csv_path.parent.resolve():
-                raise OSError(errno.EROFS, "Read-only file system")
-            return real_mkstemp(*args, dir=dir, **kwargs)
-        monkeypatch.setattr(_atomic.tempfile, "mkstemp", mkstemp)
+        read_only(csv_path.parent)
     before = sorted(tmp_path.rglob("*"))
     assert modal_runner.main(["--csv", str(csv_path), "--benchmark", "logprobs", "--dry-run"]) == 2
     err = capsys.readouterr().err
