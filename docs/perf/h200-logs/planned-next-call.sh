@@ -34,7 +34,7 @@ bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the goals' cells and the tracked tier, whose
 # host-bound series the head start of 81db6f9 should now read as the device's time), then the tests in what is left
-asv s52a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
+asv s53a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
 fi
 if [[ ${PART:-1} == 1 || ${PART:-1} == all || ${PART:-1} == 3 ]]; then
 if [[ ${PART:-1} != 3 ]]; then
