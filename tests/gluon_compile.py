@@ -59,6 +59,8 @@ print(json.dumps({"shared": compiled.metadata.shared, "cubin": bool(compiled.asm
                   "plain_b16_loads": len(re.findall(r"^\s*ld\.global\.b16\b", ptx, re.M)),
                   "b16_loads": len(re.findall(r"\bld\.global\S*\.b16\b", ptx)),
                   "lane_shuffles_up": len(re.findall(r"\bshfl\.sync\.up\b", ptx)),
+                  "bf16_widenings": len(re.findall(r"\bcvt\.f32\.bf16\b", ptx)),
+                  "shift_widenings": len(re.findall(r"\band\.b32\s+\S+,\s*\S+,\s*(?:0xffff0000|-65536)\s*;", ptx)),
                   "wait_groups": sorted({int(n) for n in re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)}),
                   "ptxas_ran": report is not None,
                   "ptxas_warnings": sorted(set(re.findall(r"C75\d\d", report or ""))),

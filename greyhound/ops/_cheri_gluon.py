@@ -283,7 +283,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
               balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False, split_ring=False,
-              cross_tile=False, epilogue16=False, producer_regs=None, conv_regs=False):
+              cross_tile=False, epilogue16=False, producer_regs=None, conv_regs=False, bf16_shifts=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -310,7 +310,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     16-bit output, not its fp32 accumulator, goes through shared memory to 16-byte stores. `producer_regs` (None:
     _PRODUCER_REGS) is the weight producer's register count; with `z_producer` the z producer takes what the
     consumers and it leave. With `conv_regs` (z_producer, not conv_smem) the z producer loads the conv's taps once and
-    keeps them in registers across its tiles."""
+    keeps them in registers across its tiles. With `bf16_shifts` (z_producer, x_shuffle, bf16 x) the z producer widens
+    x's taps to fp32 by a shift and an and of each register of two (_widen)."""
     batch, channels, length = x.shape
     conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
@@ -336,6 +337,10 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     if why_not is None and conv_regs and not (z_producer and not conv_smem):
         why_not = (f"conv_regs (the conv's taps in the z producer's registers) runs with the z producer (layout "
                    f"gluon_wsz) and without conv_smem only, got z_producer={z_producer}, conv_smem={conv_smem}")
+    if why_not is None and bf16_shifts and not (z_producer and x_shuffle and x.dtype == torch.bfloat16):
+        why_not = (f"bf16_shifts (x's shuffled conv taps widened by shifts) runs with the z producer (layout "
+                   f"gluon_wsz), x_shuffle and a bf16 x only, got z_producer={z_producer}, x_shuffle={x_shuffle}, "
+                   f"x of {x.dtype}")
     producer_regs = _PRODUCER_REGS if producer_regs is None else producer_regs
     if why_not is None:
         why_not = producer_regs_refusal(producer_regs)
@@ -361,7 +366,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         PINGPONG=int(pingpong), Z_REGS=bool(z_regs), GELU_FIT=GELU_FITS[gelu], B1_MMA=bool(b1_mma),
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
         X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), SPLIT_RING=bool(split_ring),
-        CROSS_TILE=bool(cross_tile), EPILOGUE16=bool(epilogue16), CONV_REGS=bool(conv_regs), num_warps=num_warps)
+        CROSS_TILE=bool(cross_tile), EPILOGUE16=bool(epilogue16), CONV_REGS=bool(conv_regs),
+        BF16_SHIFTS=bool(bf16_shifts), num_warps=num_warps)
 
 
 def x_shuffle_refusal(x_dtype, channels, kernel_size, dilation):
@@ -679,16 +685,29 @@ if available():
                                              dtype=own.dtype, is_pure=True, pack=8)
 
     @gluon.jit
+    def _widen(v, BF16_SHIFTS: gl.constexpr = False):
+        """v (x's type) in fp32. With BF16_SHIFTS (bf16 v, an even count of elements a thread) by two ALU instructions a
+        register of two packed elements (shl.b32 and and.b32 of that register), exact as a conversion is: Triton's
+        bf16 -> fp32 (cvt.f32.bf16 of each half) took a PRMT that moves the upper half down and a shift back up, three
+        instructions a pair where fp16's HADD2.F32 takes two (Triton 3.6, sm_90a, offline, session 53)."""
+        if BF16_SHIFTS:
+            return gl.inline_asm_elementwise("{ shl.b32 $0, $2, 16; and.b32 $1, $2, 0xffff0000; }", "=r,=r,r", [v],
+                                             dtype=gl.float32, is_pure=True, pack=2)
+        else:
+            return v.to(gl.float32)
+
+    @gluon.jit
     def _conv_norm_tile(x_row, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, L, eps,
                         C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr, EVEN_L: gl.constexpr,
                         BLOCK_L: gl.constexpr, TILE: gl.constexpr, conv_smem=None, CONV_SMEM: gl.constexpr = False,
-                        X_SHUFFLE: gl.constexpr = False, conv_regs=None, CONV_REGS: gl.constexpr = False):
+                        X_SHUFFLE: gl.constexpr = False, conv_regs=None, CONV_REGS: gl.constexpr = False,
+                        BF16_SHIFTS: gl.constexpr = False):
         """LayerNorm(causal depthwise conv(x)) * gamma + beta of one (BLOCK_L, C) tile of x's row, fp32 in TILE, and
         the conv output's mean and rstd per position (what a training forward saves). With CONV_SMEM the conv's taps
         come from `conv_smem` (_stage_conv_taps) instead of the (C, 1, K) weight in global memory; with CONV_REGS from
         `conv_regs`, the K taps in registers (_load_conv_taps). With X_SHUFFLE
         (TILE = _shuffle_tile_layout) x is loaded once and its shifted taps come from lane pairs
-        (_previous_positions)."""
+        (_previous_positions), and with BF16_SHIFTS (bf16 x) its taps go to fp32 by _widen's shifts."""
         y = gl.zeros([BLOCK_L, C], gl.float32, TILE) + gl.expand_dims(gl.load(conv_b_ptr + offs_c).to(gl.float32), 0)
         if X_SHUFFLE:  # (TILE is _shuffle_tile_layout) x's own tile and the 8 positions before each lane pair
             own_ptrs = x_row + gl.expand_dims(offs_c, 0) * L + gl.expand_dims(offs_l, 1)
@@ -710,7 +729,10 @@ if available():
                     x_tap = _load_x_tile(tap_ptrs, in_range, EVEN_L)
                 else:
                     x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
-            y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
+            if X_SHUFFLE:
+                y += _widen(x_tap, BF16_SHIFTS) * gl.expand_dims(w_tap, 0)
+            else:
+                y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
         mean = gl.sum(y, axis=1) / C
         centered = y - gl.expand_dims(mean, 1)
         rstd = gl.rsqrt(gl.sum(centered * centered, axis=1) / C + eps)
@@ -1448,7 +1470,7 @@ if available():
                        DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
                        WARPS: gl.constexpr, BALANCE: gl.constexpr, X_PREFETCH: gl.constexpr = 0, conv_smem=None,
                        CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False,
-                       CONV_REGS: gl.constexpr = False):
+                       CONV_REGS: gl.constexpr = False, BF16_SHIFTS: gl.constexpr = False):
         """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
         group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
         that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
@@ -1476,7 +1498,7 @@ if available():
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile,
                         count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE,
-                        conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS)
+                        conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS, BF16_SHIFTS)
                 if X_PREFETCH > 0:  # (after the tile, where its registers are free: before it, the z producer spilled)
                     _prefetch_x_rows(x_ptr, CONSUMERS * (group + X_PREFETCH * gl.num_programs(0)) + consumer,
                                      num_tiles, L, C, BLOCK_L, WARPS)
@@ -1486,14 +1508,15 @@ if available():
             if group < num_groups:
                 _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
                         group + (CONSUMERS - 1) * lone_start, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION,
-                        EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS)
+                        EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS,
+                        BF16_SHIFTS)
 
     @gluon.jit
     def _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,
                 offs_c, num_l_blocks, C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
                 EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr, TILE: gl.constexpr, conv_smem,
                 CONV_SMEM: gl.constexpr, X_SHUFFLE: gl.constexpr = False, conv_regs=None,
-                CONV_REGS: gl.constexpr = False):
+                CONV_REGS: gl.constexpr = False, BF16_SHIFTS: gl.constexpr = False):
         """The z producer's `count`-th tile (`tile`): its conv + LayerNorm into slot count % Z_STAGES of the z ring once
         that slot is free, then z_ready[slot] completes."""
         n = tile // num_l_blocks
@@ -1501,7 +1524,7 @@ if available():
         in_range = gl.expand_dims(offs_l < L, 1) & gl.expand_dims(offs_c < C, 0)
         z, _, _ = _conv_norm_tile(x_ptr + n.to(gl.int64) * C * L, offs_l, offs_c, in_range, conv_w_ptr, conv_b_ptr,
                                   gamma_ptr, beta_ptr, L, eps, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, TILE,
-                                  conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS)
+                                  conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS, BF16_SHIFTS)
         slot = count % Z_STAGES
         # the slot's previous tile is done (the first round's waits, parity 1 of a fresh barrier, pass at once)
         mbarrier.wait(z_empty.index(slot), ((count // Z_STAGES) & 1) ^ 1)
@@ -1523,6 +1546,7 @@ if available():
         LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
         CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False, SPLIT_RING: gl.constexpr = False,
         CROSS_TILE: gl.constexpr = False, EPILOGUE16: gl.constexpr = False, CONV_REGS: gl.constexpr = False,
+        BF16_SHIFTS: gl.constexpr = False,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1533,7 +1557,8 @@ if available():
         empty for W1, ready2 / empty2 for W2) over the same slots (_ws_split_producer). With CROSS_TILE (gluon_wsz,
         pingpong) each tile's first GEMM is issued with the previous tile's last second GEMM (_ws_consumer). With
         EPILOGUE16 (gluon_wsz, pingpong, early residual, 16-bit x) each tile's residual is added in the accumulator's
-        layout and its 16-bit output goes through shared memory (_ws_consumer). With CONV_REGS (Z_PRODUCER, not
+        layout and its 16-bit output goes through shared memory (_ws_consumer). With BF16_SHIFTS (Z_PRODUCER,
+        X_SHUFFLE, bf16 x) the z producer widens x's taps by shifts (_widen). With CONV_REGS (Z_PRODUCER, not
         CONV_SMEM) the z producer keeps the conv's taps in registers across its tiles (_load_conv_taps)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
@@ -1551,6 +1576,8 @@ if available():
                          "first GEMMs across tiles: gluon_wsz, pingpong, z from shared memory, one weight ring")
         gl.static_assert(not CONV_REGS or (Z_PRODUCER and not CONV_SMEM), "taps in registers: the z producer's, "
                          "not beside taps in shared memory")
+        gl.static_assert(not BF16_SHIFTS or (Z_PRODUCER and X_SHUFFLE and x_ptr.dtype.element_ty == gl.bfloat16),
+                         "bf16 taps widened by shifts: gluon_wsz's shuffled taps, bf16 x")
         gl.static_assert(not EPILOGUE16 or (Z_PRODUCER and PINGPONG == 1 and not LATE_RESIDUAL and not CROSS_TILE
                                             and x_ptr.dtype.element_ty.primitive_bitwidth == 16),
                          "the 16-bit epilogue: gluon_wsz, pingpong, the residual loaded early, 16-bit x")
@@ -1648,7 +1675,8 @@ if available():
                                 CROSS_TILE, EPILOGUE16)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
-                                  num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE, CONV_REGS)),
+                                  num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE, CONV_REGS,
+                                  BF16_SHIFTS)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE, ready2, empty2, SPLIT_RING)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])

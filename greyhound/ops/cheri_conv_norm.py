@@ -131,6 +131,12 @@ _tuning.register(
                         "session 51, sweep CLI, N=512, three rounds on each of two H100s: bf16 level (-0.1% / -0.3%), "
                         "fp16 +0.5% / +0.9% (offline, Triton 3.6, sm_90a: the fp16 default's per-tile 2-byte loads "
                         "77 -> 29, 4 bytes of spills outside the tile loop)"),
+    ws_bf16_shifts=(bool, "layout gluon_wsz, a bf16 x whose conv taps come by shuffles (ws_x_shuffle): the z "
+                          "producer widens the taps to fp32 by a shift and an and of each register of two, where the "
+                          "bf16 -> fp32 conversion took three instructions a pair (the upper half moved down by a "
+                          "PRMT, then shifted back up) and fp16's two: exact, so no bit moves (offline, Triton 3.6, "
+                          "sm_90a: the z producer's SASS 7668 -> 7096 instructions, fp16's 7020). Default: on there "
+                          "(session 53; docs/perf/cheri_block.md has its timing)"),
     ws_x_shuffle=(bool, "layout gluon_wsz, 16-bit x, every conv tap an even number of positions back and at most 8 "
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
@@ -1283,6 +1289,18 @@ def _ws_conv_taps(layout, schedule, mode, x_dtype, conv_smem, kernel_size, stage
     return kernel_size if conv_smem and layout == "gluon_wsz" else 0
 
 
+def _ws_bf16_shifts(x_dtype, x_shuffle, bf16_shifts):
+    """launch_ws's bf16_shifts for a ws_bf16_shifts tunable: None, on wherever it applies (a bf16 x whose conv taps
+    come by shuffles, `x_shuffle` resolved): the same fp32 values by fewer instructions. Asked for where it does not
+    apply, refused by name."""
+    applies = x_dtype == torch.bfloat16 and x_shuffle
+    if bf16_shifts and not applies:
+        raise ValueError(f"tuning: {TUNING_OP}.ws_bf16_shifts widens a bf16 x's shuffled conv taps: it needs x of "
+                         f"torch.bfloat16 and shuffled taps (ws_x_shuffle), got x of {x_dtype}, shuffled taps "
+                         f"{bool(x_shuffle)}")
+    return applies if bf16_shifts is None else bool(bf16_shifts)
+
+
 def _ws_b1_mma(layout, schedule, b1_mma, block_e):
     """launch_ws's b1_mma for a b1_mma tunable (None: on where it was measured and GPU-tested, gluon_wsz on the pingpong
     schedule at 64 hidden columns a chunk; session 32, H200 sweep CLI, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 ->
@@ -1371,9 +1389,11 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_split_ring = _tuning.get(TUNING_OP, "ws_split_ring")
     ws_cross_tile = _tuning.get(TUNING_OP, "ws_cross_tile")
     ws_epilogue16 = _tuning.get(TUNING_OP, "ws_epilogue16")
+    ws_bf16_shifts = _tuning.get(TUNING_OP, "ws_bf16_shifts")
     for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem),
                         ("ws_conv_regs", ws_conv_regs), ("ws_x_shuffle", ws_x_shuffle), ("ws_split_ring", ws_split_ring),
-                        ("ws_cross_tile", ws_cross_tile), ("ws_epilogue16", ws_epilogue16)):
+                        ("ws_cross_tile", ws_cross_tile), ("ws_epilogue16", ws_epilogue16),
+                        ("ws_bf16_shifts", ws_bf16_shifts)):
         if value is not None and layout != "gluon_wsz":
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_wsz layout only; this call runs layout "
                              f"{layout}")
@@ -1439,7 +1459,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           x_prefetch=_ws_x_prefetch(layout, ws_schedule, mode, x.dtype, ws_x_prefetch, x_shuffle),
                           conv_smem=bool(conv_taps), x_shuffle=x_shuffle, split_ring=split_ring,
                           cross_tile=bool(ws_cross_tile), epilogue16=epilogue16, producer_regs=producer_regs,
-                          conv_regs=bool(ws_conv_regs))
+                          conv_regs=bool(ws_conv_regs),
+                          bf16_shifts=_ws_bf16_shifts(x.dtype, x_shuffle, ws_bf16_shifts))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

@@ -1025,7 +1025,8 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert (plan.kwargs["consumer_regs"], plan.kwargs["producer_regs"]) == (None, 120)
     # the z producer's variants and the ring ones are gluon_wsz's alone: asked for in another layout, refused by name
     for variant in (dict(ws_x_prefetch=2), dict(ws_conv_smem=True), dict(ws_x_shuffle=True), dict(ws_split_ring=True),
-                    dict(ws_cross_tile=True), dict(ws_epilogue16=True), dict(ws_conv_regs=True)):
+                    dict(ws_cross_tile=True), dict(ws_epilogue16=True), dict(ws_conv_regs=True),
+                    dict(ws_bf16_shifts=True)):
         with _tuning.override(cheri_ops.TUNING_OP, **variant):
             with pytest.raises(ValueError, match=f"{next(iter(variant))} applies to the gluon_wsz layout only; this "
                                                  f"call runs layout gluon_ws"):
@@ -1046,6 +1047,24 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         with pytest.raises(ValueError, match=r"ws_conv_regs keeps the conv's taps in the z producer's registers: not "
                                              r"with ws_conv_smem=True"):
             plan_of("gluon_wsz")
+    # a bf16 x's shuffled taps widened by shifts (ws_bf16_shifts): on by default wherever it applies (bf16 x, shuffled
+    # taps), off for fp16 and for loaded taps; asked for there, refused by name; asked off, off
+    assert plan_of("gluon_wsz").kwargs["bf16_shifts"] is True
+    assert plan_of("gluon_wsz", mode="fp16").kwargs["bf16_shifts"] is False
+    assert plan_of("gluon_wsz", mode="bf16", x_dtype=torch.float16).kwargs["bf16_shifts"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_bf16_shifts=False):
+        assert plan_of("gluon_wsz").kwargs["bf16_shifts"] is False
+    with _tuning.override(cheri_ops.TUNING_OP, ws_x_shuffle=False):
+        assert plan_of("gluon_wsz").kwargs["bf16_shifts"] is False
+        with _tuning.override(cheri_ops.TUNING_OP, ws_bf16_shifts=True):
+            with pytest.raises(ValueError, match=r"ws_bf16_shifts widens a bf16 x's shuffled conv taps: it needs x of "
+                                                 r"torch.bfloat16 and shuffled taps \(ws_x_shuffle\), got x of "
+                                                 r"torch.bfloat16, shuffled taps False"):
+                plan_of("gluon_wsz")
+    with _tuning.override(cheri_ops.TUNING_OP, ws_bf16_shifts=True):
+        assert plan_of("gluon_wsz").kwargs["bf16_shifts"] is True
+        with pytest.raises(ValueError, match=r"got x of torch.float16, shuffled taps True"):
+            plan_of("gluon_wsz", mode="fp16")
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
@@ -1596,6 +1615,27 @@ def test_gpu_conv_taps_in_registers_change_no_bit(dtype, length, kernel_size, di
         ref = fp64_twin(block).reference_forward(x[-2:].double())
     assert torch.equal(in_registers, default)
     assert max_abs(default[-2:], ref) < HALF_BOUNDS[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel_size, dilation", [(3, 4), (5, 2), (2, 8)])
+@pytest.mark.parametrize("length", [1024, 995])
+def test_gpu_bf16_shifts_change_no_bit(length, kernel_size, dilation):
+    """ws_bf16_shifts (on by default for a bf16 x whose taps come by shuffles) widens the taps to fp32 by a shift and
+    an and of each register of two instead of cvt.f32.bf16: exact either way, so the default's output equals the
+    kernel's without it bit for bit, whole and ragged L, N=40 (lone last-round tiles). Halves taken in the wrong
+    order (a pair's two positions swapped) would move most outputs; the fp64 reference bounds the default too."""
+    from greyhound import _tuning
+    block = make_block(128, kernel_size, dilation, expansion=4, dtype=torch.bfloat16, device="cuda").eval()
+    x = torch.randn(40, 128, length, device="cuda", dtype=torch.bfloat16)
+    config = (64, 64, 4, 4, "gluon_wsz")
+    with torch.no_grad():
+        default = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, ws_bf16_shifts=False):
+            converted = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=dilation, config=config)
+        ref = fp64_twin(block).reference_forward(x[-2:].double())
+    assert torch.equal(default, converted)
+    assert max_abs(default[-2:], ref) < HALF_BOUNDS[torch.bfloat16]
 
 
 @pytest.mark.gpu
@@ -2319,7 +2359,8 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, True, 2, False, True, 22), (64, 4, False, 2, False, True, 22), (64, 4, True, 2, False, True, 23),
     (64, 4, False, 2, False, True, 23), (64, 4, True, 2, False, True, 24), (64, 4, False, 2, False, True, 24),
     (64, 4, True, 2, False, True, 25), (64, 4, False, 2, False, True, 25), (64, 4, True, 2, False, True, 26),
-    (64, 4, True, 2, False, True, 27), (64, 4, False, 2, False, True, 27), (64, 4, True, 2, False, True, 28)])
+    (64, 4, True, 2, False, True, 27), (64, 4, False, 2, False, True, 27), (64, 4, True, 2, False, True, 28),
+    (64, 4, True, 2, False, True, 29), (64, 4, False, 2, False, True, 29)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -2339,7 +2380,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # early residual; session 45; 25: session 49's fp16 default, 24 with ws_split_ring and the consumers at 160
     # registers, the z producer at 152; 26: the bf16 default (25 in bf16) with the consumers at 160, the weight producer
     # at 24 and the z producer keeping its 168, ws_producer_regs; 27: the fp16 default since session 50, 26 in fp16;
-    # 28: 27 with the conv's taps in the z producer's registers, ws_conv_regs, a variant since session 50)
+    # 28: 27 with the conv's taps in the z producer's registers, ws_conv_regs, a variant since session 50; 29: the bf16
+    # default since session 53, 26 at its registers (152 / 168 / 40) with the taps widened by shifts, ws_bf16_shifts)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -2363,19 +2405,20 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       Z_PRODUCER_REGS=152 if pingpong == 25 else 168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
                                 15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1,
-                                25: 1, 26: 1, 27: 1, 28: 1}.get(pingpong, pingpong),
+                                25: 1, 26: 1, 27: 1, 28: 1, 29: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
                                               15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2, 22: 2, 23: 2,
-                                              24: 2, 25: 2, 26: 2, 27: 2, 28: 2}.get(pingpong, 6),
+                                              24: 2, 25: 2, 26: 2, 27: 2, 28: 2, 29: 2}.get(pingpong, 6),
                       B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-                                         26, 27, 28),
+                                         26, 27, 28, 29),
                       THREAD_RELEASE=pingpong in (7, 8, 9, 21), BALANCE=pingpong >= 10,
                       LATE_RESIDUAL=pingpong in (14, 18, 22),
                       X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1}.get(pingpong, 0),
-                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23), X_SHUFFLE=pingpong in (19, 24, 25, 26, 27, 28),
-                      SPLIT_RING=pingpong in (20, 21, 25, 26, 27, 28), CROSS_TILE=pingpong == 22,
-                      EPILOGUE16=pingpong in (23, 24, 25, 26, 27, 28), CONV_REGS=pingpong == 28,
-                      num_warps=4)
+                      CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23),
+                      X_SHUFFLE=pingpong in (19, 24, 25, 26, 27, 28, 29),
+                      SPLIT_RING=pingpong in (20, 21, 25, 26, 27, 28, 29), CROSS_TILE=pingpong == 22,
+                      EPILOGUE16=pingpong in (23, 24, 25, 26, 27, 28, 29), CONV_REGS=pingpong == 28,
+                      BF16_SHIFTS=pingpong == 29, num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -2390,11 +2433,19 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     if z_producer:
         assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21, 22, 23)), facts
     # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
-    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26, 27, 28)), facts
+    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26, 27, 28, 29)), facts
     # the 16-bit epilogue stores 16 bytes a thread and channel, 8 stores a tile a thread (at whole tiles), its only
     # 16-byte global stores; without it the output goes out 8 bytes a store
     if z_producer:
-        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26, 27, 28) and even else 0), facts
+        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26, 27, 28, 29) and even else 0), facts
+    # the taps widened by shifts: most of the bf16 -> fp32 conversions (cvt.f32.bf16, each a PRMT and a shift for an
+    # upper half) are gone, replaced by the shl / and pairs; the z producer's taps were most of them (849 -> 145 at
+    # whole tiles under Triton 3.6)
+    if pingpong == 29:
+        without = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types,
+                                     {**constexprs, "BF16_SHIFTS": False}, 4, divisible=("L",) if even else ())
+        assert facts["bf16_widenings"] < without["bf16_widenings"] / 2, (facts, without)
+        assert facts["shift_widenings"] > 0 == without["shift_widenings"], (facts, without)
     # the conv's taps in registers: the z producer's 2-byte loads of them, K a channel every tile, are gone (the
     # same kernel without them has more)
     if pingpong == 28:
