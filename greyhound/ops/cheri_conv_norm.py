@@ -135,8 +135,9 @@ _tuning.register(
                           "producer widens the taps to fp32 by a shift and an and of each register of two, where the "
                           "bf16 -> fp32 conversion took three instructions a pair (the upper half moved down by a "
                           "PRMT, then shifted back up) and fp16's two: exact, so no bit moves (offline, Triton 3.6, "
-                          "sm_90a: the z producer's SASS 7668 -> 7096 instructions, fp16's 7020). Default: on there "
-                          "(session 53; docs/perf/cheri_block.md has its timing)"),
+                          "sm_90a: the z producer's SASS 7668 -> 7096 instructions, fp16's 7020). Off by default: "
+                          "session 53, one H100, sweep CLI, three rounds, N=512 bf16: 0.3512 / 0.3486 / 0.3516 ms "
+                          "against 0.3436 / 0.3434 / 0.3436 without (+2.1%), N=64 level"),
     ws_x_shuffle=(bool, "layout gluon_wsz, 16-bit x, every conv tap an even number of positions back and at most 8 "
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
@@ -1290,15 +1291,15 @@ def _ws_conv_taps(layout, schedule, mode, x_dtype, conv_smem, kernel_size, stage
 
 
 def _ws_bf16_shifts(x_dtype, x_shuffle, bf16_shifts):
-    """launch_ws's bf16_shifts for a ws_bf16_shifts tunable: None, on wherever it applies (a bf16 x whose conv taps
-    come by shuffles, `x_shuffle` resolved): the same fp32 values by fewer instructions. Asked for where it does not
-    apply, refused by name."""
+    """launch_ws's bf16_shifts for a ws_bf16_shifts tunable: None, off (the same fp32 values by fewer instructions,
+    measured 2.1% slower at N=512 bf16: session 53). Asked for, it needs a bf16 x whose conv taps come by shuffles
+    (`x_shuffle` resolved), or is refused by name."""
     applies = x_dtype == torch.bfloat16 and x_shuffle
     if bf16_shifts and not applies:
         raise ValueError(f"tuning: {TUNING_OP}.ws_bf16_shifts widens a bf16 x's shuffled conv taps: it needs x of "
                          f"torch.bfloat16 and shuffled taps (ws_x_shuffle), got x of {x_dtype}, shuffled taps "
                          f"{bool(x_shuffle)}")
-    return applies if bf16_shifts is None else bool(bf16_shifts)
+    return bool(bf16_shifts)
 
 
 def _ws_b1_mma(layout, schedule, b1_mma, block_e):

@@ -1,0 +1,58 @@
+#!/bin/bash
+# Session 53's plan. On an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call,
+# peers in the same run (the goals' cells: bf16 with its taps widened by shifts, ws_bf16_shifts, the new default;
+# fp16 unchanged since 4c6650a); (2) the GPU tests of the 16-bit defaults and variants (bit-equality of
+# ws_bf16_shifts against the conversion, each variant and default against the kernel with all of them off, shuffled
+# against loaded taps, registers, the megakernel modes) in the time left; (3) where time is left, the sweep CLI A/B.
+# PART=ab (what an H100 runs): the ws_bf16_shifts GPU tests, then the sweep CLI A/B alone, three rounds, one process
+# a round and dtype, order alternating: bf16 default (shifts) / without them ([ws_bf16_shifts=0], the old default) /
+# with them at fp16's registers ([maxnreg=160,ws_producer_regs=24]: 160 / 168 / 24), fp16's default as the control.
+# Predicted (session 53): bf16 N=512 -0.5 to -1.2% with the shifts (the z producer's SASS 7668 -> 7096 instructions,
+# fp16's 7020; fp16 read ~1% under bf16 in the same configuration on five H100s), N=64 level to -1%; at 160 / 168 / 24
+# level with the shifts alone (bf16 lost 0.6% there without them, unexplained).
+# H200 asv predicted: megakernel + .eval() N=512 bf16 0.344-0.348 ms (0.3497 at 4b77769), fp16 ~0.345 (0.3475).
+# Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
+# hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call,
+# PART=ab (tests and sweeps); PART=sweep: asv of CheriBlockSweep alone (a short budget); LIMIT: the seconds a call may
+# take. docs/perf/h200-logs/by-gpu.sh runs PART=all on an H200 and PART=ab on any other GPU.
+S=$SECONDS
+# At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
+# its own folder, and only its results tarball and one tarball of its logs (asv, gpu, profile) land in $OUT.
+asv() {  # asv TAG DEADLINE "RANGE REGEX"...
+  local tag=$1 deadline=$2; shift 2; mkdir -p /tmp/out-$tag
+  OUT=/tmp/out-$tag TAG=$tag DEADLINE=$deadline bash scripts/h200_asv.sh "$@" > /dev/null 2>&1
+  echo "asv $tag rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log
+  grep -E "^===|deadline" /tmp/out-$tag/asv-$tag.log | head | tee -a $OUT/call.log
+  mv /tmp/out-$tag/results-$tag.tar.gz $OUT/ 2>/dev/null; tar czf $OUT/logs-$tag.tar.gz -C /tmp/out-$tag .
+}
+nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader | tee $OUT/call.log
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+bash scripts/carry_repo.sh unpack /tmp/gh-t
+(cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
+if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the goals' cells and the tracked tier, whose
+# host-bound series the head start of 81db6f9 should now read as the device's time), then the tests in what is left
+asv s53a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
+fi
+if [[ ${PART:-1} == all || ${PART:-1} == ab ]]; then
+T=$([[ ${PART:-1} == ab ]] && echo "bf16_shifts" || echo "bf16_shifts or consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))")
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 30 < 240 ? ${LIMIT:-585} - (SECONDS - S) - 30 : 240 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
+  -m gpu tests/nn/test_cheri_block.py -k "$T" > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
+grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
+A="greyhound-megakernel[ws_bf16_shifts=0]"
+R="greyhound-megakernel[layout=gluon_wsz,block_l=64,block_e=64,warps=4,stages=4,maxnreg=160,ws_producer_regs=24]"
+for r in 1 2 3; do
+  for dt in bfloat16 float16; do
+    LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break 2
+    if [[ $dt == bfloat16 ]]; then P="greyhound-megakernel,$A,$R"; (( r % 2 )) || P="$R,$A,greyhound-megakernel"
+    else P=greyhound-megakernel; fi
+    (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
+      --mode forward --providers "$P" --batch-size 512,64 --n-filters 128 --seq-len 1024 \
+      --dtype $dt --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g; s/, n_filters=128, seq_len=1024//' \
+      | cut -c1-260 | sed "s/^/r$r $dt /" | tee -a $OUT/call.log)
+  done
+done
+elif [[ ${PART:-1} == sweep ]]; then  # CheriBlockSweep alone (163-216 s on an H100): every goal cell of the Cheri table
+asv s53b $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+else
+asv s53 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+fi
