@@ -1,5 +1,6 @@
 #!/bin/bash
-# RAN on an H100 as log 202 (session 53, PART=ab, with ws_bf16_shifts then the default and A its opposite); still the
+# RAN on H100s as logs 202-204 (session 53: PART=ab twice, the first with ws_bf16_shifts then the default and A its
+# opposite; PART=sweep once); still the
 # plan for an H200. On an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers
 # in the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of the 16-bit
 # defaults and variants (bit-equality of ws_bf16_shifts, each variant and default against the kernel with all of them
