@@ -729,10 +729,7 @@ if available():
                     x_tap = _load_x_tile(tap_ptrs, in_range, EVEN_L)
                 else:
                     x_tap = gl.load(tap_ptrs, mask=in_range & gl.expand_dims(offs_l >= shift, 1), other=0.0)
-            if X_SHUFFLE:
-                y += _widen(x_tap, BF16_SHIFTS) * gl.expand_dims(w_tap, 0)
-            else:
-                y += x_tap.to(gl.float32) * gl.expand_dims(w_tap, 0)
+            y += _widen(x_tap, BF16_SHIFTS) * gl.expand_dims(w_tap, 0)
         mean = gl.sum(y, axis=1) / C
         centered = y - gl.expand_dims(mean, 1)
         rstd = gl.rsqrt(gl.sum(centered * centered, axis=1) / C + eps)
