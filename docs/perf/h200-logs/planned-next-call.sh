@@ -31,7 +31,7 @@ bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the goals' cells and the tracked tier, whose
 # host-bound series the head start of 81db6f9 should now read as the device's time), then the tests in what is left
-asv s53a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
+asv s54a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
 fi
 if [[ ${PART:-1} == all || ${PART:-1} == ab ]]; then
 T=$([[ ${PART:-1} == ab ]] && echo "bf16_shifts" || echo "bf16_shifts or consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))")
@@ -52,7 +52,7 @@ for r in 1 2 3; do
   done
 done
 elif [[ ${PART:-1} == sweep ]]; then  # CheriBlockSweep alone (163-216 s on an H100): every goal cell of the Cheri table
-asv s53b $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+asv s54b $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
 else
-asv s53 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+asv s54 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
