@@ -1,5 +1,5 @@
 #!/bin/bash
-# RAN on H100s as logs 202-204 (session 53: PART=ab twice, the first with ws_bf16_shifts then the default and A its
+# Session 54: PART=all (asv, GPU tests, the staircase) on an H200; PART=ab (the staircase alone) elsewhere. Before:
 # opposite; PART=sweep once); still the
 # plan for an H200. On an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers
 # in the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of the 16-bit
@@ -34,19 +34,22 @@ if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the 
 asv s54a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
 fi
 if [[ ${PART:-1} == all || ${PART:-1} == ab ]]; then
-T=$([[ ${PART:-1} == ab ]] && echo "bf16_shifts" || echo "bf16_shifts or consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))")
+if [[ ${PART:-1} == all ]]; then  # the GPU tests of the 16-bit defaults and variants (PART=ab: the staircase alone)
+T="bf16_shifts or consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))"
 (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 30 < 240 ? ${LIMIT:-585} - (SECONDS - S) - 30 : 240 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
   -m gpu tests/nn/test_cheri_block.py -k "$T" > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
-A="greyhound-megakernel[ws_bf16_shifts=1]"
-R="greyhound-megakernel[layout=gluon_wsz,block_l=64,block_e=64,warps=4,stages=4,maxnreg=160,ws_producer_regs=24]"
+fi
+# The staircase (session 54): the megakernel + .eval() at N around 512 (L=1024: 16 tiles a sequence; 132 SMs x 2
+# consumers = 264 tiles a round): 495 = 30 whole rounds, 496 = 30 + 16 lone tiles, 504 = 31 rounds (the last paired,
+# 144 tiles), 512 = 31 + 8 lone, 520 = 32 (the last 136 paired), 528 = 32 whole. What a round costs, what the lone
+# last round costs, and what is fixed a launch: the size of the tail lever.
 for r in 1 2 3; do
-  for dt in bfloat16 float16; do
+  for dt in bfloat16; do
     LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break 2
-    if [[ $dt == bfloat16 ]]; then P="greyhound-megakernel,$A,$R"; (( r % 2 )) || P="$R,$A,greyhound-megakernel"
-    else P=greyhound-megakernel; fi
-    (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
-      --mode forward --providers "$P" --batch-size 512,64 --n-filters 128 --seq-len 1024 \
+    B=495,496,504,512,520,528,16,64,256; (( r % 2 )) || B=256,64,16,528,520,512,504,496,495
+    (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 120 ? LEFT : 120 )) python3 -m benchmarks cheri_block \
+      --mode forward --providers greyhound-megakernel --batch-size $B --n-filters 128 --seq-len 1024 \
       --dtype $dt --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g; s/, n_filters=128, seq_len=1024//' \
       | cut -c1-260 | sed "s/^/r$r $dt /" | tee -a $OUT/call.log)
   done
