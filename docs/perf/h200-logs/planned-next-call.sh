@@ -1,19 +1,16 @@
 #!/bin/bash
-# Session 54: PART=all (asv, GPU tests, the staircase) on an H200; PART=ab (the staircase alone) elsewhere. Before:
-# opposite; PART=sweep once); still the
-# plan for an H200. On an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers
-# in the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of the 16-bit
-# defaults and variants (bit-equality of ws_bf16_shifts, each variant and default against the kernel with all of them
-# off, shuffled against loaded taps, registers, the megakernel modes) in the time left; (3) where time is left, the
-# sweep CLI A/B, three rounds, one process a round and dtype, order alternating: bf16 default / with its taps widened
-# by shifts ([ws_bf16_shifts=1]) / at fp16's registers ([...,maxnreg=160,ws_producer_regs=24]: 160 / 168 / 24), fp16's
-# default as the control. PART=ab: the ws_bf16_shifts GPU tests and that A/B alone.
+# Session 54: on an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers in
+# the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of the 16-bit
+# defaults and variants (bit-equality of each variant and default against the kernel with all of them off, shuffled
+# against loaded taps, registers, the megakernel modes) in the time left; (3) where time is left, the staircase: the
+# sweep CLI at N = 495 ... 528 and 16 / 64 / 256, three rounds, order alternating (what a round, the lone last round
+# and a launch cost). PART=ab: the staircase alone. Sessions 52-53 ran this file's earlier A/Bs on H100s (logs 202-204).
 # Predicted (H200 asv): megakernel + .eval() N=512 bf16 0.343-0.351 ms (0.3497 at 4b77769; the H100s read the same
-# code 0.3424-0.3510), fp16 ~0.345 (0.3475 at 4b77769, -0.3 to -1.1% since on three H100s). The shifts: +1 to +2%
-# (log 202: +2.1% on an H100).
+# code 0.3424-0.3510), fp16 ~0.345 (0.3475 at 4b77769, -0.3 to -1.1% since on three H100s). The staircase: a
+# round ~10.6-10.9 us, the lone last round ~0.7 of one (ws_balance off read +0.9%, session 49), ~5-10 us fixed a call.
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call,
-# PART=ab (tests and sweeps); PART=sweep: asv of CheriBlockSweep alone (a short budget); LIMIT: the seconds a call may
+# PART=ab (the staircase); PART=sweep: asv of CheriBlockSweep alone (a short budget); LIMIT: the seconds a call may
 # take. docs/perf/h200-logs/by-gpu.sh runs PART=all on an H200 and PART=ab on any other GPU.
 S=$SECONDS
 # At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
