@@ -283,7 +283,8 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
               dilation, eps, block_l, block_e, num_warps, stages, consumer_regs=None, consumers=2, pipeline=False,
               z_producer=False, pingpong=0, z_regs=False, gelu="poly", b1_mma=False, thread_release=False,
               balance=False, late_residual=False, x_prefetch=0, conv_smem=False, x_shuffle=False, split_ring=False,
-              cross_tile=False, epilogue16=False, producer_regs=None, conv_regs=False, bf16_shifts=False):
+              cross_tile=False, epilogue16=False, producer_regs=None, conv_regs=False, bf16_shifts=False,
+              first_z=False):
     """launch()'s call on the warp-specialised kernel: one CTA per SM (at most one per group of `consumers`
     tiles). With `pipeline` each consumer keeps its next chunk's first GEMM and its previous chunk's second GEMM in
     flight under this chunk's GELU (a ring of at least 3 slots). With `z_producer` (two consumers, one chunk at a
@@ -311,7 +312,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
     _PRODUCER_REGS) is the weight producer's register count; with `z_producer` the z producer takes what the
     consumers and it leave. With `conv_regs` (z_producer, not conv_smem) the z producer loads the conv's taps once and
     keeps them in registers across its tiles. With `bf16_shifts` (z_producer, x_shuffle, bf16 x) the z producer widens
-    x's taps to fp32 by a shift and an and of each register of two (_widen)."""
+    x's taps to fp32 by a shift and an and of each register of two (_widen). With `first_z` (z_producer, not
+    cross_tile) consumer 1 computes its first tile's z itself while the z producer computes consumer 0's, so that both
+    consumers start after one tile's conv + LayerNorm, not consumer 1 after two."""
     batch, channels, length = x.shape
     conv_taps = conv_weight.shape[2] if conv_smem else 0
     why_not = schedule_refusal(channels, fc1_weight.shape[0], block_l, block_e, stages, gelu, consumers, pipeline,
@@ -341,6 +344,9 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         why_not = (f"bf16_shifts (x's shuffled conv taps widened by shifts) runs with the z producer (layout "
                    f"gluon_wsz), x_shuffle and a bf16 x only, got z_producer={z_producer}, x_shuffle={x_shuffle}, "
                    f"x of {x.dtype}")
+    if why_not is None and first_z and not (z_producer and not cross_tile):
+        why_not = (f"first_z (consumer 1 computes its first tile's z) runs with the z producer (layout gluon_wsz) and "
+                   f"without cross_tile only, got z_producer={z_producer}, cross_tile={cross_tile}")
     producer_regs = _PRODUCER_REGS if producer_regs is None else producer_regs
     if why_not is None:
         why_not = producer_regs_refusal(producer_regs)
@@ -367,7 +373,7 @@ def launch_ws(x, out, conv_weight, conv_bias, norm_weight, norm_bias, fc1_weight
         THREAD_RELEASE=bool(thread_release), BALANCE=bool(balance), LATE_RESIDUAL=bool(late_residual),
         X_PREFETCH=int(x_prefetch), CONV_SMEM=bool(conv_smem), X_SHUFFLE=bool(x_shuffle), SPLIT_RING=bool(split_ring),
         CROSS_TILE=bool(cross_tile), EPILOGUE16=bool(epilogue16), CONV_REGS=bool(conv_regs),
-        BF16_SHIFTS=bool(bf16_shifts), num_warps=num_warps)
+        BF16_SHIFTS=bool(bf16_shifts), FIRST_Z=bool(first_z), num_warps=num_warps)
 
 
 def x_shuffle_refusal(x_dtype, channels, kernel_size, dilation):
@@ -1155,7 +1161,9 @@ if available():
                      Z_STAGES: gl.constexpr, PINGPONG: gl.constexpr, Z_REGS: gl.constexpr, GELU_FIT: gl.constexpr,
                      B1_MMA: gl.constexpr, THREAD_RELEASE: gl.constexpr, WARPS: gl.constexpr, BALANCE: gl.constexpr,
                      LATE_RESIDUAL: gl.constexpr, ready2=None, empty2=None, SPLIT_RING: gl.constexpr = False,
-                     CROSS_TILE: gl.constexpr = False, EPILOGUE16: gl.constexpr = False):
+                     CROSS_TILE: gl.constexpr = False, EPILOGUE16: gl.constexpr = False, FIRST_Z: gl.constexpr = False,
+                     conv_smem=None, CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False,
+                     CONV_REGS: gl.constexpr = False, BF16_SHIFTS: gl.constexpr = False):
         """Consumer CONSUMER of every group of CONSUMERS tiles: tile CONSUMERS * group + CONSUMER, end to end. A
         group's missing tiles (at the end) are computed on the last tile and not stored, so that every consumer
         releases every ring slot. Without PIPELINE one chunk at a time (first GEMM, wait, GELU, second GEMM, wait,
@@ -1165,7 +1173,11 @@ if available():
         z_ready says so, and the consumer hands the slot back through z_empty after its last first GEMM. With
         EPILOGUE16 (pingpong 1, z producer, early residual, 16-bit x) the residual goes to the accumulator's layout
         under the tile's last GEMM and the tile's 16-bit output, not its fp32 accumulator, through shared memory to
-        OUT_TILE, 16 bytes a thread and channel."""
+        OUT_TILE, 16 bytes a thread and channel. With FIRST_Z (z producer, not CROSS_TILE) consumer 1 computes its
+        first tile's z itself, as the z producer would (_z_tile: the same layout and arithmetic, so the same bits),
+        while the z producer computes consumer 0's: both consumers start after one tile's conv + LayerNorm instead of
+        consumer 1 after two (the z producer skips that tile; conv_smem, CONV_SMEM, X_SHUFFLE, CONV_REGS and
+        BF16_SHIFTS are its own)."""
         TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
         # (EPILOGUE16: the residual's loads and the output's stores 8 positions a thread, as the shuffled-taps tile)
         OUT_TILE: gl.constexpr = _shuffle_tile_layout(C, WARPS) if EPILOGUE16 else TILE
@@ -1192,6 +1204,13 @@ if available():
         num_groups, lone_start = _ws_groups(num_tiles, CONSUMERS, BALANCE)
         # (consumer 0 takes the lone groups' tiles too; the others stop before them)
         loop_end = num_groups if CONSUMER == 0 else lone_start
+        if FIRST_Z and CONSUMER == 1:  # this consumer's first tile's z, by itself: slot z_count % Z_STAGES (never
+            # used yet, so _z_tile's wait on z_empty passes at once), z_ready arrived on as the z producer would
+            if first < loop_end:
+                _z_tile_here(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
+                             gl.minimum(CONSUMERS * first + CONSUMER, num_tiles - 1), z_count, num_l_blocks, C,
+                             KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, WARPS, conv_smem, CONV_SMEM, X_SHUFFLE,
+                             CONV_REGS, BF16_SHIFTS)
         if CROSS_TILE:  # (pingpong) each tile's first GEMM is issued with the previous tile's last second GEMM; the
             # first tile's here, before the loop
             pre = gl.zeros([BLOCK_L, BLOCK_E], gl.float32, PRE)
@@ -1467,7 +1486,8 @@ if available():
                        DILATION: gl.constexpr, EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr,
                        WARPS: gl.constexpr, BALANCE: gl.constexpr, X_PREFETCH: gl.constexpr = 0, conv_smem=None,
                        CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False,
-                       CONV_REGS: gl.constexpr = False, BF16_SHIFTS: gl.constexpr = False):
+                       CONV_REGS: gl.constexpr = False, BF16_SHIFTS: gl.constexpr = False,
+                       FIRST_Z: gl.constexpr = False):
         """The z producer (Z_PRODUCER): conv + LayerNorm of every tile of this CTA, in the consumers' order (group by
         group, consumer by consumer), into the z ring: tile j goes to slot j % Z_STAGES once its consumer has handed
         that slot back (z_empty), then z_ready[slot] completes. A group's missing tiles at the end repeat the last
@@ -1476,7 +1496,8 @@ if available():
         consumer's tile X_PREFETCH groups later (_prefetch_x_rows). With CONV_SMEM the conv's taps come from
         `conv_smem` (_stage_conv_taps). With X_SHUFFLE x is loaded once a tile and the conv's shifted taps come from
         shuffles (_shuffle_tile_layout). With CONV_REGS the conv's taps are loaded once, into registers
-        (_load_conv_taps), not every tile."""
+        (_load_conv_taps), not every tile. With FIRST_Z it skips its first group's second tile (consumer 1 computes that
+        one: _ws_consumer) and counts it as done."""
         if X_SHUFFLE:
             TILE: gl.constexpr = _shuffle_tile_layout(C, WARPS)
         else:
@@ -1493,9 +1514,15 @@ if available():
         for group in range(first, lone_start, gl.num_programs(0)):
             for consumer in gl.static_range(CONSUMERS):
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
-                _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile,
-                        count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE,
-                        conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS, BF16_SHIFTS)
+                if FIRST_Z and consumer == 1:  # the first group's second tile is consumer 1's own (_ws_consumer)
+                    if group != first:
+                        _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
+                                tile, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
+                                TILE, conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS, BF16_SHIFTS)
+                else:
+                    _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
+                            tile, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
+                            TILE, conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS, BF16_SHIFTS)
                 if X_PREFETCH > 0:  # (after the tile, where its registers are free: before it, the z producer spilled)
                     _prefetch_x_rows(x_ptr, CONSUMERS * (group + X_PREFETCH * gl.num_programs(0)) + consumer,
                                      num_tiles, L, C, BLOCK_L, WARPS)
@@ -1507,6 +1534,27 @@ if available():
                         group + (CONSUMERS - 1) * lone_start, count, offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION,
                         EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM, X_SHUFFLE, conv_regs, CONV_REGS,
                         BF16_SHIFTS)
+
+    @gluon.jit
+    def _z_tile_here(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,
+                     num_l_blocks, C: gl.constexpr, KERNEL_SIZE: gl.constexpr, DILATION: gl.constexpr,
+                     EVEN_L: gl.constexpr, BLOCK_L: gl.constexpr, Z_STAGES: gl.constexpr, WARPS: gl.constexpr,
+                     conv_smem, CONV_SMEM: gl.constexpr, X_SHUFFLE: gl.constexpr, CONV_REGS: gl.constexpr,
+                     BF16_SHIFTS: gl.constexpr):
+        """(FIRST_Z) _z_tile of `tile` into slot count % Z_STAGES, by a partition other than the z producer: the z
+        producer's layout, taps and arithmetic (CONV_REGS: the same fp32 taps, loaded here), so the same bits."""
+        if X_SHUFFLE:
+            TILE: gl.constexpr = _shuffle_tile_layout(C, WARPS)
+        else:
+            TILE: gl.constexpr = _tile_layout(BLOCK_L, C, WARPS)
+        offs_c = gl.arange(0, C, layout=gl.SliceLayout(0, TILE))
+        if CONV_REGS:
+            conv_regs = _load_conv_taps(conv_w_ptr, offs_c, KERNEL_SIZE)
+        else:
+            conv_regs = None
+        _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,
+                offs_c, num_l_blocks, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES, TILE, conv_smem, CONV_SMEM,
+                X_SHUFFLE, conv_regs, CONV_REGS, BF16_SHIFTS)
 
     @gluon.jit
     def _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps, tile, count,
@@ -1543,7 +1591,7 @@ if available():
         LATE_RESIDUAL: gl.constexpr, num_warps: gl.constexpr, X_PREFETCH: gl.constexpr = 0,
         CONV_SMEM: gl.constexpr = False, X_SHUFFLE: gl.constexpr = False, SPLIT_RING: gl.constexpr = False,
         CROSS_TILE: gl.constexpr = False, EPILOGUE16: gl.constexpr = False, CONV_REGS: gl.constexpr = False,
-        BF16_SHIFTS: gl.constexpr = False,
+        BF16_SHIFTS: gl.constexpr = False, FIRST_Z: gl.constexpr = False,
     ):
         """cheri_block_kernel's function, persistent and warp-specialised (see above); num_tiles = N * cdiv(L,
         BLOCK_L), BLOCK_L = 16 * num_warps, STAGES >= 2, CONSUMERS 2 or 3 (consumer warp groups). With Z_PRODUCER
@@ -1556,7 +1604,8 @@ if available():
         EPILOGUE16 (gluon_wsz, pingpong, early residual, 16-bit x) each tile's residual is added in the accumulator's
         layout and its 16-bit output goes through shared memory (_ws_consumer). With BF16_SHIFTS (Z_PRODUCER,
         X_SHUFFLE, bf16 x) the z producer widens x's taps by shifts (_widen). With CONV_REGS (Z_PRODUCER, not
-        CONV_SMEM) the z producer keeps the conv's taps in registers across its tiles (_load_conv_taps)."""
+        CONV_SMEM) the z producer keeps the conv's taps in registers across its tiles (_load_conv_taps). With FIRST_Z
+        (Z_PRODUCER, not CROSS_TILE) consumer 1 computes its first tile's z itself (_ws_consumer)."""
         gl.static_assert(BLOCK_L == 16 * num_warps, "one 16-row wgmma slice per warp")
         gl.static_assert(STAGES >= 2, "the ring holds the chunk in use and the next one")
         gl.static_assert(CONSUMERS == 2 or CONSUMERS == 3, "two or three consumer warp groups")
@@ -1578,6 +1627,8 @@ if available():
         gl.static_assert(not EPILOGUE16 or (Z_PRODUCER and PINGPONG == 1 and not LATE_RESIDUAL and not CROSS_TILE
                                             and x_ptr.dtype.element_ty.primitive_bitwidth == 16),
                          "the 16-bit epilogue: gluon_wsz, pingpong, the residual loaded early, 16-bit x")
+        gl.static_assert(not FIRST_Z or (Z_PRODUCER and not CROSS_TILE),
+                         "consumer 1's first z: gluon_wsz, not with first GEMMs across tiles")
         DOT_T: gl.constexpr = w1_ptr.dtype.element_ty  # bf16 or fp16: the dots' operand type (z, h rounded to it)
         Z_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_L, C], DOT_T)
         W1_SHARED: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_E, C], DOT_T)
@@ -1662,18 +1713,20 @@ if available():
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
-                                CROSS_TILE, EPILOGUE16)),
+                                CROSS_TILE, EPILOGUE16, FIRST_Z, conv_smem, CONV_SMEM, X_SHUFFLE, CONV_REGS,
+                                BF16_SHIFTS)),
                 (_ws_consumer, (x_ptr, out_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, b2_ptr, w1_smem, w2_smem,
                                 z_ring, h_ring, b1_smem, b2_smem, ready, empty, z_ready, z_empty, turn, L, eps,
                                 num_tiles, 1,
                                 CONSUMERS, C, HIDDEN, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, BLOCK_E, STAGES, PIPELINE,
                                 True, Z_STAGES, PINGPONG, Z_REGS, GELU_FIT, B1_MMA, THREAD_RELEASE,
                                 num_warps, BALANCE, LATE_RESIDUAL, ready2, empty2, SPLIT_RING,
-                                CROSS_TILE, EPILOGUE16)),
+                                CROSS_TILE, EPILOGUE16, FIRST_Z, conv_smem, CONV_SMEM, X_SHUFFLE, CONV_REGS,
+                                BF16_SHIFTS)),
                 (_ws_z_producer, (x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L,
                                   eps, num_tiles, CONSUMERS, C, KERNEL_SIZE, DILATION, EVEN_L, BLOCK_L, Z_STAGES,
                                   num_warps, BALANCE, X_PREFETCH, conv_smem, CONV_SMEM, X_SHUFFLE, CONV_REGS,
-                                  BF16_SHIFTS)),
+                                  BF16_SHIFTS, FIRST_Z)),
                 (_ws_producer, (w1_smem, w2_smem, ready, empty, w1_ptr, w2_ptr, num_tiles, C, HIDDEN, BLOCK_E,
                                 STAGES, CONSUMERS, PRODUCER_WARPS, BALANCE, ready2, empty2, SPLIT_RING)),
             ], [num_warps, num_warps, PRODUCER_WARPS], [CONSUMER_REGS, Z_PRODUCER_REGS, PRODUCER_REGS])

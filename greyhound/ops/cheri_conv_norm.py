@@ -138,6 +138,11 @@ _tuning.register(
                           "sm_90a: the z producer's SASS 7668 -> 7096 instructions, fp16's 7020). Off by default: "
                           "session 53, one H100, sweep CLI, three rounds, N=512 bf16: 0.3512 / 0.3486 / 0.3516 ms "
                           "against 0.3436 / 0.3434 / 0.3436 without (+2.1%), N=64 level"),
+    ws_first_z=(bool, "layout gluon_wsz, not with ws_cross_tile: consumer 1 computes its first tile's z (conv + "
+                      "LayerNorm) itself, with the z producer's layout and arithmetic (the same bits), while the z "
+                      "producer computes consumer 0's, so both consumers start after one tile's z instead of consumer "
+                      "1 after two. Session 54's staircase (one H100, N=495-528, 16, 64, 256 at L=1024) put ~10-14 "
+                      "us of a call outside its rounds of tiles. Off by default (not yet timed)"),
     ws_x_shuffle=(bool, "layout gluon_wsz, 16-bit x, every conv tap an even number of positions back and at most 8 "
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
@@ -1302,6 +1307,16 @@ def _ws_bf16_shifts(x_dtype, x_shuffle, bf16_shifts):
     return bool(bf16_shifts)
 
 
+def _ws_first_z(layout, cross_tile, first_z):
+    """launch_ws's first_z for a ws_first_z tunable: None, off (not yet timed: session 54). Asked for, it needs the
+    gluon_wsz layout (its z producer) and no ws_cross_tile, or is refused by name."""
+    if first_z and (layout != "gluon_wsz" or cross_tile):
+        raise ValueError(f"tuning: {TUNING_OP}.ws_first_z has consumer 1 compute its first tile's z beside the z "
+                         f"producer: it needs layout gluon_wsz and not ws_cross_tile, got layout {layout}, "
+                         f"ws_cross_tile={cross_tile}")
+    return bool(first_z)
+
+
 def _ws_b1_mma(layout, schedule, b1_mma, block_e):
     """launch_ws's b1_mma for a b1_mma tunable (None: on where it was measured and GPU-tested, gluon_wsz on the pingpong
     schedule at 64 hidden columns a chunk; session 32, H200 sweep CLI, N=512: bf16 0.4097 -> 0.3957 ms, fp16 0.4083 ->
@@ -1391,10 +1406,11 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
     ws_cross_tile = _tuning.get(TUNING_OP, "ws_cross_tile")
     ws_epilogue16 = _tuning.get(TUNING_OP, "ws_epilogue16")
     ws_bf16_shifts = _tuning.get(TUNING_OP, "ws_bf16_shifts")
+    ws_first_z = _tuning.get(TUNING_OP, "ws_first_z")
     for name, value in (("b1_mma", b1_mma), ("ws_x_prefetch", ws_x_prefetch), ("ws_conv_smem", ws_conv_smem),
                         ("ws_conv_regs", ws_conv_regs), ("ws_x_shuffle", ws_x_shuffle), ("ws_split_ring", ws_split_ring),
                         ("ws_cross_tile", ws_cross_tile), ("ws_epilogue16", ws_epilogue16),
-                        ("ws_bf16_shifts", ws_bf16_shifts)):
+                        ("ws_bf16_shifts", ws_bf16_shifts), ("ws_first_z", ws_first_z)):
         if value is not None and layout != "gluon_wsz":
             raise ValueError(f"tuning: {TUNING_OP}.{name} applies to the gluon_wsz layout only; this call runs layout "
                              f"{layout}")
@@ -1461,7 +1477,8 @@ def _make_plan(candidate, x, hidden_width, kernel_size, mode, training, dilation
                           conv_smem=bool(conv_taps), x_shuffle=x_shuffle, split_ring=split_ring,
                           cross_tile=bool(ws_cross_tile), epilogue16=epilogue16, producer_regs=producer_regs,
                           conv_regs=bool(ws_conv_regs),
-                          bf16_shifts=_ws_bf16_shifts(x.dtype, x_shuffle, ws_bf16_shifts))
+                          bf16_shifts=_ws_bf16_shifts(x.dtype, x_shuffle, ws_bf16_shifts),
+                          first_z=_ws_first_z(layout, bool(ws_cross_tile), ws_first_z))
         else:
             kwargs["max_registers"] = max_registers
             kwargs["w1_stages"] = w1_stages

@@ -1026,7 +1026,7 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
     # the z producer's variants and the ring ones are gluon_wsz's alone: asked for in another layout, refused by name
     for variant in (dict(ws_x_prefetch=2), dict(ws_conv_smem=True), dict(ws_x_shuffle=True), dict(ws_split_ring=True),
                     dict(ws_cross_tile=True), dict(ws_epilogue16=True), dict(ws_conv_regs=True),
-                    dict(ws_bf16_shifts=True)):
+                    dict(ws_bf16_shifts=True), dict(ws_first_z=True)):
         with _tuning.override(cheri_ops.TUNING_OP, **variant):
             with pytest.raises(ValueError, match=f"{next(iter(variant))} applies to the gluon_wsz layout only; this "
                                                  f"call runs layout gluon_ws"):
@@ -1064,6 +1064,17 @@ def test_warp_specialised_plan_takes_the_pipelined_consumers_by_name_only():
         assert plan_of("gluon_wsz").kwargs["bf16_shifts"] is True
         with pytest.raises(ValueError, match=r"got x of torch.float16, shuffled taps True"):
             plan_of("gluon_wsz", mode="fp16")
+    # consumer 1's first z (ws_first_z): by name only (not yet timed, session 54), both 16-bit modes and fp32's
+    # bf16x3; refused by name beside ws_cross_tile (whose first tile's first GEMM is issued before the tile loop)
+    for mode in ("bf16", "fp16", "bf16x3"):
+        assert plan_of("gluon_wsz", mode=mode).kwargs["first_z"] is False
+        with _tuning.override(cheri_ops.TUNING_OP, ws_first_z=True):
+            assert plan_of("gluon_wsz", mode=mode).kwargs["first_z"] is True
+    with _tuning.override(cheri_ops.TUNING_OP, ws_first_z=True, ws_cross_tile=True):
+        with pytest.raises(ValueError, match=r"ws_first_z has consumer 1 compute its first tile's z beside the z "
+                                             r"producer: it needs layout gluon_wsz and not ws_cross_tile, got layout "
+                                             r"gluon_wsz, ws_cross_tile=True"):
+            plan_of("gluon_wsz")
     # narrower chunks: by name only (measured and GPU-tested at 64 hidden columns)
     assert plan_of("gluon_wsz", block_e=32).kwargs["b1_mma"] is False
     with _tuning.override(cheri_ops.TUNING_OP, b1_mma=True):
@@ -1635,6 +1646,33 @@ def test_gpu_bf16_shifts_change_no_bit(length, kernel_size, dilation):
         ref = fp64_twin(block).reference_forward(x[-2:].double())
     assert torch.equal(shifted, default)
     assert max_abs(default[-2:], ref) < HALF_BOUNDS[torch.bfloat16]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel_size, variant, batch, length", [
+    (3, dict(), 40, 1024), (3, dict(), 40, 1000), (3, dict(), 3, 1024), (3, dict(), 1, 64), (3, dict(), 1, 1),
+    (3, dict(ws_x_shuffle=False), 40, 1024), (5, dict(), 40, 1000), (3, dict(ws_conv_regs=True), 40, 1024)],
+    ids=["default-N40", "default-ragged", "default-N3", "default-one-tile", "default-L1", "loaded_taps", "K5-ragged",
+         "conv_regs"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_first_z_changes_no_bit(dtype, kernel_size, variant, batch, length):
+    """ws_first_z: consumer 1 computes its first tile's z itself (the z producer's function, layout and taps: shuffled,
+    loaded, staged in shared memory for bf16's loaded taps, or in registers) and the z producer skips that tile. The
+    same z, so the same output bit for bit: a slot or barrier phase off by one would hang or hand a consumer another
+    tile's z (most outputs moved), a wrong tile would move that tile's outputs. Whole and ragged L; N=40 (lone
+    last-round tiles on a 132-SM GPU), 3 at L=1024 (48 tiles: one group a CTA, every CTA's first), one tile (its
+    group's second tile repeats the first and is not stored) and L=1 (a masked tile)."""
+    from greyhound import _tuning
+    block = make_block(128, kernel_size, 4, expansion=4, dtype=dtype, device="cuda").eval()
+    x = torch.randn(batch, 128, length, device="cuda", dtype=dtype)
+    config = (64, 64, 4, 4, "gluon_wsz")
+    with torch.no_grad(), _tuning.override(cheri_ops.TUNING_OP, **variant):
+        expected = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
+        with _tuning.override(cheri_ops.TUNING_OP, ws_first_z=True):
+            out = cheri_ops.cheri_block_megakernel(x, *block._params(), dilation=4, config=config)
+        ref = fp64_twin(block).reference_forward(x[-1:].double())
+    assert torch.equal(out, expected)
+    assert max_abs(out[-1:], ref) < HALF_BOUNDS[dtype]
 
 
 @pytest.mark.gpu
@@ -2359,7 +2397,8 @@ def test_gluon_kernel_compiles_for_hopper(dtype, weights, channels, block_e, eve
     (64, 4, False, 2, False, True, 23), (64, 4, True, 2, False, True, 24), (64, 4, False, 2, False, True, 24),
     (64, 4, True, 2, False, True, 25), (64, 4, False, 2, False, True, 25), (64, 4, True, 2, False, True, 26),
     (64, 4, True, 2, False, True, 27), (64, 4, False, 2, False, True, 27), (64, 4, True, 2, False, True, 28),
-    (64, 4, True, 2, False, True, 29), (64, 4, False, 2, False, True, 29)])
+    (64, 4, True, 2, False, True, 29), (64, 4, False, 2, False, True, 29), (64, 4, True, 2, False, True, 30),
+    (64, 4, False, 2, False, True, 30), (64, 4, True, 2, False, True, 31)])
 def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, consumers, pipeline, z_producer,
                                                      pingpong):
     # (pingpong 3 in this table: the ping-pong schedule with the degree-3 GELU and b1 by wgmma; 4: the same with the
@@ -2381,7 +2420,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     # at 24 and the z producer keeping its 168, ws_producer_regs; 27: the fp16 default since session 50, 26 in fp16;
     # 28: 27 with the conv's taps in the z producer's registers, ws_conv_regs, a variant since session 50; 29: the bf16
     # default (26 at its registers, 152 / 168 / 40) with the taps widened by shifts, ws_bf16_shifts, a variant since
-    # session 53)
+    # session 53; 30: the bf16 default (29 without the shifts) with consumer 1 computing its first tile's z, ws_first_z,
+    # and 31: the fp16 default (27) with it, variants since session 54)
     # consumer warp groups and a producer warp group: wgmma in the consumers, 16-byte copies in the producer, the
     # ring and one z tile per consumer (with the z producer: its ring of 4) within the H200's shared memory. The
     # pipelined consumers wait for all but one wgmma group (the chunk's second GEMM stays in flight) and ptxas keeps
@@ -2393,32 +2433,33 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     types = dict(x_ptr="*bf16", out_ptr="*bf16", conv_w_ptr="*bf16", conv_b_ptr="*bf16", gamma_ptr="*bf16",
                  beta_ptr="*bf16", w1_ptr="*bf16", b1_ptr="*bf16", w2_ptr="*bf16", b2_ptr="*bf16", L="i32",
                  eps="fp32", num_tiles="i32")
-    if pingpong in (18, 24, 25, 27, 28):  # an fp16 model (26: bf16)
+    if pingpong in (18, 24, 25, 27, 28, 31):  # an fp16 model (26: bf16)
         types = {name: kind.replace("bf16", "fp16") for name, kind in types.items()}
     constexprs = dict(C=128, HIDDEN=512, KERNEL_SIZE=3, DILATION=4, EVEN_L=even, BLOCK_L=64, BLOCK_E=block_e,
                       STAGES=stages, CONSUMERS=consumers,
-                      CONSUMER_REGS=(160 if pingpong in (25, 26, 27, 28) else 152) if z_producer else
+                      CONSUMER_REGS=(160 if pingpong in (25, 26, 27, 28, 31) else 152) if z_producer else
                       cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
-                      PRODUCER_REGS=24 if pingpong in (26, 27, 28) else 40, PIPELINE=pipeline, Z_PRODUCER=z_producer,
+                      PRODUCER_REGS=24 if pingpong in (26, 27, 28, 31) else 40, PIPELINE=pipeline, Z_PRODUCER=z_producer,
                       Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=152 if pingpong == 25 else 168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
                                 15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1,
-                                25: 1, 26: 1, 27: 1, 28: 1, 29: 1}.get(pingpong, pingpong),
+                                25: 1, 26: 1, 27: 1, 28: 1, 29: 1, 30: 1, 31: 1}.get(pingpong, pingpong),
                       Z_REGS=False, GELU_FIT={3: 3, 4: 2, 5: 3, 7: 3, 8: 3, 10: 3, 11: 3, 13: 2, 14: 3,
                                               15: 2, 16: 2, 17: 2, 18: 2, 19: 2, 20: 2, 21: 2, 22: 2, 23: 2,
-                                              24: 2, 25: 2, 26: 2, 27: 2, 28: 2, 29: 2}.get(pingpong, 6),
+                                              24: 2, 25: 2, 26: 2, 27: 2, 28: 2, 29: 2, 30: 2,
+                                              31: 2}.get(pingpong, 6),
                       B1_MMA=pingpong in (3, 4, 5, 7, 8, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-                                         26, 27, 28, 29),
+                                         26, 27, 28, 29, 30, 31),
                       THREAD_RELEASE=pingpong in (7, 8, 9, 21), BALANCE=pingpong >= 10,
                       LATE_RESIDUAL=pingpong in (14, 18, 22),
                       X_PREFETCH={15: 2, 17: 1, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1}.get(pingpong, 0),
                       CONV_SMEM=pingpong in (16, 17, 19, 20, 21, 22, 23),
-                      X_SHUFFLE=pingpong in (19, 24, 25, 26, 27, 28, 29),
-                      SPLIT_RING=pingpong in (20, 21, 25, 26, 27, 28, 29), CROSS_TILE=pingpong == 22,
-                      EPILOGUE16=pingpong in (23, 24, 25, 26, 27, 28, 29), CONV_REGS=pingpong == 28,
-                      BF16_SHIFTS=pingpong == 29, num_warps=4)
+                      X_SHUFFLE=pingpong in (19, 24, 25, 26, 27, 28, 29, 30, 31),
+                      SPLIT_RING=pingpong in (20, 21, 25, 26, 27, 28, 29, 30, 31), CROSS_TILE=pingpong == 22,
+                      EPILOGUE16=pingpong in (23, 24, 25, 26, 27, 28, 29, 30, 31), CONV_REGS=pingpong == 28,
+                      BF16_SHIFTS=pingpong == 29, FIRST_Z=pingpong in (30, 31), num_warps=4)
     facts = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types, constexprs, 4,
                                divisible=("L",) if even else (), ptxas_report=True)
     assert facts["cubin"] and facts["wgmma"] > 0 and facts["copy_bytes"] == [16]
@@ -2433,11 +2474,12 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
     if z_producer:
         assert (facts["plain_b16_loads"] <= 1) == (pingpong in (16, 17, 19, 20, 21, 22, 23)), facts
     # the shuffled taps: shfl.up within lane pairs (the LayerNorm's sums are butterfly shuffles), with it only
-    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26, 27, 28, 29)), facts
+    assert (facts["lane_shuffles_up"] > 0) == (pingpong in (19, 24, 25, 26, 27, 28, 29, 30, 31)), facts
     # the 16-bit epilogue stores 16 bytes a thread and channel, 8 stores a tile a thread (at whole tiles), its only
     # 16-byte global stores; without it the output goes out 8 bytes a store
     if z_producer:
-        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26, 27, 28, 29) and even else 0), facts
+        assert facts["global_stores_16b"] == (16 if pingpong in (23, 24, 25, 26, 27, 28, 29, 30, 31) and even else 0), \
+            facts
     # the taps widened by shifts: most of the bf16 -> fp32 conversions (cvt.f32.bf16, each a PRMT and a shift for an
     # upper half) are gone, replaced by the shl / and pairs; the z producer's taps were most of them (849 -> 145 at
     # whole tiles under Triton 3.6)
@@ -2446,6 +2488,13 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                                      {**constexprs, "BF16_SHIFTS": False}, 4, divisible=("L",) if even else ())
         assert facts["bf16_widenings"] < without["bf16_widenings"] / 2, (facts, without)
         assert facts["shift_widenings"] > 0 == without["shift_widenings"], (facts, without)
+    # consumer 1's first z: its conv + LayerNorm is a second copy of the z producer's, outside the tile loops (more
+    # x loads and LayerNorm shuffles in the kernel than without it, the same stores and wgmmas)
+    if pingpong in (30, 31):
+        without = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types,
+                                     {**constexprs, "FIRST_Z": False}, 4, divisible=("L",) if even else ())
+        assert facts["lane_shuffles_up"] > without["lane_shuffles_up"], (facts, without)
+        assert (facts["wgmma"], facts["global_stores"]) == (without["wgmma"], without["global_stores"]), (facts, without)
     # the conv's taps in registers: the z producer's 2-byte loads of them, K a channel every tile, are gone (the
     # same kernel without them has more)
     if pingpong == 28:
