@@ -1,16 +1,15 @@
 #!/bin/bash
 # Session 54: on an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers in
-# the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of the 16-bit
-# defaults and variants (bit-equality of each variant and default against the kernel with all of them off, shuffled
-# against loaded taps, registers, the megakernel modes) in the time left; (3) where time is left, the staircase: the
-# sweep CLI at N = 495 ... 528 and 16 / 64 / 256, three rounds, order alternating (what a round, the lone last round
-# and a launch cost). PART=ab: the staircase alone. Sessions 52-53 ran this file's earlier A/Bs on H100s (logs 202-204).
+# the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of ws_first_z and
+# of the 16-bit defaults and variants in the time left; (3) where time is left, the A/B: ws_first_z against the
+# default, sweep CLI, three rounds, N=512 / 64 / 16, bf16 and fp16. PART=ab: (2) for ws_first_z alone, then (3).
+# The staircase this file ran first in session 54 (log 205, an H100): 0bb98f8's version of it.
 # Predicted (H200 asv): megakernel + .eval() N=512 bf16 0.343-0.351 ms (0.3497 at 4b77769; the H100s read the same
-# code 0.3424-0.3510), fp16 ~0.345 (0.3475 at 4b77769, -0.3 to -1.1% since on three H100s). The staircase: a
-# round ~10.6-10.9 us, the lone last round ~0.7 of one (ws_balance off read +0.9%, session 49), ~5-10 us fixed a call.
+# code 0.3424-0.3510), fp16 ~0.345 (0.3475 at 4b77769). ws_first_z: N=16 -10 to -20%, N=64 -4 to -8%, N=512 -0.5 to
+# -1.2% (one z tile's conv + LayerNorm, ~2-4 us, off each call's start), bit-equal (its GPU test).
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call,
-# PART=ab (the staircase); PART=sweep: asv of CheriBlockSweep alone (a short budget); LIMIT: the seconds a call may
+# PART=ab (ws_first_z's tests and A/B); PART=sweep: asv of CheriBlockSweep alone (a short budget); LIMIT: the seconds a call may
 # take. docs/perf/h200-logs/by-gpu.sh runs PART=all on an H200 and PART=ab on any other GPU.
 S=$SECONDS
 # At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
@@ -31,22 +30,21 @@ if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the 
 asv s54a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
 fi
 if [[ ${PART:-1} == all || ${PART:-1} == ab ]]; then
-if [[ ${PART:-1} == all ]]; then  # the GPU tests of the 16-bit defaults and variants (PART=ab: the staircase alone)
-T="bf16_shifts or consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))"
+# the GPU tests: ws_first_z's bit-equality (PART=ab), with the 16-bit defaults' and variants' (PART=all)
+T="first_z"
+[[ ${PART:-1} == all ]] && T="first_z or bf16_shifts or consumer_registers or conv_taps_in_registers or shuffled_conv_taps or z_producer_variants or late_residual or (training_path_and_megakernel_modes and (dtype1 or dtype2))"
 (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 30 < 240 ? ${LIMIT:-585} - (SECONDS - S) - 30 : 240 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
   -m gpu tests/nn/test_cheri_block.py -k "$T" > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
-fi
-# The staircase (session 54): the megakernel + .eval() at N around 512 (L=1024: 16 tiles a sequence; 132 SMs x 2
-# consumers = 264 tiles a round): 495 = 30 whole rounds, 496 = 30 + 16 lone tiles, 504 = 31 rounds (the last paired,
-# 144 tiles), 512 = 31 + 8 lone, 520 = 32 (the last 136 paired), 528 = 32 whole. What a round costs, what the lone
-# last round costs, and what is fixed a launch: the size of the tail lever.
+# the A/B (session 54): ws_first_z against the default, sweep CLI, one process a round and dtype, order alternating,
+# N=512, 64, 16 (the staircase put ~10-14 us of a call outside its rounds; the variant takes one z tile off the start)
+A="greyhound-megakernel[ws_first_z=1]"
 for r in 1 2 3; do
-  for dt in bfloat16; do
+  for dt in bfloat16 float16; do
     LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break 2
-    B=495,496,504,512,520,528,16,64,256; (( r % 2 )) || B=256,64,16,528,520,512,504,496,495
-    (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 120 ? LEFT : 120 )) python3 -m benchmarks cheri_block \
-      --mode forward --providers greyhound-megakernel --batch-size $B --n-filters 128 --seq-len 1024 \
+    P="greyhound-megakernel,$A"; (( r % 2 )) || P="$A,greyhound-megakernel"
+    (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
+      --mode forward --providers "$P" --batch-size 512,64,16 --n-filters 128 --seq-len 1024 \
       --dtype $dt --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g; s/, n_filters=128, seq_len=1024//' \
       | cut -c1-260 | sed "s/^/r$r $dt /" | tee -a $OUT/call.log)
   done
