@@ -3,7 +3,8 @@
 # the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of ws_first_z and
 # of the 16-bit defaults and variants in the time left; (3) where time is left, the A/B: ws_first_z against the
 # default, sweep CLI, three rounds, N=512 / 64 / 16, bf16 and fp16. PART=ab: (2) for ws_first_z alone, then (3).
-# The staircase this file ran first in session 54 (log 205, an H100): 0bb98f8's version of it.
+# The staircase this file ran first in session 54 (log 205, an H100): 0bb98f8's version of it. PART=ab RAN on an H100
+# as log 206 (59bf99f's version); PART=all and PART=sweep found no H200 in session 54.
 # Predicted (H200 asv): megakernel + .eval() N=512 bf16 0.343-0.351 ms (0.3497 at 4b77769; the H100s read the same
 # code 0.3424-0.3510), fp16 ~0.345 (0.3475 at 4b77769). ws_first_z: N=16 -10 to -20%, N=64 -4 to -8%, N=512 -0.5 to
 # -1.2% (one z tile's conv + LayerNorm, ~2-4 us, off each call's start), bit-equal (its GPU test).
