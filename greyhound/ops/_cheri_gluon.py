@@ -1514,6 +1514,7 @@ if available():
         for group in range(first, lone_start, gl.num_programs(0)):
             for consumer in gl.static_range(CONSUMERS):
                 tile = gl.minimum(CONSUMERS * group + consumer, num_tiles - 1)
+                # (two call sites, each under a constexpr test, so that with FIRST_Z off nothing here tests at run time)
                 if FIRST_Z and consumer == 1:  # the first group's second tile is consumer 1's own (_ws_consumer)
                     if group != first:
                         _z_tile(x_ptr, conv_w_ptr, conv_b_ptr, gamma_ptr, beta_ptr, z_ring, z_ready, z_empty, L, eps,
