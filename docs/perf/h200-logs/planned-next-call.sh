@@ -10,7 +10,7 @@
 # -1.2% (one z tile's conv + LayerNorm, ~2-4 us, off each call's start), bit-equal (its GPU test).
 # Copy to .carry/cmd.sh; bash scripts/carry_repo.sh pack; carry [".whl", ".carry"]; docs/public and docs/perf (34 MB)
 # hidden while it travels: with them the tree (45 MB), wheels (10) and bundle (16) pass 64 MiB. PART=all in one call,
-# PART=ab (ws_first_z's tests and A/B); PART=sweep: asv of CheriBlockSweep alone (a short budget); LIMIT: the seconds a call may
+# PART=ab (ws_first_z's tests and A/B); PART=sweep: asv of CheriBlockSweep alone (a short budget); PART=quick: the 16-bit defaults by the sweep CLI; LIMIT: the seconds a call may
 # take. docs/perf/h200-logs/by-gpu.sh runs PART=all on an H200 and PART=ab on any other GPU.
 S=$SECONDS
 # At most 8 files come back from $OUT (session 48 wrote 10 and lost both results tarballs): each asv run writes into
@@ -47,6 +47,16 @@ for r in 1 2 3; do
     (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
       --mode forward --providers "$P" --batch-size 512,64,16 --n-filters 128 --seq-len 1024 \
       --dtype $dt --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g; s/, n_filters=128, seq_len=1024//' \
+      | cut -c1-260 | sed "s/^/r$r $dt /" | tee -a $OUT/call.log)
+  done
+done
+elif [[ ${PART:-1} == quick ]]; then  # (a short budget, an H200) the 16-bit defaults through the sweep CLI, two rounds
+for r in 1 2; do
+  for dt in bfloat16 float16; do
+    LEFT=$(( ${LIMIT:-585} - (SECONDS - S) - 5 )); (( LEFT < 25 )) && break 2
+    (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( LEFT < 90 ? LEFT : 90 )) python3 -m benchmarks cheri_block \
+      --mode forward --providers greyhound-megakernel,greyhound-megakernel-noeval --batch-size 512,64 --n-filters 128 \
+      --seq-len 1024 --dtype $dt --no-csv 2>&1 | grep -E '^  greyhound|rror' | sed -E 's/  +/ /g; s/, n_filters=128, seq_len=1024//' \
       | cut -c1-260 | sed "s/^/r$r $dt /" | tee -a $OUT/call.log)
   done
 done
