@@ -143,9 +143,10 @@ _tuning.register(
                       "producer computes consumer 0's, so both consumers start after one tile's z instead of consumer "
                       "1 after two (session 54's staircase, one H100: ~10-14 us of a call outside its rounds of "
                       "tiles). Off by default: session 54, one H100, sweep CLI, three rounds: N=64 bf16 -3.3%, fp16 "
-                      "-1.5% (1-2 us off the start); N=512 bf16 -0.25%, fp16 +1.1% (ptxas rescheduled the consumers' "
-                      "and the z producer's code around the added conv + LayerNorm; the start's saving is ~0.5% "
-                      "there). N=16 runs the gluon layout, where it does not apply"),
+                      "-1.5% (1-2 us off the start); N=512 bf16 -0.25%, fp16 +1.1%; on a second H100 N=64 -2.4% / "
+                      "-1.7%, N=512 +1.0% / +0.6% (ptxas rescheduled the consumers' and the z producer's code "
+                      "around the added conv + LayerNorm; the start's saving is ~0.5% there). N=16 runs the gluon "
+                      "layout, where it does not apply"),
     ws_x_shuffle=(bool, "layout gluon_wsz, 16-bit x, every conv tap an even number of positions back and at most 8 "
                         "(e.g. K=3 at dilation 4), C a multiple of 16: the z producer loads x once a tile (16 bytes a "
                         "thread and channel, plus 16 bytes before each lane pair's first lane) and takes the conv's "
@@ -1311,8 +1312,8 @@ def _ws_bf16_shifts(x_dtype, x_shuffle, bf16_shifts):
 
 
 def _ws_first_z(layout, cross_tile, first_z):
-    """launch_ws's first_z for a ws_first_z tunable: None, off (on an H100, N=512 level for bf16 and 1.1% slower for
-    fp16, N=64 1.5-3.3% faster: session 54). Asked for, it needs the gluon_wsz layout (its z producer) and no
+    """launch_ws's first_z for a ws_first_z tunable: None, off (on two H100s, N=512 -0.25% to +1.1%, N=64 1.5-3.3%
+    faster: session 54). Asked for, it needs the gluon_wsz layout (its z producer) and no
     ws_cross_tile, or is refused by name."""
     if first_z and (layout != "gluon_wsz" or cross_tile):
         raise ValueError(f"tuning: {TUNING_OP}.ws_first_z has consumer 1 compute its first tile's z beside the z "
