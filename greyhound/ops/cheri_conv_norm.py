@@ -1313,9 +1313,9 @@ def _ws_bf16_shifts(x_dtype, x_shuffle, bf16_shifts):
 
 def _ws_first_z(layout, cross_tile, first_z):
     """launch_ws's first_z for a ws_first_z tunable: None, off (on two H100s, N=512 -0.25% to +1.1%, N=64 1.5-3.3%
-    faster: session 54). Asked for, it needs the gluon_wsz layout (its z producer) and no ws_cross_tile, or is refused
-    by name."""
-    if first_z and (layout != "gluon_wsz" or cross_tile):
+    faster: session 54). Asked for beside ws_cross_tile, refused by name (another layout than gluon_wsz is refused
+    before this, with the other z-producer tunables)."""
+    if first_z and cross_tile:
         raise ValueError(f"tuning: {TUNING_OP}.ws_first_z has consumer 1 compute its first tile's z beside the z "
                          f"producer: it needs layout gluon_wsz and not ws_cross_tile, got layout {layout}, "
                          f"ws_cross_tile={cross_tile}")
