@@ -283,6 +283,7 @@ if gluon is not None:
         when `writer`; returns sweep 2's coefficients (lse * log2(e), softmax_coef, target_coef, uniform; see
         _sweep2_tile)."""
         lse = row_max + gl.log(row_sum)
+        lse = gl.where(row_max == float("inf"), row_max, lse)  # a +inf logit: +inf, as torch.logsumexp
         is_valid = target != ignore_index
         is_bad = is_valid & ((target < 0) | (target >= V))
         if HAS_SOFTCAP:

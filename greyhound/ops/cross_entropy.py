@@ -120,6 +120,7 @@ def _cross_entropy_kernel(
         row_max, sum_exp, sum_z = _online_lse_step(z, mask, row_max, sum_exp, sum_z, softcap, HAS_SOFTCAP,
                                                    HAS_SMOOTHING)
     lse = row_max + tl.log(tl.sum(sum_exp, axis=0))
+    lse = tl.where(row_max == float("inf"), row_max, lse)  # a +inf logit: lse +inf as torch.logsumexp (exp gave nan)
 
     target = tl.load(target_ptr + row).to(tl.int64)
     is_valid = target != ignore_index

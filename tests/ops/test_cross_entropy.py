@@ -123,6 +123,38 @@ def test_neg_inf_logits(device, small_blocks):
     assert torch.all(grad[:, :300] == 0) and torch.isfinite(out.loss)
 
 
+
+
+POS_INF_OPTIONS = [{}, {"label_smoothing": 0.1}, {"lse_square_scale": 1e-4}]
+
+
+def check_pos_inf_logits(device, **options):
+    """A +inf logit: lse is +inf (torch.logsumexp), the loss +inf where the target is finite and nan where the target
+    is the +inf logit itself or label smoothing adds -inf; the gradient nan at the +inf logits only, as the
+    reference's. A row of -inf keeps lse -inf."""
+    logits, target = make_inputs(5, 300, torch.float32, device)
+    logits[0, 7] = float("inf")
+    logits[1, target[1]] = float("inf")
+    logits[2, 280:] = float("inf")
+    logits[3, :] = float("-inf")
+    ours_in, ref_in = logits.clone().requires_grad_(), logits.double().requires_grad_()
+    out = cross_entropy_with_grad(ours_in, target, reduction="sum", return_per_token_loss=True, return_lse=True,
+                                  **options)
+    ref = cross_entropy_reference(ref_in, target, reduction="sum", return_per_token_loss=True, return_lse=True,
+                                  **options)
+    torch.testing.assert_close(out.lse, ref.lse.float(), equal_nan=True)
+    torch.testing.assert_close(out.per_token_loss, ref.per_token_loss.float(), equal_nan=True)
+    assert out.lse[0] == float("inf") and out.lse[3] == float("-inf")
+    out.loss.backward()
+    ref.loss.backward()
+    torch.testing.assert_close(ours_in.grad[:3], ref_in.grad[:3].float(), equal_nan=True)
+
+
+@pytest.mark.parametrize("options", POS_INF_OPTIONS)
+def test_pos_inf_logit_matches_reference(device, small_blocks, options):
+    check_pos_inf_logits(device, **options)
+
+
 def test_all_ignored_mean_is_nan_with_zero_grad(device):
     logits, target = make_inputs(4, 50, torch.float32, device, ignored=range(4))
     ours_in = logits.clone().requires_grad_()
@@ -689,6 +721,13 @@ def _one_pass(**options):
     stack.enter_context(warnings.catch_warnings())
     warnings.simplefilter("error", RuntimeWarning)
     return stack
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("options", POS_INF_OPTIONS)
+def test_gpu_one_pass_pos_inf_logit_matches_reference(options):
+    with _one_pass():
+        check_pos_inf_logits("cuda", **options)
 
 
 @pytest.mark.gpu
