@@ -282,8 +282,7 @@ if gluon is not None:
         """The row's loss and lse from its max, sum of exp, sum of logits and target logit (_target_logit), stored
         when `writer`; returns sweep 2's coefficients (lse * log2(e), softmax_coef, target_coef, uniform; see
         _sweep2_tile)."""
-        lse = row_max + gl.log(row_sum)
-        lse = gl.where(row_max == float("inf"), row_max, lse)  # a +inf logit: +inf, as torch.logsumexp
+        lse = row_max + gl.log(row_sum)  # nan for a row holding +inf (inf - inf): so are its loss and gradient
         is_valid = target != ignore_index
         is_bad = is_valid & ((target < 0) | (target >= V))
         if HAS_SOFTCAP:
@@ -295,7 +294,8 @@ if gluon is not None:
             loss += lse_square_scale * lse * lse
         lse = gl.where(is_bad, float("nan"), lse)
         gl.store(per_token_loss_ptr + row, gl.where(is_bad, float("nan"), gl.where(is_valid, loss, 0.0)), mask=writer)
-        gl.store(lse_ptr + row, lse, mask=writer)
+        # a row holding +inf: its loss and gradient nan as F.cross_entropy's, its lse +inf as torch.logsumexp's
+        gl.store(lse_ptr + row, gl.where(row_max == float("inf"), row_max, lse), mask=writer)
         row_scale = gl.where(is_valid, row_scale, 0.0)
         softmax_coef = row_scale
         if HAS_Z_LOSS:

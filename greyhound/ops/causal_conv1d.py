@@ -263,7 +263,8 @@ def _causal_conv1d_backward_kernel(
                 grad = grad * sig * (1.0 + pre * (1.0 - sig))
             k = WIDTH - 1 - shift
             weight_k = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
-            grad_in += weight_k.to(tl.float32)[None, :] * grad
+            # masked, not only 0-loaded: an inf tap times a target past L (or in another sequence) would give nan
+            grad_in += tl.where(target_mask[:, None], weight_k.to(tl.float32)[None, :] * grad, 0.0)
             if GRAD_PARAMS:
                 product = grad * inputs
                 tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
@@ -374,7 +375,9 @@ def _causal_conv1d_silu_gather_backward_kernel(
                         shifted = tl.gather(grad, index[:, None] + broadcast, axis=0)
                 tap = tl.load(weight_ptr + channels * stride_w_d + (WIDTH - 1 - shift) * stride_w_k,
                               mask=channel_mask, other=0.0)
-                grad_in += tap.to(tl.float32)[None, :] * shifted
+                # rows whose g[p + shift·dilation] lies past L add nothing (not 0 · tap: an inf tap gives nan)
+                in_reach = (positions + shift * dilation) < seq_len
+                grad_in += tl.where(in_reach[:, None], tap.to(tl.float32)[None, :] * shifted, 0.0)
             grad_x_ptrs = (grad_x_ptr + batch * stride_gx_b + positions[:, None] * stride_gx_l
                            + channels[None, :] * stride_gx_d)
             tl.store(grad_x_ptrs, grad_in.to(grad_x_ptr.dtype.element_ty),
@@ -605,9 +608,10 @@ def _causal_conv1d_walk_backward_kernel(
             owned = (t >= chunk_first) & (t < chunk_end)  # not the warm-up above the chunk, nor the group's tail
             if GRAD_X:
                 grad_in = zero
-                for s in tl.static_range(WIDTH):
-                    grad_in += (_at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
-                                * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s))
+                for s in tl.static_range(WIDTH):  # g past L adds nothing (not 0 · tap: an inf tap gives nan)
+                    grad_in += tl.where(t + s * dilation < seq_len,
+                                        _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
+                                        * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s), 0.0)
                 tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty),
                          mask=_row_mask(channels, dim, t, chunk_first, chunk_end))
             if GRAD_PARAMS:

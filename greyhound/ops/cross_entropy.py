@@ -119,8 +119,7 @@ def _cross_entropy_kernel(
                         eviction_policy="evict_first").to(tl.float32)
         row_max, sum_exp, sum_z = _online_lse_step(z, mask, row_max, sum_exp, sum_z, softcap, HAS_SOFTCAP,
                                                    HAS_SMOOTHING)
-    lse = row_max + tl.log(tl.sum(sum_exp, axis=0))
-    lse = tl.where(row_max == float("inf"), row_max, lse)  # a +inf logit: lse +inf as torch.logsumexp (exp gave nan)
+    lse = row_max + tl.log(tl.sum(sum_exp, axis=0))  # nan for a row holding +inf (inf - inf): so are its loss
 
     target = tl.load(target_ptr + row).to(tl.int64)
     is_valid = target != ignore_index
@@ -138,7 +137,8 @@ def _cross_entropy_kernel(
     if HAS_Z_LOSS:
         loss += lse_square_scale * lse * lse
     tl.store(per_token_loss_ptr + row, tl.where(is_bad, float("nan"), tl.where(is_valid, loss, 0.0)))
-    tl.store(lse_ptr + row, tl.where(is_bad, float("nan"), lse))
+    # a row holding +inf: its loss nan as F.cross_entropy's, its lse +inf as torch.logsumexp's
+    tl.store(lse_ptr + row, tl.where(is_bad, float("nan"), tl.where(row_max == float("inf"), row_max, lse)))
 
 
 @triton.jit
@@ -161,6 +161,7 @@ def _gradient_kernel(
     target = tl.load(target_ptr + row).to(tl.int64)
     is_valid = target != ignore_index
     lse = tl.load(lse_ptr + row)  # nan for an out-of-range target: so is every coefficient below
+    lse = tl.where(lse == float("inf"), float("nan"), lse)  # a row holding +inf: nan, as F.cross_entropy's gradient
     # d loss / d z_j = p_j (1 + 2 s lse) - (1 - eps) [j = target] - eps / V, all times the row's scale
     row_scale = tl.where(is_valid, tl.load(grad_scale_ptr + row * grad_scale_stride).to(tl.float32), 0.0)
     softmax_coef = row_scale
@@ -797,10 +798,11 @@ def cross_entropy_reference(
         z = softcap * torch.tanh(z / softcap)
     lse = torch.logsumexp(z, dim=-1)
     valid = _kept(target, ignore_index)
-    z_target = z.gather(1, torch.where(valid, target, 0).long()[:, None])[:, 0]
-    per_token_loss = lse - (1.0 - label_smoothing) * z_target
+    # through log_softmax, as F.cross_entropy: a row holding +inf gives a nan loss and gradient (lse is +inf)
+    log_p = torch.log_softmax(z, dim=-1)
+    per_token_loss = -(1.0 - label_smoothing) * log_p.gather(1, torch.where(valid, target, 0).long()[:, None])[:, 0]
     if label_smoothing > 0:
-        per_token_loss = per_token_loss - label_smoothing * z.mean(dim=-1)
+        per_token_loss = per_token_loss - label_smoothing * log_p.mean(dim=-1)
     if lse_square_scale > 0:
         per_token_loss = per_token_loss + lse_square_scale * lse.square()
     per_token_loss = torch.where(valid, per_token_loss, 0.0)

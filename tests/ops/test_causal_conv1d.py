@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import greyhound
+from greyhound import _tuning
 from greyhound.ops import causal_conv1d as ops
 from greyhound.ops.causal_conv1d import causal_conv1d, causal_conv1d_reference, causal_conv1d_update
 
@@ -90,6 +91,45 @@ def test_widths_and_dilations(device, width, dilation, layout, activation, with_
     x = make_x(2, 21, 45, layout, device)
     weight, bias = make_params(21, width, device, with_bias=with_bias)
     check_against_reference(x, weight, bias, activation=activation, dilation=dilation)
+
+
+@pytest.mark.parametrize("layout, extra", [("contiguous", "plain"), ("contiguous", "seq_idx"),
+                                           ("contiguous", "initial_states"), ("channel_last", "plain"),
+                                           ("channel_last", "walk"), ("channel_last", "seq_idx"),
+                                           ("channel_last", "initial_states")])
+def test_inf_tap_gradients_match_reference(device, layout, extra):
+    """An inf tap: x's gradient is ±inf where a real output reads it through that tap and finite where none does
+    (the last (W − 1)·dilation positions, the positions whose tap reaches into another sequence), as the reference
+    and F.conv1d over a left-padded x; a 0-loaded grad_out past L times the tap gave nan there until session 55."""
+    dim, width, dilation, seq_len = 5, 4, 2, 23
+    x = make_x(2, dim, seq_len, layout, device)
+    weight, bias = make_params(dim, width, device)
+    weight[1, 2] = float("inf")
+    weight[3, 0] = float("-inf")
+    options = dict(dilation=dilation)
+    if extra == "seq_idx":
+        options["seq_idx"] = torch.tensor([0] * 9 + [4] * 14, device=device)[None].expand(2, -1).contiguous()
+    if extra == "initial_states":
+        options["initial_states"] = torch.randn(2, dim, (width - 1) * dilation, device=device)
+    leaves = {"x": x, "weight": weight, "bias": bias, **{k: v for k, v in options.items() if k == "initial_states"}}
+    ours = {n: t.detach().clone().requires_grad_() for n, t in leaves.items()}
+    refs = {n: t.detach().double().requires_grad_() for n, t in leaves.items()}
+    rest = {k: v for k, v in options.items() if k != "initial_states"}
+    with _tuning.override("causal_conv1d", walk=extra == "walk"):
+        out = causal_conv1d(ours["x"], ours["weight"], ours["bias"], initial_states=ours.get("initial_states"),
+                            **rest)
+        grad_out = torch.randn(2, dim, seq_len, device=device)
+        out.backward(grad_out)
+    ref = causal_conv1d_reference(refs["x"], refs["weight"], refs["bias"], initial_states=refs.get("initial_states"),
+                                  **rest)
+    ref.backward(grad_out.double())
+    for name in ("x", "initial_states"):
+        if name in ours:
+            torch.testing.assert_close(ours[name].grad, refs[name].grad.float(), equal_nan=True, msg=name)
+    # the tail of channel 1's x gradient: finite (its reads through the inf tap fall past L)
+    reach = (width - 1 - 2) * dilation
+    assert torch.isfinite(ours["x"].grad[:, 1, seq_len - reach:]).all()
+    assert torch.isinf(ours["x"].grad[:, 1, : seq_len - reach]).any()
 
 
 def test_odd_sizes_and_summed_output(device):

@@ -129,25 +129,34 @@ POS_INF_OPTIONS = [{}, {"label_smoothing": 0.1}, {"lse_square_scale": 1e-4}]
 
 
 def check_pos_inf_logits(device, **options):
-    """A +inf logit: lse is +inf (torch.logsumexp), the loss +inf where the target is finite and nan where the target
-    is the +inf logit itself or label smoothing adds -inf; the gradient nan at the +inf logits only, as the
-    reference's. A row of -inf keeps lse -inf."""
-    logits, target = make_inputs(5, 300, torch.float32, device)
+    """A row holding +inf: its loss and gradient nan, as F.cross_entropy's, and its lse +inf, as torch.logsumexp's
+    (the reference gives both); a row of -inf: lse -inf, loss and gradient nan; the other rows untouched."""
+    logits, target = make_inputs(6, 300, torch.float32, device)
     logits[0, 7] = float("inf")
     logits[1, target[1]] = float("inf")
     logits[2, 280:] = float("inf")
     logits[3, :] = float("-inf")
     ours_in, ref_in = logits.clone().requires_grad_(), logits.double().requires_grad_()
-    out = cross_entropy_with_grad(ours_in, target, reduction="sum", return_per_token_loss=True, return_lse=True,
+    out = cross_entropy_with_grad(ours_in, target, reduction="none", return_per_token_loss=True, return_lse=True,
                                   **options)
-    ref = cross_entropy_reference(ref_in, target, reduction="sum", return_per_token_loss=True, return_lse=True,
+    ref = cross_entropy_reference(ref_in, target, reduction="none", return_per_token_loss=True, return_lse=True,
                                   **options)
     torch.testing.assert_close(out.lse, ref.lse.float(), equal_nan=True)
     torch.testing.assert_close(out.per_token_loss, ref.per_token_loss.float(), equal_nan=True)
-    assert out.lse[0] == float("inf") and out.lse[3] == float("-inf")
-    out.loss.backward()
-    ref.loss.backward()
-    torch.testing.assert_close(ours_in.grad[:3], ref_in.grad[:3].float(), equal_nan=True)
+    assert out.lse[0] == float("inf") and out.lse[3] == float("-inf") and torch.isnan(out.loss[:4]).all()
+    assert torch.isfinite(out.loss[4:]).all()
+    grad_output = torch.rand(6, device=device) + 0.5
+    out.loss.backward(grad_output)
+    ref.loss.backward(grad_output.double())
+    torch.testing.assert_close(ours_in.grad, ref_in.grad.float(), equal_nan=True)
+    assert torch.isnan(ours_in.grad[:4]).all() and torch.isfinite(ours_in.grad[4:]).all()
+    if not options:  # the reference agrees with torch's own ops here
+        torch_in = logits.clone().requires_grad_()
+        expected = F.cross_entropy(torch_in, target, reduction="none")
+        expected.backward(grad_output)
+        torch.testing.assert_close(out.loss, expected.detach(), equal_nan=True)
+        torch.testing.assert_close(ours_in.grad, torch_in.grad, equal_nan=True)
+        torch.testing.assert_close(out.lse, torch.logsumexp(logits, dim=-1), equal_nan=True)
 
 
 @pytest.mark.parametrize("options", POS_INF_OPTIONS)
