@@ -245,6 +245,9 @@ def _causal_conv1d_backward_kernel(
             inputs = _load_inputs(x_row, init_row, sources, channels, channel_mask, seq_len, state_len,
                                   stride_x_l, stride_x_d, stride_init_s, stride_init_d, HAS_INIT)
         grad_in = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+        # a tile some of whose targets are masked (past L, before 0, or another sequence's): only there is a masked
+        # target's 0 kept out of the sum (a branch a tile and shift, not a select an element: the tail is rare)
+        edge = (start < 0) | (start + (BLOCK_L - 1 + (WIDTH - 1) * dilation) >= seq_len) | HAS_SEQ_IDX
         for shift in tl.static_range(WIDTH):  # target t = p + shift·dilation reads p through tap W − 1 − shift
             targets = sources + shift * dilation
             target_mask = source_mask & (targets >= 0) & (targets < seq_len)
@@ -263,8 +266,11 @@ def _causal_conv1d_backward_kernel(
                 grad = grad * sig * (1.0 + pre * (1.0 - sig))
             k = WIDTH - 1 - shift
             weight_k = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
-            # masked, not only 0-loaded: an inf tap times a target past L (or in another sequence) would give nan
-            grad_in += tl.where(target_mask[:, None], weight_k.to(tl.float32)[None, :] * grad, 0.0)
+            term = weight_k.to(tl.float32)[None, :] * grad
+            if not SILU:  # (with silu an inf tap makes its channel's g nan everywhere, as the reference's)
+                if edge:  # a target past L, before 0 or in another sequence adds nothing, not 0 · tap (inf: nan)
+                    term = tl.where(target_mask[:, None], term, 0.0)
+            grad_in += term
             if GRAD_PARAMS:
                 product = grad * inputs
                 tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
@@ -375,9 +381,7 @@ def _causal_conv1d_silu_gather_backward_kernel(
                         shifted = tl.gather(grad, index[:, None] + broadcast, axis=0)
                 tap = tl.load(weight_ptr + channels * stride_w_d + (WIDTH - 1 - shift) * stride_w_k,
                               mask=channel_mask, other=0.0)
-                # rows whose g[p + shift·dilation] lies past L add nothing (not 0 · tap: an inf tap gives nan)
-                in_reach = (positions + shift * dilation) < seq_len
-                grad_in += tl.where(in_reach[:, None], tap.to(tl.float32)[None, :] * shifted, 0.0)
+                grad_in += tap.to(tl.float32)[None, :] * shifted
             grad_x_ptrs = (grad_x_ptr + batch * stride_gx_b + positions[:, None] * stride_gx_l
                            + channels[None, :] * stride_gx_d)
             tl.store(grad_x_ptrs, grad_in.to(grad_x_ptr.dtype.element_ty),
@@ -608,10 +612,16 @@ def _causal_conv1d_walk_backward_kernel(
             owned = (t >= chunk_first) & (t < chunk_end)  # not the warm-up above the chunk, nor the group's tail
             if GRAD_X:
                 grad_in = zero
-                for s in tl.static_range(WIDTH):  # g past L adds nothing (not 0 · tap: an inf tap gives nan)
-                    grad_in += tl.where(t + s * dilation < seq_len,
-                                        _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
-                                        * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s), 0.0)
+                for s in tl.static_range(WIDTH):
+                    grad_in += (_at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
+                                * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s))
+                if not SILU:  # (with silu an inf tap makes its channel's g nan everywhere, as the reference's)
+                    if t + (WIDTH - 1) * dilation >= seq_len:  # the last rows: a g past L adds nothing, not 0 · tap
+                        grad_in = zero
+                        for s in tl.static_range(WIDTH):
+                            grad_in += tl.where(t + s * dilation < seq_len,
+                                                _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
+                                                * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s), 0.0)
                 tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty),
                          mask=_row_mask(channels, dim, t, chunk_first, chunk_end))
             if GRAD_PARAMS:

@@ -93,20 +93,22 @@ def test_widths_and_dilations(device, width, dilation, layout, activation, with_
     check_against_reference(x, weight, bias, activation=activation, dilation=dilation)
 
 
-@pytest.mark.parametrize("layout, extra", [("contiguous", "plain"), ("contiguous", "seq_idx"),
-                                           ("contiguous", "initial_states"), ("channel_last", "plain"),
-                                           ("channel_last", "walk"), ("channel_last", "seq_idx"),
-                                           ("channel_last", "initial_states")])
-def test_inf_tap_gradients_match_reference(device, layout, extra):
+@pytest.mark.parametrize("layout, extra, activation", [
+    ("contiguous", "plain", None), ("contiguous", "seq_idx", None), ("contiguous", "initial_states", None),
+    ("channel_last", "plain", None), ("channel_last", "walk", None), ("channel_last", "seq_idx", None),
+    ("channel_last", "initial_states", None), ("contiguous", "plain", "silu"), ("channel_last", "walk", "silu"),
+    ("contiguous", "seq_idx", "silu")])
+def test_inf_tap_gradients_match_reference(device, layout, extra, activation):
     """An inf tap: x's gradient is ±inf where a real output reads it through that tap and finite where none does
     (the last (W − 1)·dilation positions, the positions whose tap reaches into another sequence), as the reference
-    and F.conv1d over a left-padded x; a 0-loaded grad_out past L times the tap gave nan there until session 55."""
+    and F.conv1d over a left-padded x; a 0-loaded grad_out past L times the tap gave nan there until session 55.
+    With silu the tap makes the channel's pre-activation ±inf or nan, so its gradient is nan everywhere, in both."""
     dim, width, dilation, seq_len = 5, 4, 2, 23
     x = make_x(2, dim, seq_len, layout, device)
     weight, bias = make_params(dim, width, device)
     weight[1, 2] = float("inf")
     weight[3, 0] = float("-inf")
-    options = dict(dilation=dilation)
+    options = dict(dilation=dilation, activation=activation)
     if extra == "seq_idx":
         options["seq_idx"] = torch.tensor([0] * 9 + [4] * 14, device=device)[None].expand(2, -1).contiguous()
     if extra == "initial_states":
@@ -126,6 +128,9 @@ def test_inf_tap_gradients_match_reference(device, layout, extra):
     for name in ("x", "initial_states"):
         if name in ours:
             torch.testing.assert_close(ours[name].grad, refs[name].grad.float(), equal_nan=True, msg=name)
+    if activation == "silu":
+        assert torch.isnan(ours["x"].grad[:, 1]).all() and torch.isfinite(ours["x"].grad[:, [0, 2, 4]]).all()
+        return
     # the tail of channel 1's x gradient: finite (its reads through the inf tap fall past L)
     reach = (width - 1 - 2) * dilation
     assert torch.isfinite(ours["x"].grad[:, 1, seq_len - reach:]).all()
