@@ -12,4 +12,13 @@ bash scripts/carry_repo.sh unpack /tmp/gh-t
   tests/ops/test_cross_entropy.py tests/ops/test_causal_conv1d.py -k "inf or gpu_one_pass_matches or gpu_bf16 or gpu_vocab" \
   > $OUT/pytest-fixes.log 2>&1; echo "pytest fixes rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest-fixes.log | tail -1 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest-fixes.log | head | tee -a $OUT/call.log
-case $name in *H200*) PART=${PART:-all} LIMIT=$((575 - (SECONDS - S))) bash .carry/cmd.sh ;; *) echo "not an H200: stopped" ;; esac
+case $name in *H200*) PART=${PART:-all} LIMIT=$((575 - (SECONDS - S))) bash .carry/cmd.sh ;; *)
+# on another GPU: cross_entropy's +inf change (per-row scalars) against 055b559's kernels, sweep CLI, three rounds
+rm -rf /tmp/gh-old; cp -r /tmp/gh-t /tmp/gh-old
+cp .carry/ce_old.py /tmp/gh-old/greyhound/ops/cross_entropy.py; cp .carry/ce_gluon_old.py /tmp/gh-old/greyhound/ops/_ce_gluon.py
+for r in 1 2 3; do for t in new old; do [[ $r == 2 ]] && t=$([[ $t == new ]] && echo old || echo new)
+  d=/tmp/gh-t; [[ $t == old ]] && d=/tmp/gh-old
+  (cd $d && PYTHONPATH=/tmp/site:$d timeout 100 python3 -m benchmarks cross_entropy_with_grad --mode full,forward \
+    --providers "greyhound,greyhound[one_pass=0]" --batch-size 8192 --vocab-size 128256 --dtype bfloat16 --no-csv 2>&1 \
+    | grep -E "^  greyhound|rror" | sed -E 's/  +/ /g' | cut -c1-200 | sed "s/^/r$r $t /" | tee -a $OUT/call.log)
+done; done ;; esac
