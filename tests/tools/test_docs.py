@@ -278,3 +278,29 @@ def test_a_bad_marker_in_a_later_file_leaves_the_earlier_files_unwritten(tmp_pat
     assert f"{second} line 1" in capsys.readouterr().err
     assert first.read_text() == before
     assert docs.main(["--csv", str(path), str(first)]) == 0 and "**1.200**" in first.read_text()
+
+
+def test_headline_keeps_each_shape_at_the_newest_commit_that_measured_it(tmp_path):
+    """A newer run of one shape (the tracked tier) must not drop the shapes only an older run (the sweep) measured;
+    each row names its own commit, greyhound and its peer from that commit's run."""
+    old, new = "a" * 40, "b" * 40
+    path = _csv(tmp_path, [_row("greyhound", "full", 2.0, old, "2026-11-01T00:00:00Z", x="32000"),
+                           _row("fla", "full", 2.5, old, "2026-11-01T00:00:00Z", x="32000"),
+                           _row("greyhound", "full", 1.4, old, "2026-11-01T00:00:00Z"),
+                           _row("fla", "full", 1.3, old, "2026-11-01T00:00:00Z"),
+                           _row("greyhound", "full", 1.2, new, "2026-12-01T00:00:00Z"),
+                           _row("fla", "full", 1.5, new, "2026-12-01T00:00:00Z")])
+    text = docs.update_text("<!-- tools.docs headline -->\n<!-- /tools.docs -->\n", docs.load(path))
+    assert "| `k` | vocab_size=128256, batch_size=8192 | full | **1.200** | fla 1.500 | bbbbbbbb |" in text
+    assert "| `k` | vocab_size=32000, batch_size=8192 | full | **2.000** | fla 2.500 | aaaaaaaa |" in text
+    assert "1.400" not in text and "1.300" not in text
+
+
+def test_a_goal_missed_by_under_one_percent_keeps_a_decimal(tmp_path):
+    # 1.300 against 1.296: "missed by 0%" would read as met
+    frame = docs.load(_csv(tmp_path, [_row("greyhound", "full", 1.3, "b" * 40, "2026-12-02T00:00:00Z")]))
+    config = '"{""batch_size"": 8192}"'
+    goals = _goals(tmp_path, [f"k,greyhound,full,speed,vocab_size,128256,{config},1.296,issue 14",
+                              f"k,greyhound,full,speed,vocab_size,128256,{config},1.2,issue 9"])
+    text = docs.update_text(f"<!-- tools.docs goals kernel=k file={goals} -->\n<!-- /tools.docs -->\n", frame)
+    assert "| missed by 0.3% | issue 14 |" in text and "| missed by 8% | issue 9 |" in text
