@@ -21,7 +21,8 @@ Kinds and their keys (all optional unless said):
   forward -> backward.
 * `table kernel=NAME metric=speed|memory commit=PREFIX|latest gpu=NAME x=X_NAME extra.KEY=VALUE ...`: one row per
   (x value, mode), one column per provider (greyhound first), at one commit (`latest`: the newest with rows that
-  match; a run of the tracked tier alone then shows only its cells: pin `commit=` for a sweep's table); speed cells are p50 ms, the greyhound cells with [p20–p80]; the fastest (or smallest) cell is bold.
+  match; a run of the tracked tier alone then shows only its cells: pin `commit=` for a sweep's table); speed cells
+  are p50 ms, the greyhound cells with [p20–p80]; the fastest (or smallest) cell is bold.
 `table`, `roofline` and `headline` read asv's rows (the sweep CLI's, machine sweep-cli, only with `machine=sweep-cli`)
 and take `machine=NAME env=NAME` (asv machine and environment): a commit measured in several asv runs on one GPU is an
 error naming them until the marker picks one.
@@ -372,8 +373,9 @@ def render_goals(frame, args):
         if newest["y_value_20"] == newest["y_value_20"] and goal["metric_name"] == "speed":
             measured += f" [{_number(newest['y_value_20'])}–{_number(newest['y_value_80'])}]"
         miss = 100 * (p50 / goal["goal"] - 1)
-        # a miss under 1% keeps a decimal: "missed by 0%" read as met
-        status = "**met**" if p50 <= goal["goal"] else f"missed by {miss:.1f}%" if miss < 1 else f"missed by {miss:.0f}%"
+        status = "**met**"
+        if p50 > goal["goal"]:  # a miss under 1% keeps a decimal: "missed by 0%" read as met
+            status = f"missed by {miss:.1f}%" if miss < 1 else f"missed by {miss:.0f}%"
         spread = (newest["y_value_80"] - newest["y_value_20"]) / p50 if p50 > 0 else float("nan")
         if spread > WIDE_SPREAD:  # e.g. host-bound samples: the p50 is not the device time
             status += f" (p20–p80 spans {100 * spread:.0f}% of the p50: read with care)"
