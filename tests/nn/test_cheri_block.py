@@ -2441,7 +2441,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
                       CONSUMER_REGS=(160 if pingpong in (25, 26, 27, 28, 31) else 152) if z_producer else
                       cheri_ops._cheri_gluon.ws_consumer_regs(consumers),
                       PRODUCER_WARPS=4,
-                      PRODUCER_REGS=24 if pingpong in (26, 27, 28, 31) else 40, PIPELINE=pipeline, Z_PRODUCER=z_producer,
+                      PRODUCER_REGS=24 if pingpong in (26, 27, 28, 31) else 40, PIPELINE=pipeline,
+                      Z_PRODUCER=z_producer,
                       Z_STAGES=4 if z_producer else 1,
                       Z_PRODUCER_REGS=152 if pingpong == 25 else 168,
                       PINGPONG={3: 1, 4: 1, 5: 3, 6: 3, 7: 1, 8: 3, 9: 0, 10: 1, 11: 3, 12: 0, 13: 1, 14: 1,
@@ -2495,7 +2496,8 @@ def test_warp_specialised_kernel_compiles_for_hopper(block_e, stages, even, cons
         without = compile_for_hopper("greyhound.ops._cheri_gluon", "cheri_block_ws_kernel", types,
                                      {**constexprs, "FIRST_Z": False}, 4, divisible=("L",) if even else ())
         assert facts["lane_shuffles_up"] > without["lane_shuffles_up"], (facts, without)
-        assert (facts["wgmma"], facts["global_stores"]) == (without["wgmma"], without["global_stores"]), (facts, without)
+        assert (facts["wgmma"], facts["global_stores"]) == (without["wgmma"], without["global_stores"]), \
+            (facts, without)
     # the conv's taps in registers: the z producer's 2-byte loads of them, K a channel every tile, are gone (the
     # same kernel without them has more)
     if pingpong == 28:
