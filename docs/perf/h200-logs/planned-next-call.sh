@@ -1,4 +1,5 @@
 #!/bin/bash
+# Session 56: the same call, tags s56*.
 # Session 55: the same call, tags s55*; PART=all on an H200 through h200-only.sh (ws_first_z A/B after the tests).
 # Session 54: on an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers in
 # the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of ws_first_z and
@@ -29,7 +30,7 @@ bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the goals' cells and the tracked tier, whose
 # host-bound series the head start of 81db6f9 should now read as the device's time), then the tests in what is left
-asv s55a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
+asv s56a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
 fi
 if [[ ${PART:-1} == all || ${PART:-1} == ab ]]; then
 # the GPU tests: ws_first_z's bit-equality (PART=ab), with the 16-bit defaults' and variants' (PART=all)
@@ -62,7 +63,7 @@ for r in 1 2; do
   done
 done
 elif [[ ${PART:-1} == sweep ]]; then  # CheriBlockSweep alone (163-216 s on an H100): every goal cell of the Cheri table
-asv s55b $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+asv s56b $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
 else
-asv s55 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+asv s56 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
