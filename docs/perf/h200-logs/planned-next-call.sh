@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 56: the same call, tags s56*.
+# Session 56: the same call, tags s56*; PART=sweeptests: CheriBlockSweep (deadline 340 s), then GPU tests.
 # Session 55: the same call, tags s55*; PART=all on an H200 through h200-only.sh (ws_first_z A/B after the tests).
 # Session 54: on an H200, PART=all: (1) asv of the tip's CheriBlockSweep and tracked tier in one asv call, peers in
 # the same run (the goals' cells; the 16-bit defaults unchanged since 4c6650a); (2) the GPU tests of ws_first_z and
@@ -62,8 +62,18 @@ for r in 1 2; do
       | cut -c1-260 | sed "s/^/r$r $dt /" | tee -a $OUT/call.log)
   done
 done
-elif [[ ${PART:-1} == sweep ]]; then  # CheriBlockSweep alone (163-216 s on an H100): every goal cell of the Cheri table
-asv s56b $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! CheriBlockSweep"
+elif [[ ${PART:-1} == sweep || ${PART:-1} == sweeptests ]]; then  # CheriBlockSweep alone (163-216 s on an H100, 262 s
+# on session 50's H200): every goal cell of the Cheri table; PART=sweeptests: then the GPU tests in what is left (the
+# Cheri defaults' and session 55's two fixes': CE's +inf row, causal_conv1d's inf tap; none ran on an H200 since)
+D=$((${LIMIT:-585} - 20 - (SECONDS - S))); [[ ${PART:-1} == sweeptests ]] && (( D > 340 )) && D=340
+asv s56b $D "HEAD^! CheriBlockSweep"
+if [[ ${PART:-1} == sweeptests ]]; then  # the defaults' tests (the off-by-default variants' bit-equality ran on H100s)
+T="consumer_registers or shuffled_conv_taps or late_residual or training_path_and_megakernel_modes or default_inference or large_hidden or tuning_variants"
+(cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 10 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
+  -m gpu tests/ops/test_cross_entropy.py tests/ops/test_causal_conv1d.py tests/nn/test_cheri_block.py \
+  -k "inf or gpu_one_pass_matches or gpu_bf16 or gpu_vocab or $T" > $OUT/pytest.log 2>&1; echo "pytest rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
+grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
+fi
 else
 asv s56 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
