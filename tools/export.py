@@ -56,7 +56,7 @@ params, is warned about and left out.
 it, a hash prefix of at least 4 hex digits. Exit status: 0 = everything read; 1 = a file or entry could not be read
 (a one-line warning names it; everything else is exported and written, so CI notices); 2 = the results directory or
 benchmarks.json is missing or unreadable (an entry other than its "version" that is not a benchmark object with
-version, param_names, type and unit: named), a results directory is given twice, the existing CSV is unreadable or
+param_names, type and unit, and a string or number version where it has one: named), a results directory is given twice, the existing CSV is unreadable or
 has unexpected columns, --commit is empty or matches no result file, or --noise is empty or the CSV (nothing is
 written).
 """
@@ -150,7 +150,8 @@ def load_benchmarks(results_dir):
     return benchmarks
 
 
-BENCHMARK_FIELDS = ("version", "param_names", "type", "unit")  # what asv writes for every benchmark and export reads
+BENCHMARK_FIELDS = ("param_names", "type", "unit")  # what asv writes for every benchmark and export reads (and a
+# "version", which asv's own older files lack: asv reads a missing one as None, `benchmarks[key].get('version')`)
 
 
 def _is_scalar(value):
@@ -165,7 +166,7 @@ def benchmark_entry_problem(meta):
     missing = [f for f in BENCHMARK_FIELDS if f not in meta]
     if missing:
         return f"has no {', '.join(missing)}"
-    if not _is_scalar(meta["version"]):
+    if meta.get("version") is not None and not _is_scalar(meta["version"]):
         return f"has version {meta['version']!r:.40}, expected a string"
     names = meta["param_names"]
     if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
@@ -275,8 +276,20 @@ def gpu_name_of(result_params, machine_info, machine_name):
 
 
 # --- mapping one benchmark to rows ------------------------------------------------------------------------------
+def param_repr(value):
+    """A stored parameter value as asv's repr string: asv writes strings; a JSON number, bool or null (another writer's
+    file) becomes the repr asv would have written (8 -> "8", true -> "True", null -> "None"), anything else its JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
 def parse_param(value_repr):
-    """asv stores parameter values as repr strings: returns (display text, JSON value). "'bf16'" -> bf16, "8" -> 8."""
+    """asv stores parameter values as repr strings: returns (display text, JSON value). "'bf16'" -> bf16, "8" -> 8.
+    A value stored otherwise reads as its param_repr, so the display text is always a string."""
+    value_repr = param_repr(value_repr)
     try:
         value = ast.literal_eval(value_repr)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -462,6 +475,11 @@ def checked_entry(result, name):
         raise ValueError("its params column is missing (expected a list of parameter value lists)")
     if not (isinstance(params, list) and all(isinstance(values, list) for values in params)):
         raise ValueError(f"params is {params!r:.80}, expected a list of parameter value lists")
+    if not all(isinstance(value, str) for values in params for value in values):
+        # (another writer's numbers or nulls: as asv's repr strings, in the file's own order, so that every reader
+        # (rows, sort keys, the noise table, the gate's series) sees one form and asv's lookups by params still match)
+        params = [[param_repr(value) for value in values] for values in params]
+        result._benchmark_params[name] = params
     combos = list(itertools.product(*params))
     version = result.benchmark_version.get(name)
     if version is not None and not _is_scalar(version):

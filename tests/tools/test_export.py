@@ -862,7 +862,7 @@ def _exported_twice(tmp_path, benchmarks=GREYHOUND_BENCHMARKS, results=None):
     ([], "[] (a list), not an object"),
     ({"version": "v1"}, "has no param_names, type, unit"),
     ({**GREYHOUND_BENCHMARKS[TIME], "param_names": "provider"}, "has param_names 'provider', expected a list"),
-    ({**GREYHOUND_BENCHMARKS[TIME], "version": None}, "has version None, expected a string"),
+    ({**GREYHOUND_BENCHMARKS[TIME], "version": [1]}, "has version [1], expected a string"),
 ])
 def test_malformed_benchmarks_json_entries_are_refused_and_nothing_written(tmp_path, capsys, damage, message):
     # before: every result was "not in benchmarks.json", each file's earlier rows removed: the CSV kept its header only,
@@ -1051,3 +1051,48 @@ def test_the_noise_tool_warns_about_unreadable_files_as_the_export_does(tmp_path
                                              for line in captured.err.splitlines())
     assert f"wrote {N_COMBOS} series" in captured.out  # the table, from what could be read
     assert _noise_kernels(tmp_path / "noise.csv") == ["cross_entropy_with_grad"] * N_COMBOS
+
+
+def test_benchmarks_without_a_version_export_as_asv_reads_them(tmp_path, capsys):
+    # asv's own example results (its test data) have benchmarks.json entries with no "version": asv reads it as None
+    # (`benchmarks[key].get('version')`), so a result stored without a version is current and one stored with a
+    # version is of another benchmark version. Before: the whole directory was refused (exit 2, nothing exported).
+    unversioned = {name: {k: v for k, v in m.items() if k != "version"} for name, m in GREYHOUND_BENCHMARKS.items()}
+    root = make_results_dir(tmp_path / "results", unversioned)
+    values, samples = random_time_results(np.random.default_rng(11))
+    write_result(root, COMMIT_A, {TIME: entry(values, samples=samples, version=None),
+                                  PEAKMEM: entry([2.0**30] * N_COMBOS, version="v1")})
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path) == 0
+    out = capsys.readouterr().out
+    rows = read_rows(csv_path)
+    assert len(rows) == N_COMBOS and {r["metric_name"] for r in rows} == {"speed"}
+    assert sorted(float(r["y_value_50"]) for r in rows) == pytest.approx(sorted(v * 1e3 for v in values))
+    assert f"{N_COMBOS} results of an older benchmark version" in out
+
+
+def test_parameter_values_stored_as_numbers_or_null_read_as_asvs_reprs(tmp_path, capsys):
+    # asv stores every parameter value as its repr string; another writer's file may store a JSON number, bool or
+    # null. Before: null crashed the sort (float(None)), and numbers in one file beside strings in another crashed it
+    # too ('<' between int and str), with nothing written.
+    names = ["provider", "batch_size", "vocab_size", "flag"]
+    as_strings = [["'greyhound'"], ["8"], ["1000", "4096"], ["None", "True"]]
+    as_json = [["'greyhound'"], [8], [1000, 4096], [None, True]]
+    benchmarks = {TIME: meta(TIME, "time", "seconds", param_names=names, params=as_strings,
+                             kernel_name="cross_entropy_with_grad", x_name="vocab_size")}
+    root = make_results_dir(tmp_path / "results", benchmarks)
+    rng = np.random.default_rng(3)
+    values_a, values_b = (list(rng.uniform(1e-4, 5e-3, size=4)) for _ in range(2))
+    write_result(root, COMMIT_A, {TIME: entry(values_a, params=as_strings)})
+    write_result(root, COMMIT_B, {TIME: entry(values_b, params=as_json)})
+    csv_path = tmp_path / "data.csv"
+    assert run_export(root, csv_path) == 0
+    first = csv_path.read_bytes()
+    rows = read_rows(csv_path)
+    assert len(rows) == 8
+    keyed = {(r["git_commit"], r["x_value"], r["extra_benchmark_config_str"]): float(r["y_value_50"]) for r in rows}
+    for commit, values in ((COMMIT_A, values_a), (COMMIT_B, values_b)):
+        for (vocab, flag), value in zip([(v, f) for v in ("1000", "4096") for f in ("null", "true")], values):
+            extra = json.dumps({"batch_size": 8, "flag": json.loads(flag)}, sort_keys=True)
+            assert keyed[(commit, vocab, extra)] == pytest.approx(value * 1e3)
+    assert run_export(root, csv_path) == 0 and csv_path.read_bytes() == first
