@@ -264,6 +264,8 @@ def _causal_conv1d_backward_kernel(
                                       shift, WIDTH, HAS_SEQ_IDX, HAS_INIT, BLOCK_L, BLOCK_D)
                 sig = tl.sigmoid(pre)
                 grad = grad * sig * (1.0 + pre * (1.0 - sig))
+                if edge:  # a masked target's g is 0, not 0 · silu'(pre) (nan where its recomputed pre is ±inf)
+                    grad = tl.where(target_mask[:, None], grad, 0.0)
             k = WIDTH - 1 - shift
             weight_k = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
             term = weight_k.to(tl.float32)[None, :] * grad
@@ -273,6 +275,8 @@ def _causal_conv1d_backward_kernel(
             grad_in += term
             if GRAD_PARAMS:
                 product = grad * inputs
+                if edge:  # nor to grad_w: not 0 · an inf input
+                    product = tl.where(target_mask[:, None], product, 0.0)
                 tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
                     tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, product, k)
                 bias_sum = _add_if(bias_sum, grad, shift == 0)
@@ -352,7 +356,12 @@ def _causal_conv1d_silu_gather_backward_kernel(
         grad = tl.load(grad_out_row + positions[:, None] * stride_g_l + channels[None, :] * stride_g_d,
                        mask=in_seq[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
         sig = tl.sigmoid(pre)
-        grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L: grad_out is masked to 0 there
+        grad = grad * sig * (1.0 + pre * (1.0 - sig))
+        # the last tile: g past L is 0 (grad_out is masked to 0 there), not 0 · silu'(pre), nan where the recomputed
+        # pre is ±inf; and its rows past L add nothing to grad_w, not 0 · an inf x (a branch a tile: rare)
+        edge = tl.cast(tile, tl.int64) * own + BLOCK_L > seq_len
+        if edge:
+            grad = tl.where(in_seq[:, None], grad, 0.0)
         owned = (rows < own) & in_seq
         if GRAD_PARAMS:
             owned_grad = tl.where(owned[:, None], grad, 0.0)
@@ -361,7 +370,9 @@ def _causal_conv1d_silu_gather_backward_kernel(
                 in_x = (sources >= 0) & (sources < seq_len)
                 values = tl.load(x_row + sources[:, None] * stride_x_l + channels[None, :] * stride_x_d,
                                  mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
-                product = owned_grad * values
+                product = owned_grad * values  # (the halo rows' 0 · x: left out once, at the end)
+                if edge:
+                    product = tl.where(owned[:, None], product, 0.0)
                 tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
                     tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, product, k)
             bias_sum += owned_grad
@@ -386,10 +397,14 @@ def _causal_conv1d_silu_gather_backward_kernel(
                            + channels[None, :] * stride_gx_d)
             tl.store(grad_x_ptrs, grad_in.to(grad_x_ptr.dtype.element_ty),
                      mask=owned[:, None] & channel_mask[None, :])
-    if GRAD_PARAMS:  # row batch · chunks + chunk
+    if GRAD_PARAMS:  # row batch · chunks + chunk; the halo rows (never owned) summed 0 · x: kept out, so that an inf
+        # x there (whose own tile counts it) is not a nan in grad_w
+        halo_free = (rows < own)[:, None]
         _store_partial_row(grad_weight_partial_ptr, grad_bias_partial_ptr, batch * tl.num_programs(2) + chunk, dim,
-                           channels, channel_mask, tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-                           WIDTH, HAS_BIAS)
+                           channels, channel_mask, tl.where(halo_free, tap_0, 0.0), tl.where(halo_free, tap_1, 0.0),
+                           tl.where(halo_free, tap_2, 0.0), tl.where(halo_free, tap_3, 0.0),
+                           tl.where(halo_free, tap_4, 0.0), tl.where(halo_free, tap_5, 0.0),
+                           tl.where(halo_free, tap_6, 0.0), tl.where(halo_free, tap_7, 0.0), bias_sum, WIDTH, HAS_BIAS)
 
 
 @triton.jit
@@ -542,6 +557,67 @@ def _causal_conv1d_walk_forward_kernel(
 
 
 @triton.jit
+def _walk_backward_rows(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
+                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
+                        r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7,
+                        w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, base, dilation, seq_len, chunk_first, chunk_end,
+                        grad_x_row, stride_gx_l, channels, dim, WIDTH: tl.constexpr, SILU: tl.constexpr,
+                        GRAD_X: tl.constexpr, GRAD_PARAMS: tl.constexpr, GROUP: tl.constexpr, MASKED: tl.constexpr):
+    """The walk backward's GROUP rows at t = base − u·dilation (u < GROUP), from the group's loaded rows r (x) and h
+    (grad_out): the x and g windows moved down a row each, grad_x stored, the grad_w / grad_b sums grown. MASKED
+    (a group with rows outside [chunk_first, chunk_end)): a row that is not owned adds nothing to grad_w / grad_b, not
+    0 · x (nan for an inf x), and with silu a g past L is 0, not 0 · silu'(pre) (nan where the recomputed pre is
+    ±inf); without MASKED every row is owned and below L, so neither select is made."""
+    zero = tl.zeros_like(acc0)
+    for u in tl.static_range(GROUP):
+        t = base - u * dilation
+        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _window_down(
+            x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, _at(r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, u).to(tl.float32),
+            WIDTH)
+        grad = _at(h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, u).to(tl.float32)
+        if SILU:
+            pre = acc0
+            for k in tl.static_range(WIDTH):
+                pre += _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, k) * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6,
+                                                                            x_7, WIDTH - 1 - k)
+            sig = tl.sigmoid(pre)
+            grad = grad * sig * (1.0 + pre * (1.0 - sig))  # grad_out is masked to 0 past L and below the chunk
+            if MASKED:
+                grad = tl.where(t < seq_len, grad, 0.0)
+        # down one step: g_s <- g_{s-1}, g_0 <- g[t]
+        g_7, g_6, g_5, g_4, g_3, g_2, g_1, g_0 = g_6, g_5, g_4, g_3, g_2, g_1, g_0, grad
+        if GRAD_X:
+            grad_in = zero
+            for s in tl.static_range(WIDTH):
+                grad_in += (_at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
+                            * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s))
+            if not SILU:  # (with silu an inf tap makes its channel's g nan everywhere, as the reference's)
+                if t + (WIDTH - 1) * dilation >= seq_len:  # the last rows: a g past L adds nothing, not 0 · tap
+                    grad_in = zero
+                    for s in tl.static_range(WIDTH):
+                        grad_in += tl.where(t + s * dilation < seq_len,
+                                            _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
+                                            * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s), 0.0)
+            tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_row.dtype.element_ty),
+                     mask=_row_mask(channels, dim, t, chunk_first, chunk_end))
+        if GRAD_PARAMS:
+            if MASKED:
+                owned = (t >= chunk_first) & (t < chunk_end)  # not the warm-up above the chunk, nor the group's tail
+                for k in tl.static_range(WIDTH):
+                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
+                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
+                        tl.where(owned, g_0 * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), 0.0), k)
+                bias_sum += tl.where(owned, g_0, 0.0)
+            else:
+                for k in tl.static_range(WIDTH):
+                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
+                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
+                        g_0 * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), k)
+                bias_sum += g_0
+    return x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum
+
+
+@triton.jit
 def _causal_conv1d_walk_backward_kernel(
     x_ptr, weight_ptr, bias_ptr, grad_out_ptr, grad_x_ptr, grad_weight_partial_ptr, grad_bias_partial_ptr,
     seq_len, dim, dilation, steps,
@@ -594,43 +670,27 @@ def _causal_conv1d_walk_backward_kernel(
                                                             seq_len, channels, dim, GROUP, BLOCK_D)
         p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7 = _load_rows(grad_out_row, following, -dilation, stride_g_l,
                                                             chunk_first, seq_len, channels, dim, GROUP, BLOCK_D)
-        for u in tl.static_range(GROUP):
-            t = base - u * dilation
-            x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _window_down(
-                x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, _at(r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, u).to(tl.float32),
-                WIDTH)
-            grad = _at(h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, u).to(tl.float32)
-            if SILU:
-                pre = acc0
-                for k in tl.static_range(WIDTH):
-                    pre += _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, k) * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6,
-                                                                                x_7, WIDTH - 1 - k)
-                sig = tl.sigmoid(pre)
-                grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L and below the chunk (grad_out masked)
-            # down one step: g_s <- g_{s-1}, g_0 <- g[t]
-            g_7, g_6, g_5, g_4, g_3, g_2, g_1, g_0 = g_6, g_5, g_4, g_3, g_2, g_1, g_0, grad
-            owned = (t >= chunk_first) & (t < chunk_end)  # not the warm-up above the chunk, nor the group's tail
-            if GRAD_X:
-                grad_in = zero
-                for s in tl.static_range(WIDTH):
-                    grad_in += (_at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
-                                * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s))
-                if not SILU:  # (with silu an inf tap makes its channel's g nan everywhere, as the reference's)
-                    if t + (WIDTH - 1) * dilation >= seq_len:  # the last rows: a g past L adds nothing, not 0 · tap
-                        grad_in = zero
-                        for s in tl.static_range(WIDTH):
-                            grad_in += tl.where(t + s * dilation < seq_len,
-                                                _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
-                                                * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s), 0.0)
-                tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty),
-                         mask=_row_mask(channels, dim, t, chunk_first, chunk_end))
-            if GRAD_PARAMS:
-                owned_grad = tl.where(owned, g_0, 0.0)
-                for k in tl.static_range(WIDTH):
-                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
-                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
-                        owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), k)
-                bias_sum += owned_grad
+        # a group whose every row is owned (the chunk's inside: all but the first and last groups) takes no mask;
+        # the others keep what is not owned out of grad_w and a g past L out of grad_x (a branch a group)
+        clean = (base - (GROUP - 1) * dilation >= chunk_first) & (base < chunk_end)
+        if clean:
+            (x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7,
+             g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
+             tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum) = _walk_backward_rows(
+                x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
+                tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
+                r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7,
+                w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, base, dilation, seq_len, chunk_first, chunk_end,
+                grad_x_row, stride_gx_l, channels, dim, WIDTH, SILU, GRAD_X, GRAD_PARAMS, GROUP, False)
+        else:
+            (x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7,
+             g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
+             tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum) = _walk_backward_rows(
+                x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
+                tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
+                r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7,
+                w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, base, dilation, seq_len, chunk_first, chunk_end,
+                grad_x_row, stride_gx_l, channels, dim, WIDTH, SILU, GRAD_X, GRAD_PARAMS, GROUP, True)
         r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7
         h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7 = p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7
         base, x_base = following, x_following
