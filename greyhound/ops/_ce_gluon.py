@@ -219,35 +219,52 @@ if gluon is not None:
         return packed
 
     @gluon.jit
-    def _sweep1_tile(z, offsets, V, col_max, sum_exp, sum_z, softcap, MASKED: gl.constexpr,
+    def _sweep1_tile(z, offsets, V, col_max, sum_exp, sum_z, count, softcap, MASKED: gl.constexpr,
                      HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
-        """Folds one tile (fp32, LAYOUT) into the thread's running max, sum of exp and sum of logits."""
+        """Folds one tile (fp32, LAYOUT) into the thread's running max and sum of exp and, for label smoothing, its
+        sum of z - col_max over the `count` entries it has folded.
+
+        Each exponent is (z - max) * log2(e), not z * log2(e) - max * log2(e) (one FMA): the rounding of
+        max * log2(e), half an ulp of the max's exponent (5e-4 at logits of 1e4), went into the sum, so into the loss
+        and every gradient entry; z - max is exact near the max (Sterbenz). The smoothing sum takes the same z - max:
+        the logits' own sum overflows where two are 3e38, although every z - max is finite; kept relative to the
+        thread's running max (moved by count * the max's move), every term is <= 0, so no partial sum exceeds the
+        final one."""
         if HAS_SOFTCAP:
             z = softcap * _tanh(z / softcap)
         if MASKED:
             z = gl.where(offsets < V, z, float("-inf"))
         new_max = gl.maximum(col_max, gl.max(gl.max(z, axis=2), axis=0))
+        moved = col_max - new_max
         # clamped so that -FLT_MAX - max never overflows; exp2 of it is 0 either way
-        rescale = gl.exp2(gl.maximum(col_max - new_max, -1000.0) * 1.4426950408889634)
-        shift = gl.expand_dims(gl.expand_dims(new_max * 1.4426950408889634, 0), 2)
-        p = gl.exp2(z * 1.4426950408889634 - shift)
+        rescale = gl.exp2(gl.maximum(moved, -1000.0) * 1.4426950408889634)
+        d = z - gl.expand_dims(gl.expand_dims(new_max, 0), 2)
+        p = gl.exp2(d * 1.4426950408889634)
         sum_exp = sum_exp * rescale + gl.sum(gl.sum(p, axis=2), axis=0)
         if HAS_SMOOTHING:
             if MASKED:
-                z = gl.where(offsets < V, z, 0.0)
-            sum_z += gl.sum(gl.sum(z, axis=2), axis=0)
-        return new_max, sum_exp, sum_z
+                d = gl.where(offsets < V, d, 0.0)
+                folded = gl.sum(gl.sum((offsets < V).to(gl.float32), axis=2), axis=0)
+            else:
+                folded = z.shape[0] * z.shape[2]  # the thread's entries of a tile
+            # the earlier entries moved to the new max (clamped: 0 entries times the -2.3e38 start's move, which can
+            # overflow to -inf, is 0, not nan)
+            sum_z = sum_z + count * gl.maximum(moved, -3.4028234663852886e38) + gl.sum(gl.sum(d, axis=2), axis=0)
+            count += folded
+        return new_max, sum_exp, sum_z, count
 
     @gluon.jit
-    def _sweep2_tile(x, offsets, tile_start, target, lse_log2, softmax_coef, target_coef, uniform, softcap,
+    def _sweep2_tile(x, offsets, tile_start, target, row_max, log2_sum, softmax_coef, target_coef, uniform, softcap,
                      TILE: gl.constexpr, HAS_SOFTCAP: gl.constexpr):
         """The gradient of one tile (fp32, LAYOUT): p * softmax_coef - uniform - target_coef [j = target], times the
-        soft-cap's derivative."""
+        soft-cap's derivative. p = exp2((z - row_max) log2(e) - log2_sum), not exp2(z log2(e) - lse log2(e)): lse's
+        rounding (an ulp of the max logit, 1e-3 at 1e4) went into every p; z - row_max is exact near the max. One
+        more FADD an entry."""
         z = x
         if HAS_SOFTCAP:
             capped = _tanh(x / softcap)
             z = softcap * capped
-        grad = gl.exp2(z * 1.4426950408889634 - lse_log2) * softmax_coef - uniform
+        grad = gl.exp2((z - row_max) * 1.4426950408889634 - log2_sum) * softmax_coef - uniform
         local_target = target - tile_start
         if (local_target >= 0) & (local_target < TILE):  # the target's tile only
             grad = gl.where(offsets == local_target.to(gl.int32), grad - target_coef, grad)
@@ -256,11 +273,11 @@ if gluon is not None:
         return grad
 
     @gluon.jit
-    def _gradient_tile(x, grad_row, t, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef, uniform,
-                       softcap, TILE: gl.constexpr, HAS_SOFTCAP: gl.constexpr, POLICY: gl.constexpr):
+    def _gradient_tile(x, grad_row, t, n_full, V, offsets, target, row_max, log2_sum, softmax_coef, target_coef,
+                       uniform, softcap, TILE: gl.constexpr, HAS_SOFTCAP: gl.constexpr, POLICY: gl.constexpr):
         """Sweep 2's work on row tile t, whose entries are x (fp32, LAYOUT): its gradient, stored."""
-        grad = _sweep2_tile(x, offsets, t * TILE, target, lse_log2, softmax_coef, target_coef, uniform, softcap, TILE,
-                            HAS_SOFTCAP)
+        grad = _sweep2_tile(x, offsets, t * TILE, target, row_max, log2_sum, softmax_coef, target_coef, uniform,
+                            softcap, TILE, HAS_SOFTCAP)
         pointers = grad_row + t * TILE + offsets
         if t < n_full:
             gl.store(pointers, grad.to(grad_row.dtype.element_ty), eviction_policy=_policy(POLICY, 4, "evict_first"))
@@ -279,17 +296,20 @@ if gluon is not None:
     def _row_end(per_token_loss_ptr, lse_ptr, row, target, z_target, row_scale, row_max, row_sum, row_sum_z, V,
                  ignore_index, label_smoothing, softcap, lse_square_scale, writer, HAS_SOFTCAP: gl.constexpr,
                  HAS_SMOOTHING: gl.constexpr, HAS_Z_LOSS: gl.constexpr):
-        """The row's loss and lse from its max, sum of exp, sum of logits and target logit (_target_logit), stored
-        when `writer`; returns sweep 2's coefficients (lse * log2(e), softmax_coef, target_coef, uniform; see
-        _sweep2_tile)."""
-        lse = row_max + gl.log(row_sum)  # nan for a row holding +inf (inf - inf): so are its loss and gradient
+        """The row's loss and lse from its max, sum of exp, sum of z - row_max (label smoothing) and target logit
+        (_target_logit), stored when `writer`; returns sweep 2's coefficients (row_max, log2 of the sum of exp: nan
+        for a bad target, softmax_coef, target_coef, uniform; see _sweep2_tile)."""
+        log_sum = gl.log(row_sum)
+        lse = row_max + log_sum  # nan for a row holding +inf (inf - inf): so are its loss and gradient
         is_valid = target != ignore_index
         is_bad = is_valid & ((target < 0) | (target >= V))
         if HAS_SOFTCAP:
             z_target = softcap * _tanh(z_target / softcap)
-        loss = lse - (1.0 - label_smoothing) * z_target
+        # lse - (1 - eps) z_target - eps mean_j z_j with lse = row_max + log_sum: the large parts cancel exactly first
+        # (row_max - z_target), so the loss does not carry lse's rounding; row_sum_z = sum_j (z_j - row_max)
+        loss = (1.0 - label_smoothing) * (row_max - z_target) + log_sum
         if HAS_SMOOTHING:
-            loss -= label_smoothing * row_sum_z / V
+            loss -= label_smoothing * (row_sum_z / V)
         if HAS_Z_LOSS:
             loss += lse_square_scale * lse * lse
         lse = gl.where(is_bad, float("nan"), lse)
@@ -302,14 +322,17 @@ if gluon is not None:
             softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
         target_coef = row_scale * (1.0 - label_smoothing)
         uniform = row_scale * label_smoothing / V
-        return lse * 1.4426950408889634, softmax_coef, target_coef, uniform
+        return row_max, gl.where(is_bad, float("nan"), gl.log2(row_sum)), softmax_coef, target_coef, uniform
 
     @gluon.jit
-    def _row_stats(col_max, sum_exp, sum_z):
-        """The row's max, sum of exp and sum of logits from the threads' running ones."""
+    def _row_stats(col_max, sum_exp, sum_z, count):
+        """The row's max, sum of exp, sum of z - row_max and count of entries from the threads' running ones (each
+        thread's sum of z - col_max moved to the row's max: count * the difference, clamped as in _sweep1_tile)."""
         row_max = gl.max(col_max, axis=0)
-        row_sum = gl.sum(sum_exp * gl.exp2(gl.maximum(col_max - row_max, -1000.0) * 1.4426950408889634), axis=0)
-        return row_max, row_sum, gl.sum(sum_z, axis=0)
+        moved = col_max - row_max
+        row_sum = gl.sum(sum_exp * gl.exp2(gl.maximum(moved, -1000.0) * 1.4426950408889634), axis=0)
+        row_sum_z = gl.sum(sum_z + count * gl.maximum(moved, -3.4028234663852886e38), axis=0)
+        return row_max, row_sum, row_sum_z, gl.sum(count, axis=0)
 
     @gluon.jit
     def _issue_held(ring, logits_ptr, stride, item, n_items, first_row, n_groups, V, TILE_R: gl.constexpr,
@@ -348,7 +371,7 @@ if gluon is not None:
         return x.to(DTYPE).to(gl.int16, bitcast=True).to(gl.int32) & 0xFFFF
 
     @gluon.jit
-    def _gradient_words(words, grad_row, start, target, lse_log2, softmax_coef, target_coef, uniform, softcap,
+    def _gradient_words(words, grad_row, start, target, row_max, log2_sum, softmax_coef, target_coef, uniform, softcap,
                         TILE_R: gl.constexpr, num_warps: gl.constexpr, HAS_SOFTCAP: gl.constexpr,
                         POLICY: gl.constexpr, DTYPE: gl.constexpr):
         """Sweep 2's work on a full chunk of a row (TILE_R slabs from entry `start`) held as the 32-bit words of its
@@ -360,10 +383,10 @@ if gluon is not None:
         word_offsets = (gl.expand_dims(gl.expand_dims(r, 1), 2) * (128 * num_warps)
                         + gl.expand_dims(gl.expand_dims(t, 0), 2) * 4 + gl.expand_dims(gl.expand_dims(w, 0), 1))
         TILE: gl.constexpr = TILE_R * 256 * num_warps
-        low = _sweep2_tile(_entry(words, 0, DTYPE), 2 * word_offsets, start, target, lse_log2, softmax_coef,
+        low = _sweep2_tile(_entry(words, 0, DTYPE), 2 * word_offsets, start, target, row_max, log2_sum, softmax_coef,
                            target_coef, uniform, softcap, TILE, HAS_SOFTCAP)
-        high = _sweep2_tile(_entry(words, 16, DTYPE), 2 * word_offsets + 1, start, target, lse_log2, softmax_coef,
-                            target_coef, uniform, softcap, TILE, HAS_SOFTCAP)
+        high = _sweep2_tile(_entry(words, 16, DTYPE), 2 * word_offsets + 1, start, target, row_max, log2_sum,
+                            softmax_coef, target_coef, uniform, softcap, TILE, HAS_SOFTCAP)
         gl.store(grad_row.to(gl.pointer_type(gl.int32)) + start // 2 + word_offsets,
                  _bits(low, grad_row.dtype.element_ty) | (_bits(high, grad_row.dtype.element_ty) << 16),
                  eviction_policy=_policy(POLICY, 4, "evict_first"))
@@ -378,33 +401,33 @@ if gluon is not None:
             return slot.load(LAYOUT)
 
     @gluon.jit
-    def _gradient_held(held, grad_row, q, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef, uniform,
-                       softcap, WORDS: gl.constexpr, HALF: gl.constexpr, num_warps: gl.constexpr,
+    def _gradient_held(held, grad_row, q, n_full, V, offsets, target, row_max, log2_sum, softmax_coef, target_coef,
+                       uniform, softcap, WORDS: gl.constexpr, HALF: gl.constexpr, num_warps: gl.constexpr,
                        HAS_SOFTCAP: gl.constexpr, POLICY: gl.constexpr, DTYPE: gl.constexpr):
         """Sweep 2's work on held chunk q (full)."""
         CHUNK: gl.constexpr = HALF * 256 * num_warps
         if WORDS:
-            _gradient_words(held, grad_row, q * CHUNK, target, lse_log2, softmax_coef, target_coef, uniform, softcap,
-                            HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+            _gradient_words(held, grad_row, q * CHUNK, target, row_max, log2_sum, softmax_coef, target_coef, uniform,
+                            softcap, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
         else:
-            _gradient_tile(held.to(gl.float32), grad_row, q, n_full, V, offsets, target, lse_log2, softmax_coef,
-                           target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
+            _gradient_tile(held.to(gl.float32), grad_row, q, n_full, V, offsets, target, row_max, log2_sum,
+                           softmax_coef, target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
 
     @gluon.jit
-    def _fold_tile(z, q, n_full, V, offsets, col_max, sum_exp, sum_z, softcap, TILE: gl.constexpr,
+    def _fold_tile(z, q, n_full, V, offsets, col_max, sum_exp, sum_z, count, softcap, TILE: gl.constexpr,
                    HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
         """Sweep 1's work on the row's q-th tile of TILE entries (z fp32; n_full = V // TILE): masked only when it is
         not full."""
         if q < n_full:
-            return _sweep1_tile(z, offsets, V - q * TILE, col_max, sum_exp, sum_z, softcap, False, HAS_SOFTCAP,
+            return _sweep1_tile(z, offsets, V - q * TILE, col_max, sum_exp, sum_z, count, softcap, False, HAS_SOFTCAP,
                                 HAS_SMOOTHING)
         else:
-            return _sweep1_tile(z, offsets, V - q * TILE, col_max, sum_exp, sum_z, softcap, True, HAS_SOFTCAP,
+            return _sweep1_tile(z, offsets, V - q * TILE, col_max, sum_exp, sum_z, count, softcap, True, HAS_SOFTCAP,
                                 HAS_SMOOTHING)
 
     @gluon.jit
     def _held_tile(ring, logits_ptr, stride, base, t, n_items, first_row, n_groups, offsets, V, col_max, sum_exp,
-                   sum_z, softcap, WORDS: gl.constexpr, TILE_R: gl.constexpr, STAGES: gl.constexpr,
+                   sum_z, count, softcap, WORDS: gl.constexpr, TILE_R: gl.constexpr, STAGES: gl.constexpr,
                    LAYOUT: gl.constexpr, COPY: gl.constexpr, POLICY: gl.constexpr, num_warps: gl.constexpr,
                    HAS_SOFTCAP: gl.constexpr, HAS_SMOOTHING: gl.constexpr):
         """Sweep 1's work on the row's tile t, one of its first HELD (full) tiles, kept in registers: waits for its
@@ -418,13 +441,14 @@ if gluon is not None:
         first0 = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
         first1 = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
         start = t * (TILE_R * 256 * num_warps)
-        col_max, sum_exp, sum_z = _sweep1_tile(first0, offsets, V - start, col_max, sum_exp, sum_z, softcap, False,
-                                               HAS_SOFTCAP, HAS_SMOOTHING)
-        col_max, sum_exp, sum_z = _sweep1_tile(first1, offsets, V - start - HALF * 256 * num_warps, col_max, sum_exp,
-                                               sum_z, softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
+        col_max, sum_exp, sum_z, count = _sweep1_tile(first0, offsets, V - start, col_max, sum_exp, sum_z, count,
+                                                      softcap, False, HAS_SOFTCAP, HAS_SMOOTHING)
+        col_max, sum_exp, sum_z, count = _sweep1_tile(first1, offsets, V - start - HALF * 256 * num_warps, col_max,
+                                                      sum_exp, sum_z, count, softcap, False, HAS_SOFTCAP,
+                                                      HAS_SMOOTHING)
         _issue_held(ring, logits_ptr, stride, base + STAGES + t, n_items, first_row, n_groups, V, TILE_R, STAGES,
                     num_warps, COPY, POLICY)
-        return held0, held1, col_max, sum_exp, sum_z
+        return held0, held1, col_max, sum_exp, sum_z, count
 
     @gluon.jit
     def _held_rows(ring, logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, per_token_loss_ptr,
@@ -479,32 +503,35 @@ if gluon is not None:
             z_target = _target_logit(logits_ptr, logits_row_stride, row, target, V, ignore_index)
             col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)  # see the kernel's note
             sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
-            sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
+            sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)  # label smoothing: sum of z - col_max
+            count = gl.zeros([32 * num_warps], gl.float32, COLS)  # its entries
             # ---- sweep 1: the first HELD tiles into registers, each slot refilled at once; then the ring's tiles --
             # (V > STAGES x TILE: the held tiles are full)
-            a0, a1, col_max, sum_exp, sum_z = _held_tile(
+            a0, a1, col_max, sum_exp, sum_z, count = _held_tile(
                 ring, logits_ptr, logits_row_stride, base, 0, n_items, pid, n_programs, offsets, V, col_max, sum_exp,
-                sum_z, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP, HAS_SMOOTHING)
+                sum_z, count, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP,
+                HAS_SMOOTHING)
             if HELD >= 2:
-                b0, b1, col_max, sum_exp, sum_z = _held_tile(
+                b0, b1, col_max, sum_exp, sum_z, count = _held_tile(
                     ring, logits_ptr, logits_row_stride, base, 1, n_items, pid, n_programs, offsets, V, col_max,
-                    sum_exp, sum_z, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP,
+                    sum_exp, sum_z, count, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP,
                     HAS_SMOOTHING)
             if HELD >= 3:
-                c0, c1, col_max, sum_exp, sum_z = _held_tile(
+                c0, c1, col_max, sum_exp, sum_z, count = _held_tile(
                     ring, logits_ptr, logits_row_stride, base, 2, n_items, pid, n_programs, offsets, V, col_max,
-                    sum_exp, sum_z, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP,
+                    sum_exp, sum_z, count, softcap, WORDS, TILE_R, STAGES, LAYOUT, COPY, POLICY, num_warps, HAS_SOFTCAP,
                     HAS_SMOOTHING)
             for t in range(HELD, N_T):
                 async_copy.wait_group(STAGES - 1)  # tile t's copies (the count: see above)
                 slot = ring.index((base + t) % STAGES)
                 for c in gl.static_range(2):
                     z = slot.slice(c * HALF, HALF).load(LAYOUT).to(gl.float32)
-                    col_max, sum_exp, sum_z = _fold_tile(z, 2 * t + c, n_full, V, offsets, col_max, sum_exp, sum_z,
-                                                          softcap, CHUNK, HAS_SOFTCAP, HAS_SMOOTHING)
+                    col_max, sum_exp, sum_z, count = _fold_tile(z, 2 * t + c, n_full, V, offsets, col_max, sum_exp,
+                                                                sum_z, count, softcap, CHUNK, HAS_SOFTCAP,
+                                                                HAS_SMOOTHING)
                 async_copy.commit_group()
-            row_max, row_sum, row_sum_z = _row_stats(col_max, sum_exp, sum_z)
-            lse_log2, softmax_coef, target_coef, uniform = _row_end(
+            row_max, row_sum, row_sum_z, row_count = _row_stats(col_max, sum_exp, sum_z, count)
+            row_max, log2_sum, softmax_coef, target_coef, uniform = _row_end(
                 per_token_loss_ptr, lse_ptr, row, target, z_target, row_scale, row_max, row_sum, row_sum_z, V,
                 ignore_index, label_smoothing, softcap, lse_square_scale, True, HAS_SOFTCAP, HAS_SMOOTHING,
                 HAS_Z_LOSS)
@@ -513,27 +540,27 @@ if gluon is not None:
             for t in range(HELD, N_T):
                 slot = ring.index((base + t) % STAGES)
                 x = slot.slice(0, HALF).load(LAYOUT).to(gl.float32)
-                _gradient_tile(x, grad_row, 2 * t, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
-                               uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
+                _gradient_tile(x, grad_row, 2 * t, n_full, V, offsets, target, row_max, log2_sum, softmax_coef,
+                               target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
                 x = slot.slice(HALF, HALF).load(LAYOUT).to(gl.float32)
                 _issue_held(ring, logits_ptr, logits_row_stride, base + STAGES + t, n_items, pid, n_programs, V,
                             TILE_R, STAGES, num_warps, COPY, POLICY)
-                _gradient_tile(x, grad_row, 2 * t + 1, n_full, V, offsets, target, lse_log2, softmax_coef,
+                _gradient_tile(x, grad_row, 2 * t + 1, n_full, V, offsets, target, row_max, log2_sum, softmax_coef,
                                target_coef, uniform, softcap, CHUNK, HAS_SOFTCAP, POLICY)
-            _gradient_held(a0, grad_row, 0, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+            _gradient_held(a0, grad_row, 0, n_full, V, offsets, target, row_max, log2_sum, softmax_coef, target_coef,
                            uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
-            _gradient_held(a1, grad_row, 1, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
+            _gradient_held(a1, grad_row, 1, n_full, V, offsets, target, row_max, log2_sum, softmax_coef, target_coef,
                            uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
             if HELD >= 2:
-                _gradient_held(b0, grad_row, 2, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
-                               uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
-                _gradient_held(b1, grad_row, 3, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
-                               uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+                _gradient_held(b0, grad_row, 2, n_full, V, offsets, target, row_max, log2_sum, softmax_coef,
+                               target_coef, uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+                _gradient_held(b1, grad_row, 3, n_full, V, offsets, target, row_max, log2_sum, softmax_coef,
+                               target_coef, uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
             if HELD >= 3:
-                _gradient_held(c0, grad_row, 4, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
-                               uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
-                _gradient_held(c1, grad_row, 5, n_full, V, offsets, target, lse_log2, softmax_coef, target_coef,
-                               uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+                _gradient_held(c0, grad_row, 4, n_full, V, offsets, target, row_max, log2_sum, softmax_coef,
+                               target_coef, uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
+                _gradient_held(c1, grad_row, 5, n_full, V, offsets, target, row_max, log2_sum, softmax_coef,
+                               target_coef, uniform, softcap, WORDS, HALF, num_warps, HAS_SOFTCAP, POLICY, DTYPE)
         async_copy.wait_group(0)
 
     @gluon.jit
@@ -588,7 +615,8 @@ if gluon is not None:
             # finite, and finite times log2(e) too: -inf logits then give exp2(-inf) = 0, never inf - inf = nan
             col_max = gl.full([32 * num_warps], -2.3e38, gl.float32, COLS)
             sum_exp = gl.zeros([32 * num_warps], gl.float32, COLS)
-            sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)
+            sum_z = gl.zeros([32 * num_warps], gl.float32, COLS)  # label smoothing: sum of z - col_max
+            count = gl.zeros([32 * num_warps], gl.float32, COLS)  # its entries
             # ---- sweep 1: the row's max and sum of exp -------------------------------------------------------
             for j in range(n_tiles):
                 t = rank + SPLIT * j
@@ -596,22 +624,24 @@ if gluon is not None:
                        V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
                 async_copy.wait_group(STAGES - 1)  # item's copies (this thread's, the only ones it reads)
                 z = ring.index(item % STAGES).load(LAYOUT).to(gl.float32)
-                col_max, sum_exp, sum_z = _fold_tile(z, t, n_full, V, offsets, col_max, sum_exp, sum_z, softcap, TILE,
-                                                     HAS_SOFTCAP, HAS_SMOOTHING)
+                col_max, sum_exp, sum_z, count = _fold_tile(z, t, n_full, V, offsets, col_max, sum_exp, sum_z, count,
+                                                            softcap, TILE, HAS_SOFTCAP, HAS_SMOOTHING)
                 item += 1
-            row_max, row_sum, row_sum_z = _row_stats(col_max, sum_exp, sum_z)
+            row_max, row_sum, row_sum_z, row_count = _row_stats(col_max, sum_exp, sum_z, count)
             if SPLIT > 1:
                 # Publish this program's partials and wait for the group's others. Each slot is one relaxed 64-bit
                 # exchange that carries the values themselves (max and sum of exp as two fp32 bit patterns; the sum
-                # of the logits in a second slot), so no release/acquire fence is needed: a fence (MEMBAR.GPU) would
-                # wait for every copy and store this program has in flight, the ring's look-ahead included.
+                # of z - max and the count of entries in a second slot), so no release/acquire fence is needed: a
+                # fence (MEMBAR.GPU) would wait for every copy and store this program has in flight, the ring's
+                # look-ahead included.
                 slot_row = partial_ptr + row * (2 * SPLIT)
                 gl.atomic_xchg(slot_row + rank, (row_max.to(gl.int32, bitcast=True).to(gl.int64) << 32)
                                | (row_sum.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF), sem="relaxed",
                                scope="gpu")
                 if HAS_SMOOTHING:
-                    gl.atomic_xchg(slot_row + SPLIT + rank, row_sum_z.to(gl.int32, bitcast=True).to(gl.int64)
-                                   & 0xFFFFFFFF, sem="relaxed", scope="gpu")
+                    gl.atomic_xchg(slot_row + SPLIT + rank, (row_sum_z.to(gl.int32, bitcast=True).to(gl.int64) << 32)
+                                   | (row_count.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF), sem="relaxed",
+                                   scope="gpu")
                 slots = gl.arange(0, SPLIT, layout=SLOTS)
                 packed = _filled(slot_row + slots)
                 maxes = (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True)
@@ -619,10 +649,14 @@ if gluon is not None:
                 row_max = gl.max(maxes, axis=0)
                 row_sum = gl.sum(sums * gl.exp2(gl.maximum(maxes - row_max, -1000.0) * 1.4426950408889634), axis=0)
                 if HAS_SMOOTHING:
-                    row_sum_z = gl.sum(_filled(slot_row + SPLIT + slots).to(gl.int32).to(gl.float32, bitcast=True),
-                                       axis=0)
+                    # each program's sum of z - its max, moved to the row's: count * the difference (a program with
+                    # no entries: 0, its -2.3e38 start's difference clamped off -inf)
+                    packed = _filled(slot_row + SPLIT + slots)
+                    counts = packed.to(gl.int32).to(gl.float32, bitcast=True)
+                    row_sum_z = gl.sum((packed >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+                                       + counts * gl.maximum(maxes - row_max, -3.4028234663852886e38), axis=0)
             z_target = _target_logit(logits_ptr, logits_row_stride, row, target, V, ignore_index)
-            lse_log2, softmax_coef, target_coef, uniform = _row_end(
+            row_max, log2_sum, softmax_coef, target_coef, uniform = _row_end(
                 per_token_loss_ptr, lse_ptr, row, target, z_target, row_scale, row_max, row_sum, row_sum_z, V,
                 ignore_index, label_smoothing, softcap, lse_square_scale, rank == 0, HAS_SOFTCAP, HAS_SMOOTHING,
                 HAS_Z_LOSS)
@@ -633,15 +667,15 @@ if gluon is not None:
                     # The row's last tile is still in the slot sweep 1 read it from (item - 1): the copy issued in a
                     # step goes to the slot read one step earlier, so that slot is refilled only in the next step.
                     _gradient_tile(ring.index((item - 1) % STAGES).load(LAYOUT).to(gl.float32), grad_row,
-                                   rank + SPLIT * (n_tiles - 1), n_full, V, offsets, target, lse_log2, softmax_coef,
-                                   target_coef, uniform, softcap, TILE, HAS_SOFTCAP, POLICY)
+                                   rank + SPLIT * (n_tiles - 1), n_full, V, offsets, target, row_max, log2_sum,
+                                   softmax_coef, target_coef, uniform, softcap, TILE, HAS_SOFTCAP, POLICY)
             for j2 in range(REUSE_LAST, n_tiles):
                 _issue(ring, logits_ptr, logits_row_stride, item + STAGES - 1, n_items, group, n_groups, n_tiles, rank,
                        V, TILE_R, STAGES, SPLIT, num_warps, LAYOUT, POLICY, REUSE_LAST)
                 async_copy.wait_group(STAGES - 1)
                 _gradient_tile(ring.index(item % STAGES).load(LAYOUT).to(gl.float32), grad_row,
-                               rank + SPLIT * (n_tiles - 1 - j2), n_full, V, offsets, target, lse_log2, softmax_coef,
-                               target_coef, uniform, softcap, TILE, HAS_SOFTCAP, POLICY)
+                               rank + SPLIT * (n_tiles - 1 - j2), n_full, V, offsets, target, row_max, log2_sum,
+                               softmax_coef, target_coef, uniform, softcap, TILE, HAS_SOFTCAP, POLICY)
                 item += 1
         async_copy.wait_group(0)
 

@@ -2,7 +2,8 @@
 
 `cross_entropy_with_grad(logits, target)` matches `F.cross_entropy(logits.float(), target, ...)` and adds a tanh
 soft-cap and a z-loss. A loss kernel (one program per row) finds each row's log-sum-exp online; when a gradient is
-needed, an elementwise kernel then writes d loss / d logits from that lse, so `backward` only rescales the saved
+needed, an elementwise kernel then writes d loss / d logits from the row's max and log2 of its sum of exp (not from
+the lse, whose rounding would go into every probability at large logits), so `backward` only rescales the saved
 gradient, on the device, and does nothing for `loss.backward()`. On Hopper, when the rows in flight fit in L2, one
 Gluon kernel does both (greyhound/ops/_ce_gluon.py): each persistent program streams its row through shared memory
 twice, the second sweep from L2, so HBM sees the logits once (docs/perf/cross_entropy.md, session 14).
@@ -26,6 +27,7 @@ __all__ = ["CrossEntropyOutput", "cross_entropy_with_grad", "cross_entropy_refer
 TARGET_DTYPES = (torch.int64, torch.int32)
 REDUCTIONS = ("mean", "sum", "none")
 LOG2E = tl.constexpr(1.4426950408889634)
+FP32_MAX, FP32_NORMAL_MIN = torch.finfo(torch.float32).max, torch.finfo(torch.float32).tiny
 TUNING_OP = "cross_entropy_with_grad"
 _tuning.register(
     TUNING_OP,
@@ -73,7 +75,9 @@ def _tanh(x):
 def _online_lse_step(z, mask, row_max, sum_exp, sum_z, softcap, HAS_SOFTCAP: tl.constexpr,
                      HAS_SMOOTHING: tl.constexpr):
     """Folds one block of fp32 logits z (masked lanes -inf) into a row's running max, per-lane sums of exp and, for
-    label smoothing, per-lane sums of the logits; the soft-cap is applied first. Returns the three updated."""
+    label smoothing, per-lane sums of the logits; the soft-cap is applied first. Returns the three updated.
+    (chunked_linear_cross_entropy's vocab schedule; the loss kernel takes _centred_lse_step, whose smoothing sum
+    cannot overflow where the logits' own sum does.)"""
     if HAS_SOFTCAP:
         z = tl.where(mask, softcap * _tanh(z / softcap), float("-inf"))
     new_max = tl.maximum(row_max, tl.max(z, axis=0))
@@ -86,14 +90,42 @@ def _online_lse_step(z, mask, row_max, sum_exp, sum_z, softcap, HAS_SOFTCAP: tl.
 
 
 @triton.jit
+def _centred_lse_step(z, mask, row_max, sum_exp, sum_d, d_shift, n_before, softcap, HAS_SOFTCAP: tl.constexpr,
+                      HAS_SMOOTHING: tl.constexpr):
+    """_online_lse_step for the loss kernel: the same running max and per-lane sums of exp; for label smoothing,
+    instead of the logits' sum, S = sum_j (z_j - row_max) kept as per-lane sums of z - (the max when z was folded)
+    plus a scalar d_shift that moves them to the current max (n_before, the entries folded before this block, times
+    the max's move). Returns the four updated.
+
+    Why: the smoothing term is mean_j (lse - z_j) = log(sum) - S / V, and sum_j z_j overflows fp32 where the logits
+    are large (two of 3e38: -inf loss) although every z_j - row_max is finite. Every term of S (each z - max, each
+    move) is <= 0, so no partial sum is larger than S itself, and near the max each z - max is exact (Sterbenz). The
+    move goes into one scalar rather than every lane: one scalar FMA a block (every earlier block was full)."""
+    if HAS_SOFTCAP:
+        z = tl.where(mask, softcap * _tanh(z / softcap), float("-inf"))
+    new_max = tl.maximum(row_max, tl.max(z, axis=0))
+    moved = row_max - new_max
+    # clamped so that -FLT_MAX - max never overflows; exp2 of it is 0 either way
+    rescale = tl.exp2(tl.maximum(moved, -1000.0) * LOG2E)
+    d = z - new_max  # (exact near the max: the exponent below loses nothing to a large max)
+    sum_exp = sum_exp * rescale + tl.exp2(d * LOG2E)
+    if HAS_SMOOTHING:
+        sum_d += tl.where(mask, d, 0.0)
+        # clamped at -FLT_MAX: the first block's move from the -FLT_MAX start overflows to -inf (0 * -inf = nan)
+        d_shift += n_before * tl.maximum(moved, -3.4028234663852886e38)  # (n_before an int: the product fp32)
+    return new_max, sum_exp, sum_d, d_shift
+
+
+@triton.jit
 def _cross_entropy_kernel(
-    logits_ptr, logits_row_stride, target_ptr, per_token_loss_ptr, lse_ptr, bad_target_flag_ptr,
-    V, ignore_index, label_smoothing, softcap, lse_square_scale,
+    logits_ptr, logits_row_stride, target_ptr, per_token_loss_ptr, lse_ptr, row_max_ptr, log2_sum_ptr,
+    bad_target_flag_ptr, V, ignore_index, label_smoothing, softcap, lse_square_scale,
     BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_SMOOTHING: tl.constexpr, HAS_Z_LOSS: tl.constexpr,
-    FLAG_BAD_TARGETS: tl.constexpr, PREFETCH: tl.constexpr,
+    FLAG_BAD_TARGETS: tl.constexpr, PREFETCH: tl.constexpr, STORE_STATS: tl.constexpr,
 ):
     """One program per row: per-token loss and lse. A target outside [0, V) that is not ignore_index gives a nan
     loss and lse, is never read, and with FLAG_BAD_TARGETS sets *bad_target_flag_ptr = 1 (for the host's error).
+    With STORE_STATS, also the row's max and log2 of its sum of exp (nan for such a target) for the gradient kernel.
 
     Reads fp32/bf16/fp16 logits once, computes every value in fp32, stores the loss and lse in fp32.
     """
@@ -104,7 +136,8 @@ def _cross_entropy_kernel(
     # a block max (one cross-warp reduction per block), per-lane sums of exp until the row ends
     row_max = -3.4028234663852886e38  # finite: a row opening with -inf logits gives exp2(-inf) = 0, not nan
     sum_exp = tl.zeros([BLOCK_V], dtype=tl.float32)
-    sum_z = tl.zeros([BLOCK_V], dtype=tl.float32)
+    sum_d = tl.zeros([BLOCK_V], dtype=tl.float32)  # label smoothing: see _centred_lse_step
+    d_shift = 0.0
     if PREFETCH:  # the next block's load is in flight while this one is reduced: twice the bytes in flight
         next_block = tl.load(logits_row + cols, mask=cols < V, other=float("-inf"), eviction_policy="evict_first")
     for start in range(0, V, BLOCK_V):
@@ -117,9 +150,11 @@ def _cross_entropy_kernel(
         else:
             z = tl.load(logits_row + offsets, mask=mask, other=float("-inf"),
                         eviction_policy="evict_first").to(tl.float32)
-        row_max, sum_exp, sum_z = _online_lse_step(z, mask, row_max, sum_exp, sum_z, softcap, HAS_SOFTCAP,
-                                                   HAS_SMOOTHING)
-    lse = row_max + tl.log(tl.sum(sum_exp, axis=0))  # nan for a row holding +inf (inf - inf): so are its loss
+        row_max, sum_exp, sum_d, d_shift = _centred_lse_step(z, mask, row_max, sum_exp, sum_d, d_shift, start,
+                                                             softcap, HAS_SOFTCAP, HAS_SMOOTHING)
+    row_sum = tl.sum(sum_exp, axis=0)
+    log_sum = tl.log(row_sum)
+    lse = row_max + log_sum  # nan for a row holding +inf (inf - inf): so are its loss
 
     target = tl.load(target_ptr + row).to(tl.int64)
     is_valid = target != ignore_index
@@ -131,41 +166,40 @@ def _cross_entropy_kernel(
                        other=0.0).to(tl.float32)
     if HAS_SOFTCAP:
         z_target = softcap * _tanh(z_target / softcap)
-    loss = lse - (1.0 - label_smoothing) * z_target
+    # lse - (1 - eps) z_target - eps mean_j z_j, with lse = row_max + log_sum: the large parts cancel exactly first
+    # (row_max - z_target), so the loss does not carry lse's rounding (an ulp of a max logit of 1e4 is 1e-3)
+    loss = (1.0 - label_smoothing) * (row_max - z_target) + log_sum
     if HAS_SMOOTHING:
-        loss -= label_smoothing * tl.sum(sum_z, axis=0) / V
+        loss -= label_smoothing * ((tl.sum(sum_d, axis=0) + d_shift) / V)  # eps (row_max - mean_j z_j)
     if HAS_Z_LOSS:
         loss += lse_square_scale * lse * lse
     tl.store(per_token_loss_ptr + row, tl.where(is_bad, float("nan"), tl.where(is_valid, loss, 0.0)))
     # a row holding +inf: its loss nan as F.cross_entropy's, its lse +inf as torch.logsumexp's
     tl.store(lse_ptr + row, tl.where(is_bad, float("nan"), tl.where(row_max == float("inf"), row_max, lse)))
+    if STORE_STATS:
+        # the gradient's p_j = exp2((z_j - row_max) log2(e) - log2_sum), not exp2((z_j - lse) log2(e)): lse's own
+        # rounding would go into every p_j (5.6e-5 relative at logits + 1e4). nan for a bad target: so is its
+        # gradient (a row holding +inf: its sum, so log2_sum, is nan already)
+        tl.store(row_max_ptr + row, row_max)
+        tl.store(log2_sum_ptr + row, tl.where(is_bad, float("nan"), tl.log2(row_sum)))
 
 
 @triton.jit
-def _gradient_kernel(
-    logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, lse_ptr, grad_scale_ptr, grad_scale_stride,
-    V, ignore_index, label_smoothing, softcap, lse_square_scale, col0, n_cols,
-    BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_Z_LOSS: tl.constexpr,
-):
-    """Program (row, block of columns): grad_scale[row] * d loss_row / d logits_row from the row's lse (saved by
-    the loss kernel; grad_scale_stride 0: one scale for every row); 0 for an ignored row, nan for an out-of-range
-    target. The logits and gradient rows hold the `n_cols` vocabulary entries [col0, col0 + n_cols) of V (the
-    whole row: col0 = 0, n_cols = V; a vocabulary chunk of chunked_linear_cross_entropy otherwise).
-
-    Reads fp32/bf16/fp16 logits, computes in fp32, stores in the gradient tensor's dtype. grad_ptr may equal
-    logits_ptr: each program reads its block before writing it.
-    """
-    row = tl.program_id(0).to(tl.int64)
+def _gradient_block(logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, grad_scale_ptr,
+                    grad_scale_stride, row, shift, log2_sum, lse, V, ignore_index, label_smoothing, softcap,
+                    lse_square_scale, col0, n_cols, BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr,
+                    HAS_Z_LOSS: tl.constexpr):
+    """The gradient kernels' work on block tl.program_id(1) of `row`, with p_j = exp2((z_j - shift) log2(e) -
+    log2_sum) and `lse` (the z-loss coefficient's; +inf taken as nan)."""
     offsets = tl.program_id(1) * BLOCK_V + tl.arange(0, BLOCK_V)
     mask = offsets < n_cols
     target = tl.load(target_ptr + row).to(tl.int64)
     is_valid = target != ignore_index
-    lse = tl.load(lse_ptr + row)  # nan for an out-of-range target: so is every coefficient below
-    lse = tl.where(lse == float("inf"), float("nan"), lse)  # a row holding +inf: nan, as F.cross_entropy's gradient
     # d loss / d z_j = p_j (1 + 2 s lse) - (1 - eps) [j = target] - eps / V, all times the row's scale
     row_scale = tl.where(is_valid, tl.load(grad_scale_ptr + row * grad_scale_stride).to(tl.float32), 0.0)
     softmax_coef = row_scale
     if HAS_Z_LOSS:
+        lse = tl.where(lse == float("inf"), float("nan"), lse)  # a row holding +inf: nan, as F.cross_entropy's
         softmax_coef = row_scale * (1.0 + 2.0 * lse_square_scale * lse)
     target_coef = row_scale * (1.0 - label_smoothing)
     uniform = row_scale * label_smoothing / V
@@ -175,11 +209,60 @@ def _gradient_kernel(
     if HAS_SOFTCAP:
         capped = _tanh(x / softcap)
         z = softcap * capped
-    grad = tl.exp2((z - lse) * LOG2E) * softmax_coef - uniform
+    grad = tl.exp2((z - shift) * LOG2E - log2_sum) * softmax_coef - uniform
     grad -= tl.where(offsets + col0 == target, target_coef, 0.0)
     if HAS_SOFTCAP:
         grad *= 1.0 - capped * capped
     tl.store(grad_ptr + row * grad_row_stride + offsets, grad.to(grad_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _row_gradient_kernel(
+    logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, lse_ptr, row_max_ptr, log2_sum_ptr,
+    grad_scale_ptr, grad_scale_stride, V, ignore_index, label_smoothing, softcap, lse_square_scale,
+    BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_Z_LOSS: tl.constexpr,
+):
+    """Program (row, block of columns): grad_scale[row] * d loss_row / d logits_row (grad_scale_stride 0: one scale
+    for every row) from the row's max and log2 of its sum of exp (saved by the loss kernel, STORE_STATS), with
+    p_j = exp2((z_j - row_max) log2(e) - log2_sum): z_j - row_max is exact near the max, so the largest
+    probabilities keep fp32 accuracy at any logit size (exp2((z_j - lse) log2(e)) carried lse's rounding, an ulp of
+    the max logit, into every one). 0 for an ignored row; nan for an out-of-range target (its log2_sum is nan) and
+    for a row holding +inf (so is its sum of exp). lse is read for the z-loss only.
+
+    Reads fp32/bf16/fp16 logits, computes in fp32, stores in the gradient tensor's dtype. grad_ptr may equal
+    logits_ptr: each program reads its block before writing it.
+    """
+    row = tl.program_id(0).to(tl.int64)
+    lse = 0.0
+    if HAS_Z_LOSS:
+        lse = tl.load(lse_ptr + row)
+    _gradient_block(logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, grad_scale_ptr,
+                    grad_scale_stride, row, tl.load(row_max_ptr + row), tl.load(log2_sum_ptr + row), lse, V,
+                    ignore_index, label_smoothing, softcap, lse_square_scale, 0, V, BLOCK_V, HAS_SOFTCAP, HAS_Z_LOSS)
+
+
+@triton.jit
+def _gradient_kernel(
+    logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, lse_ptr, grad_scale_ptr, grad_scale_stride,
+    V, ignore_index, label_smoothing, softcap, lse_square_scale, col0, n_cols,
+    BLOCK_V: tl.constexpr, HAS_SOFTCAP: tl.constexpr, HAS_Z_LOSS: tl.constexpr,
+):
+    """Program (row, block of columns): grad_scale[row] * d loss_row / d logits_row from the row's lse alone
+    (grad_scale_stride 0: one scale for every row); 0 for an ignored row, nan for an out-of-range target (its lse
+    is nan). The logits and gradient rows hold the `n_cols` vocabulary entries [col0, col0 + n_cols) of V: a
+    vocabulary chunk of chunked_linear_cross_entropy's vocab schedule, which keeps only the lse. p_j =
+    exp2((z_j - lse) log2(e)) carries lse's rounding (an ulp of the max logit) into every p_j; where the row's max
+    and sum are at hand, _row_gradient_kernel avoids that.
+
+    Reads fp32/bf16/fp16 logits, computes in fp32, stores in the gradient tensor's dtype. grad_ptr may equal
+    logits_ptr: each program reads its block before writing it.
+    """
+    row = tl.program_id(0).to(tl.int64)
+    lse = tl.load(lse_ptr + row)  # nan for an out-of-range target: so is every p_j
+    lse = tl.where(lse == float("inf"), float("nan"), lse)  # a row holding +inf: nan, as F.cross_entropy's gradient
+    _gradient_block(logits_ptr, logits_row_stride, grad_ptr, grad_row_stride, target_ptr, grad_scale_ptr,
+                    grad_scale_stride, row, lse, 0.0, lse, V, ignore_index, label_smoothing, softcap,
+                    lse_square_scale, col0, n_cols, BLOCK_V, HAS_SOFTCAP, HAS_Z_LOSS)
 
 
 @triton.jit
@@ -243,8 +326,9 @@ def _target_stats_kernel(target_ptr, stats_ptr, n, V, ignore_index, ATOMIC: tl.c
 # ----------------------------------------------------------------------------------------------------------------
 # Every kernel launches through FastLaunch (greyhound/_launch.py): Triton's per-call argument binding runs once per
 # launch key instead of on every call.
-_run_cross_entropy, _run_gradient, _run_scale_rows, _run_target_stats = map(
-    FastLaunch, (_cross_entropy_kernel, _gradient_kernel, _scale_rows_kernel, _target_stats_kernel))
+_run_cross_entropy, _run_gradient, _run_row_gradient, _run_scale_rows, _run_target_stats = map(
+    FastLaunch, (_cross_entropy_kernel, _gradient_kernel, _row_gradient_kernel, _scale_rows_kernel,
+                 _target_stats_kernel))
 
 
 class _Config(NamedTuple):
@@ -372,18 +456,21 @@ def _cross_entropy_rows(
         return per_token_loss, lse
     options = dict(HAS_SOFTCAP=softcap is not None, HAS_Z_LOSS=lse_square_scale > 0)
     scalars = (V, ignore_index, float(label_smoothing), float(softcap or 1.0), float(lse_square_scale))
+    # with a gradient, each row's max and log2 of its sum of exp (the gradient kernel's, see _row_gradient_kernel)
+    row_max, log2_sum = (torch.empty(2, rows, device=logits.device, dtype=torch.float32) if grad is not None
+                         else (lse, lse))  # (unused without a gradient)
     _run_cross_entropy[(rows,)](
-        logits, logits.stride(0), target, per_token_loss, lse,
+        logits, logits.stride(0), target, per_token_loss, lse, row_max, log2_sum,
         per_token_loss if bad_target_flag is None else bad_target_flag, *scalars,
         BLOCK_V=config.block_v, HAS_SMOOTHING=label_smoothing > 0, FLAG_BAD_TARGETS=bad_target_flag is not None,
-        PREFETCH=config.prefetch, num_warps=config.num_warps, **options,
+        PREFETCH=config.prefetch, STORE_STATS=grad is not None, num_warps=config.num_warps, **options,
     )
     if grad is not None:
         grad_scale, grad_scale_stride = _grad_scale_arg(grad_scale, rows, logits)
         block_v = min(next_power_of_2(V), config.gradient_block_v)
-        _run_gradient[(rows, cdiv(V, block_v))](
-            logits, logits.stride(0), grad, grad.stride(0), target, lse, grad_scale, grad_scale_stride, *scalars, 0, V,
-            BLOCK_V=block_v, num_warps=max(1, min(8, block_v // 512)), **options,
+        _run_row_gradient[(rows, cdiv(V, block_v))](
+            logits, logits.stride(0), grad, grad.stride(0), target, lse, row_max, log2_sum, grad_scale,
+            grad_scale_stride, *scalars, BLOCK_V=block_v, num_warps=max(1, min(8, block_v // 512)), **options,
         )
     return per_token_loss, lse
 
@@ -674,8 +761,11 @@ def _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square
     if softcap is not None:
         if not is_real(softcap):
             raise TypeError(f"softcap must be None or a float, got {type(softcap).__name__}")
-        if not 0.0 < softcap < float("inf"):
-            raise ValueError(f"softcap must be None or a finite float > 0, got {softcap}")
+        # the kernels take it as an fp32: above FLT_MAX it is inf there (inf * tanh(x / inf): every output nan),
+        # below the smallest normal fp32 it can flush to 0 (0 / 0 at a zero logit: nan)
+        if not FP32_NORMAL_MIN <= softcap <= FP32_MAX:
+            raise ValueError(f"softcap must be None or a finite float > 0 that is a normal fp32 number (in "
+                             f"[{FP32_NORMAL_MIN:.5g}, {FP32_MAX:.5g}]), got {softcap!r}")
     return int(ignore_index)
 
 
@@ -742,7 +832,9 @@ def cross_entropy_with_grad(
         check_bool(name, flag)
     V = logits.shape[1]
     needs_grad = torch.is_grad_enabled() and logits.requires_grad
-    if logits.stride(1) != 1 and V > 1:  # a single class has no stride to speak of (e.g. a (1, BT) tensor's .mT)
+    # a single class has no stride to speak of (e.g. a (1, BT) tensor's .mT), nor has a batch of no rows (nothing is
+    # written: e.g. an expand()ed (0, V) tensor, strides (1, 0))
+    if logits.stride(1) != 1 and V > 1 and logits.shape[0] > 0:
         if inplace_backward and needs_grad:
             raise ValueError(
                 f"logits must have unit stride along the vocabulary for inplace_backward=True, got strides "

@@ -26,6 +26,10 @@ from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 LOG2E = 1.4426950408889634
 # The smallest temperature whose kernel scale, log2(e) / temperature (above 1 / temperature), is finite in fp32.
 MIN_TEMPERATURE = LOG2E / torch.finfo(torch.float32).max
+# The largest whose 1 / temperature (below log2(e) / temperature, the other scale the kernels take) is a normal fp32
+# number: 2**126. Past ~1e45 log2(e) / temperature is 0 in fp32 and every output nan; between, the scales are
+# subnormal, which the GPU's flush-to-zero arithmetic may take as 0.
+MAX_TEMPERATURE = 1.0 / torch.finfo(torch.float32).tiny
 LN2 = tl.constexpr(0.6931471805599453)
 # Below any log2 of a nonzero fp32 probability (>= -149): clamping there leaves p > 0 terms exact, makes p = 0 ones 0.
 MIN_LOG2_P = tl.constexpr(-200.0)
@@ -278,6 +282,9 @@ def _check_temperature(temperature):
     if temperature < MIN_TEMPERATURE:  # (the kernels' scale overflows to inf and every output is nan)
         raise ValueError(f"temperature must be >= {MIN_TEMPERATURE:.4g} (log2(e) / temperature must be finite in "
                          f"fp32), got {temperature!r}")
+    if temperature > MAX_TEMPERATURE:  # (the kernels' scales underflow, to 0 past ~1e45: every output nan)
+        raise ValueError(f"temperature must be <= {MAX_TEMPERATURE:.4g} (1 / temperature and log2(e) / temperature "
+                         f"must be normal fp32 numbers), got {temperature!r}")
     return float(temperature)
 
 

@@ -1,5 +1,7 @@
 """cross_entropy_with_grad against the fp64 reference (itself checked against F.cross_entropy): values, gradients,
 every option, in-place semantics and argument errors. On CPU the kernels run through TRITON_INTERPRET=1."""
+import re
+
 import pytest
 import torch
 import triton
@@ -996,3 +998,133 @@ def test_label_smoothing_of_one_matches_torch(device):
     (ref_grad,) = torch.autograd.grad(ref, ref_logits)
     torch.testing.assert_close(loss.double(), ref, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(grad.double(), ref_grad, rtol=1e-5, atol=1e-7)
+
+
+# the loss kernel's blocks as small_blocks sets them (several per row, a running max that moves), and the defaults
+BLOCK_CONFIGS = [dict(loss_block_v=128, loss_warps=4, prefetch=True, grad_block_v=64, one_pass=False), {}]
+
+
+@pytest.mark.parametrize("blocks", BLOCK_CONFIGS, ids=["small-blocks", "default"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("offset", [1e3, 1e4, 6e4])
+def test_large_logits_keep_fp32_accuracy(device, blocks, label_smoothing, offset):
+    # the fuzzer's finding: the gradient kernel took p_j = exp2((z_j - lse) log2(e)) from one fp32 lse per row, whose
+    # rounding (an ulp of the max logit: 1e-3 at 1e4) went into every p_j: 5.6e-5 relative at logits + 1e4 (torch's
+    # fp32 4e-8); the loss lse - z_target carried it too. Now p_j = exp2((z_j - row_max) log2(e) - log2_sum) and the
+    # loss (row_max - z_target) + log(sum), exact near the max
+    rows, V = 8, 1000
+    logits = torch.randn(rows, V, device=device) * 3 + offset  # fp32: the same softmax, shifted
+    target = torch.randint(0, V, (rows,), device=device)
+    leaf = logits.clone().requires_grad_(True)
+    with _tuning.override(ce.TUNING_OP, **blocks):
+        loss = cross_entropy_with_grad(leaf, target, reduction="none", label_smoothing=label_smoothing)
+    grad_output = torch.rand(rows, device=device) + 0.5
+    loss.backward(grad_output)
+    ref_leaf = logits.double().requires_grad_(True)
+    ref = F.cross_entropy(ref_leaf, target, reduction="none", label_smoothing=label_smoothing)
+    ref.backward(grad_output.double())
+    assert (loss.double() - ref).abs().max().item() < 1e-6 * ref.abs().max().item()
+    assert (leaf.grad.double() - ref_leaf.grad).abs().max().item() < 1e-6 * ref_leaf.grad.abs().max().item()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy
+@pytest.mark.parametrize("blocks", BLOCK_CONFIGS, ids=["small-blocks", "default"])
+def test_label_smoothing_with_huge_logits_does_not_overflow(device, blocks):
+    # the fuzzer's finding: the smoothing term summed the raw logits in fp32, which overflowed (z = [3e38, 3e38, 1],
+    # target 0, label_smoothing 0.5: -inf, where F.cross_entropy gives 5e37); now the sum of z_j - row_max
+    z = torch.tensor([[3e38, 3e38, 1.0]], device=device)
+    with _tuning.override(ce.TUNING_OP, **blocks):
+        loss = cross_entropy_with_grad(z, torch.tensor([0], device=device), label_smoothing=0.5)
+    expected = F.cross_entropy(z.double(), torch.tensor([0], device=device), label_smoothing=0.5)
+    assert abs(loss.item() - expected.item()) < 1e-6 * expected.item()
+    # random rows around 3e38 (their sum overflows fp32; every z_j - row_max, and their sum, is finite), the max
+    # moving between blocks, an ignored row, and one row of moderate logits with a large offset
+    rows, V = 6, 300
+    logits = (torch.randn(rows, V, device=device, dtype=torch.float64) * 1e35 + 3e38).float()
+    logits[4] = torch.randn(V, device=device) * 3 + 1e4
+    target = torch.randint(0, V, (rows,), device=device)
+    target[1] = -100
+    leaf = logits.clone().requires_grad_(True)
+    with _tuning.override(ce.TUNING_OP, **blocks):
+        out = cross_entropy_with_grad(leaf, target, label_smoothing=0.3, reduction="none")
+    out.sum().backward()
+    ref_leaf = logits.double().requires_grad_(True)
+    ref = F.cross_entropy(ref_leaf, target, label_smoothing=0.3, reduction="none")
+    ref.sum().backward()
+    assert torch.isfinite(out).all()
+    assert ((out.double() - ref).abs() <= 1e-6 * ref.abs()).all()
+    assert (leaf.grad.double() - ref_leaf.grad).abs().max().item() < 1e-6
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy
+def test_softcap_must_be_a_normal_fp32(device):
+    # the fuzzer's finding: softcap=1e39 was taken, and is inf in the kernels' fp32: every output nan. Below the
+    # smallest normal fp32 it can flush to 0 (1e-46 is 0 in fp32: 0 / 0 at a zero logit). Both bounds themselves run.
+    # chunked_linear_cross_entropy shares the check (cross_entropy._check_options)
+    from greyhound.ops.linear_cross_entropy import chunked_linear_cross_entropy
+    logits, target = make_inputs(4, 10, torch.float32, device)
+    for softcap in (1e39, 3.5e38, float("inf"), float("nan"), 1e-39, 1e-46):
+        message = (r"softcap must be None or a finite float > 0 that is a normal fp32 number \(in \[1.1755e-38, "
+                   r"3.4028e\+38\]\), got " + re.escape(repr(softcap)))
+        with pytest.raises(ValueError, match=message):
+            cross_entropy_with_grad(logits, target, softcap=softcap)
+        with pytest.raises(ValueError, match="softcap must be None or a finite float > 0 that is a normal fp32"):
+            chunked_linear_cross_entropy(logits, torch.randn(7, 10, device=device), target[:4] % 7, softcap=softcap)
+    for softcap in (torch.finfo(torch.float32).max, torch.finfo(torch.float32).tiny):
+        check_against_reference(logits, target, softcap=softcap)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_inplace_backward_with_no_rows_of_any_stride(device, reduction):
+    # the fuzzer's finding: a (0, V) tensor with strides (1, 0) (rows of an expand()ed column, sliced to none) was
+    # refused for inplace_backward=True as not unit-stride along the vocabulary; with no rows nothing is written, and
+    # it now gives what inplace_backward=False gives
+    target = torch.zeros(0, dtype=torch.int64, device=device)
+    results = []
+    for inplace in (False, True):
+        column = torch.randn(5, 1, device=device, requires_grad=True)
+        logits = (column * 2.0).expand(5, 10)[:0]
+        assert logits.shape == (0, 10) and logits.stride() == (1, 0)
+        out = cross_entropy_with_grad(logits, target, reduction=reduction, inplace_backward=inplace,
+                                      return_per_token_loss=True, return_lse=True)
+        out.loss.sum().backward()
+        results.append((out, column.grad))
+    (plain, plain_grad), (inplace, inplace_grad) = results
+    if reduction == "mean":  # 0 / 0, as torch gives
+        assert plain.loss.isnan().item() and inplace.loss.isnan().item()
+    else:
+        assert torch.equal(plain.loss, inplace.loss)
+    assert inplace.per_token_loss.shape == plain.per_token_loss.shape == (0,) and inplace.lse.shape == (0,)
+    assert torch.equal(inplace_grad, torch.zeros(5, 1, device=device)) and torch.equal(plain_grad, inplace_grad)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [dict(one_pass=True), dict(one_pass=True, one_pass_hold=False),
+                                    dict(one_pass=True, one_pass_hold=False, one_pass_split=2), dict(one_pass=False)],
+                         ids=["one-pass-held", "one-pass-ring", "one-pass-split", "two-kernels"])
+def test_gpu_large_logits_keep_fp32_accuracy(config):
+    # test_large_logits_keep_fp32_accuracy and test_label_smoothing_with_huge_logits_does_not_overflow on the
+    # compiled kernels, the one-pass Gluon kernel's three layouts included (its sweep 1 took exp2(z log2(e) -
+    # max log2(e)), whose rounding of max log2(e) went into the sum, and its sweep 2 exp2(z log2(e) - lse log2(e)))
+    if config["one_pass"] and torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the one-pass kernel is for Hopper")
+    rows, V = 64, 50304  # a ragged last tile
+    for label_smoothing, offset in ((0.0, 1e4), (0.1, 6e4)):
+        logits = torch.randn(rows, V, device="cuda") * 3 + offset
+        target = torch.randint(0, V, (rows,), device="cuda")
+        leaf = logits.clone().requires_grad_(True)
+        with _tuning.override(ce.TUNING_OP, **config):
+            loss = cross_entropy_with_grad(leaf, target, reduction="none", label_smoothing=label_smoothing)
+        loss.sum().backward()
+        ref_leaf = logits.double().requires_grad_(True)
+        ref = F.cross_entropy(ref_leaf, target, reduction="none", label_smoothing=label_smoothing)
+        ref.sum().backward()
+        assert (loss.double() - ref).abs().max().item() < 1e-6 * ref.abs().max().item()
+        assert (leaf.grad.double() - ref_leaf.grad).abs().max().item() < 1e-6 * ref_leaf.grad.abs().max().item()
+    # logits around 3e38: their sum overflows fp32, every z_j - row_max and their sum does not
+    logits = (torch.randn(rows, V, device="cuda", dtype=torch.float64) * 1e32 + 3e38).float()
+    target = torch.randint(0, V, (rows,), device="cuda")
+    with _tuning.override(ce.TUNING_OP, **config):
+        loss = cross_entropy_with_grad(logits, target, reduction="none", label_smoothing=0.3)
+    ref = F.cross_entropy(logits.double(), target, reduction="none", label_smoothing=0.3)
+    assert torch.isfinite(loss).all() and ((loss.double() - ref).abs() <= 1e-6 * ref.abs()).all()

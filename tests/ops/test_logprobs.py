@@ -1,5 +1,6 @@
 """logprobs / linear_logprobs against the fp64 reference: values, entropy, gradients, layouts, bad input."""
 import math
+import re
 
 import pytest
 import torch
@@ -413,6 +414,41 @@ def test_temperature_whose_kernel_scale_overflows_fp32_is_refused(device):
     for call in both_forms(device, temperature=ops.MIN_TEMPERATURE, return_entropy=True):  # the bound itself runs
         logprob, entropy = call()
         assert not logprob.isnan().any() and not entropy.isnan().any()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy, far outside
+def test_temperature_whose_kernel_scales_underflow_fp32_is_refused(device):
+    """The fuzzer's finding: above ~1e45 log2(e) / temperature was 0 in fp32 and every output nan (torch: -log V).
+    Refused above ops.MAX_TEMPERATURE = 2**126, the largest whose 1 / temperature is a normal fp32 number."""
+    assert ops.MAX_TEMPERATURE == 2.0**126
+    for temperature in (math.nextafter(ops.MAX_TEMPERATURE, math.inf), 1e39, 1e46, 1e300):
+        for call in both_forms(device, temperature=temperature):
+            with pytest.raises(ValueError, match=r"temperature must be <= 8.507e\+37 \(1 / temperature and log2\(e\) / "
+                               r"temperature must be normal fp32 numbers\), got " + re.escape(repr(temperature))):
+                call()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy (-FLT_MAX - max)
+@pytest.mark.parametrize("bound", ["min", "max"])
+def test_temperature_just_inside_either_bound_matches_torch(device, bound):
+    """Just inside ops.MIN_TEMPERATURE and ops.MAX_TEMPERATURE the logprob, the entropy and the gradient match fp64
+    torch (logits of the temperature's scale, so that logits / temperature is O(1) at either bound: ~T at the small
+    one, ~3e37 at the large one, whose differences stay finite in fp32)."""
+    inside = 1.01 * ops.MIN_TEMPERATURE if bound == "min" else ops.MAX_TEMPERATURE
+    for temperature in (inside, math.nextafter(inside, 0.0) if bound == "max" else inside * 1.5):
+        z, target = make_case((3,), 50, torch.float32, device, scale=1.0)
+        logits = (z.double() * temperature).float() if bound == "min" else z * 3e37
+        leaf = logits.clone().requires_grad_(True)
+        logprob, entropy = logprobs(leaf, target, temperature=temperature, return_entropy=True)
+        grad_logprob, grad_entropy = torch.rand(3, device=device) + 0.5, torch.rand(3, device=device) + 0.5
+        (logprob * grad_logprob + entropy * grad_entropy).sum().backward()
+        ref_leaf = logits.double().requires_grad_(True)
+        log_p = torch.log_softmax(ref_leaf / temperature, dim=-1)
+        ref_logprob = log_p.gather(-1, target[:, None])[:, 0]
+        ref_entropy = -(log_p.exp() * log_p).sum(-1)
+        (ref_logprob * grad_logprob.double() + ref_entropy * grad_entropy.double()).sum().backward()
+        assert rel_err(logprob, ref_logprob) < 1e-5 and rel_err(entropy, ref_entropy) < 1e-5
+        assert rel_err(leaf.grad, ref_leaf.grad) < 1e-5
 
 
 @pytest.mark.parametrize("flag", ["return_entropy", "check_target"])
