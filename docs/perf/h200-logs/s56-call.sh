@@ -29,8 +29,8 @@ echo "t=$((SECONDS-S))" | tee -a $OUT/call.log
 # kernel's sweeps; the smoothing sum of z - row max): its GPU tests, then the A/B against 3b9904c's two files
 # (.carry/ce_old.py, .carry/ce_gluon_old.py), sweep CLI, three rounds, BT=8192 V=128256 bf16, the one-pass default
 # and the two-kernel path. Predicted: level to +2% (both sweeps memory-bound at ~1.1 ms; one more FADD an entry).
-(cd /tmp/gh-t && [[ -z $SKIP_TESTS ]] && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 150 python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
-  -m gpu tests/ops/test_cross_entropy.py tests/ops/test_logprobs.py > $OUT/pytest-ce.log 2>&1; echo "pytest ce rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
+(cd /tmp/gh-t && [[ -z $SKIP_TESTS ]] && PYTHONPATH=/tmp/site:/tmp/gh-t timeout 170 python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
+  -m gpu tests/ops/test_cross_entropy.py tests/ops/test_logprobs.py tests/ops/test_linear_cross_entropy.py > $OUT/pytest-ce.log 2>&1; echo "pytest ce rc=$? t=$((SECONDS-S))" | tee -a $OUT/call.log)
 grep -E "passed|failed" $OUT/pytest-ce.log | tail -1 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest-ce.log | head | tee -a $OUT/call.log
 cp .carry/ce_old.py /tmp/gh-old/greyhound/ops/cross_entropy.py; cp .carry/ce_gluon_old.py /tmp/gh-old/greyhound/ops/_ce_gluon.py
 for r in 1 2 3; do for t in new old; do [[ $r == 2 ]] && t=$([[ $t == new ]] && echo old || echo new)
