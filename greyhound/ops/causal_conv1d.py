@@ -264,8 +264,6 @@ def _causal_conv1d_backward_kernel(
                                       shift, WIDTH, HAS_SEQ_IDX, HAS_INIT, BLOCK_L, BLOCK_D)
                 sig = tl.sigmoid(pre)
                 grad = grad * sig * (1.0 + pre * (1.0 - sig))
-                if edge:  # a masked target's g is 0, not 0 · silu'(pre) (nan where its recomputed pre is ±inf)
-                    grad = tl.where(target_mask[:, None], grad, 0.0)
             k = WIDTH - 1 - shift
             weight_k = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
             term = weight_k.to(tl.float32)[None, :] * grad
@@ -275,8 +273,6 @@ def _causal_conv1d_backward_kernel(
             grad_in += term
             if GRAD_PARAMS:
                 product = grad * inputs
-                if edge:  # nor to grad_w: not 0 · an inf input
-                    product = tl.where(target_mask[:, None], product, 0.0)
                 tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
                     tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, product, k)
                 bias_sum = _add_if(bias_sum, grad, shift == 0)
@@ -296,70 +292,6 @@ def _causal_conv1d_backward_kernel(
         _store_partial_row(grad_weight_partial_ptr, grad_bias_partial_ptr,
                            partial_row_begin + batch * tl.num_programs(2) + chunk, dim, channels, channel_mask,
                            tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum, WIDTH, HAS_BIAS)
-
-
-@triton.jit
-def _gather_backward_tile(tile, own, rows, bias, x_row, grad_out_row, channels, channel_mask, seq_len, dilation,
-                          weight_ptr, grad_x_ptr, scratch, broadcast, batch, stride_x_l, stride_x_d, stride_w_d,
-                          stride_w_k, stride_g_l, stride_g_d, stride_gx_b, stride_gx_d, stride_gx_l,
-                          tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum, WIDTH: tl.constexpr,
-                          GRAD_X: tl.constexpr, GRAD_PARAMS: tl.constexpr, SCRATCH: tl.constexpr,
-                          BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr, EDGE: tl.constexpr):
-    """One tile of _causal_conv1d_silu_gather_backward_kernel: grad_x of its owned rows stored, its grad_w / grad_b
-    products added to the program's sums (returned). EDGE: a tile with rows past L (a row's last tile), whose g there
-    and grad_w products are masked; the other tiles take no select (a select a term cost +6% in session 55)."""
-    positions = tl.cast(tile, tl.int64) * own + rows
-    pre = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32) + bias[None, :]
-    for k in tl.static_range(WIDTH):
-        sources = positions - (WIDTH - 1 - k) * dilation
-        in_x = (sources >= 0) & (sources < seq_len)
-        values = tl.load(x_row + sources[:, None] * stride_x_l + channels[None, :] * stride_x_d,
-                         mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
-        tap = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
-        pre += tap.to(tl.float32)[None, :] * values
-    in_seq = positions < seq_len
-    grad = tl.load(grad_out_row + positions[:, None] * stride_g_l + channels[None, :] * stride_g_d,
-                   mask=in_seq[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
-    sig = tl.sigmoid(pre)
-    grad = grad * sig * (1.0 + pre * (1.0 - sig))
-    if EDGE:  # g past L is 0 (grad_out is masked to 0 there), not 0 · silu'(pre), nan where pre is ±inf
-        grad = tl.where(in_seq[:, None], grad, 0.0)
-    owned = (rows < own) & in_seq
-    if GRAD_PARAMS:
-        owned_grad = tl.where(owned[:, None], grad, 0.0)
-        for k in tl.static_range(WIDTH):  # the same loads as above: merged by the compiler
-            sources = positions - (WIDTH - 1 - k) * dilation
-            in_x = (sources >= 0) & (sources < seq_len)
-            values = tl.load(x_row + sources[:, None] * stride_x_l + channels[None, :] * stride_x_d,
-                             mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
-            product = owned_grad * values  # (the halo rows' 0 · x: left out once, at the program's end)
-            if EDGE:  # nor do its rows past L add 0 · x (nan for an inf x) to grad_w
-                product = tl.where(owned[:, None], product, 0.0)
-            tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
-                tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, product, k)
-        bias_sum += owned_grad
-    if GRAD_X:
-        grad_in = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
-        if SCRATCH:
-            tl.debug_barrier()  # the previous tile's reads are done
-            tl.store(scratch + rows[:, None] * BLOCK_D, grad)
-            tl.debug_barrier()
-        for shift in tl.static_range(WIDTH):  # an owned row p reads g[p + shift·dilation] through tap W − 1 − shift
-            shifted = grad
-            if shift > 0:
-                index = tl.minimum(rows + shift * dilation, BLOCK_L - 1)  # clamped rows are not owned
-                if SCRATCH:
-                    shifted = tl.load(scratch + index[:, None] * BLOCK_D)
-                else:
-                    shifted = tl.gather(grad, index[:, None] + broadcast, axis=0)
-            tap = tl.load(weight_ptr + channels * stride_w_d + (WIDTH - 1 - shift) * stride_w_k,
-                          mask=channel_mask, other=0.0)
-            grad_in += tap.to(tl.float32)[None, :] * shifted
-        grad_x_ptrs = (grad_x_ptr + batch * stride_gx_b + positions[:, None] * stride_gx_l
-                       + channels[None, :] * stride_gx_d)
-        tl.store(grad_x_ptrs, grad_in.to(grad_x_ptr.dtype.element_ty),
-                 mask=owned[:, None] & channel_mask[None, :])
-    return tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum
 
 
 @triton.jit
@@ -406,29 +338,58 @@ def _causal_conv1d_silu_gather_backward_kernel(
     program = (tl.program_id(1) * tl.num_programs(2) + chunk) * tl.num_programs(0) + tl.program_id(0)
     scratch = scratch_ptr + program.to(tl.int64) * (BLOCK_L * BLOCK_D) + tl.arange(0, BLOCK_D)[None, :]
     first_tile = chunk * tiles_per_program
-    last_tile = tl.minimum(first_tile + tiles_per_program, num_tiles)
-    # the tiles that end within L, without a select (all but a row's last), then the last one with them
-    inner_tiles = tl.maximum(seq_len - BLOCK_L + own, 0) // own
-    for tile in range(first_tile, tl.minimum(last_tile, inner_tiles)):
-        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum = _gather_backward_tile(
-            tile, own, rows, bias, x_row, grad_out_row, channels, channel_mask, seq_len, dilation, weight_ptr,
-            grad_x_ptr, scratch, broadcast, batch, stride_x_l, stride_x_d, stride_w_d, stride_w_k, stride_g_l,
-            stride_g_d, stride_gx_b, stride_gx_d, stride_gx_l, tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-            WIDTH, GRAD_X, GRAD_PARAMS, SCRATCH, BLOCK_L, BLOCK_D, False)
-    for tile in range(tl.maximum(first_tile, inner_tiles), last_tile):
-        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum = _gather_backward_tile(
-            tile, own, rows, bias, x_row, grad_out_row, channels, channel_mask, seq_len, dilation, weight_ptr,
-            grad_x_ptr, scratch, broadcast, batch, stride_x_l, stride_x_d, stride_w_d, stride_w_k, stride_g_l,
-            stride_g_d, stride_gx_b, stride_gx_d, stride_gx_l, tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-            WIDTH, GRAD_X, GRAD_PARAMS, SCRATCH, BLOCK_L, BLOCK_D, True)
-    if GRAD_PARAMS:  # row batch · chunks + chunk; the halo rows (never owned) summed 0 · x: kept out, so that an inf
-        # x there (whose own tile counts it) is not a nan in grad_w
-        halo_free = (rows < own)[:, None]
+    for tile in range(first_tile, tl.minimum(first_tile + tiles_per_program, num_tiles)):
+        positions = tl.cast(tile, tl.int64) * own + rows
+        pre = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32) + bias[None, :]
+        for k in tl.static_range(WIDTH):
+            sources = positions - (WIDTH - 1 - k) * dilation
+            in_x = (sources >= 0) & (sources < seq_len)
+            values = tl.load(x_row + sources[:, None] * stride_x_l + channels[None, :] * stride_x_d,
+                             mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+            tap = tl.load(weight_ptr + channels * stride_w_d + k * stride_w_k, mask=channel_mask, other=0.0)
+            pre += tap.to(tl.float32)[None, :] * values
+        in_seq = positions < seq_len
+        grad = tl.load(grad_out_row + positions[:, None] * stride_g_l + channels[None, :] * stride_g_d,
+                       mask=in_seq[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+        sig = tl.sigmoid(pre)
+        grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L: grad_out is masked to 0 there
+        owned = (rows < own) & in_seq
+        if GRAD_PARAMS:
+            owned_grad = tl.where(owned[:, None], grad, 0.0)
+            for k in tl.static_range(WIDTH):  # the same loads as above: merged by the compiler
+                sources = positions - (WIDTH - 1 - k) * dilation
+                in_x = (sources >= 0) & (sources < seq_len)
+                values = tl.load(x_row + sources[:, None] * stride_x_l + channels[None, :] * stride_x_d,
+                                 mask=in_x[:, None] & channel_mask[None, :], other=0.0).to(tl.float32)
+                product = owned_grad * values
+                tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
+                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, product, k)
+            bias_sum += owned_grad
+        if GRAD_X:
+            grad_in = tl.zeros([BLOCK_L, BLOCK_D], dtype=tl.float32)
+            if SCRATCH:
+                tl.debug_barrier()  # the previous tile's reads are done
+                tl.store(scratch + rows[:, None] * BLOCK_D, grad)
+                tl.debug_barrier()
+            for shift in tl.static_range(WIDTH):  # an owned row p reads g[p + shift·dilation] through tap W − 1 − shift
+                shifted = grad
+                if shift > 0:
+                    index = tl.minimum(rows + shift * dilation, BLOCK_L - 1)  # clamped rows are not owned
+                    if SCRATCH:
+                        shifted = tl.load(scratch + index[:, None] * BLOCK_D)
+                    else:
+                        shifted = tl.gather(grad, index[:, None] + broadcast, axis=0)
+                tap = tl.load(weight_ptr + channels * stride_w_d + (WIDTH - 1 - shift) * stride_w_k,
+                              mask=channel_mask, other=0.0)
+                grad_in += tap.to(tl.float32)[None, :] * shifted
+            grad_x_ptrs = (grad_x_ptr + batch * stride_gx_b + positions[:, None] * stride_gx_l
+                           + channels[None, :] * stride_gx_d)
+            tl.store(grad_x_ptrs, grad_in.to(grad_x_ptr.dtype.element_ty),
+                     mask=owned[:, None] & channel_mask[None, :])
+    if GRAD_PARAMS:  # row batch · chunks + chunk
         _store_partial_row(grad_weight_partial_ptr, grad_bias_partial_ptr, batch * tl.num_programs(2) + chunk, dim,
-                           channels, channel_mask, tl.where(halo_free, tap_0, 0.0), tl.where(halo_free, tap_1, 0.0),
-                           tl.where(halo_free, tap_2, 0.0), tl.where(halo_free, tap_3, 0.0),
-                           tl.where(halo_free, tap_4, 0.0), tl.where(halo_free, tap_5, 0.0),
-                           tl.where(halo_free, tap_6, 0.0), tl.where(halo_free, tap_7, 0.0), bias_sum, WIDTH, HAS_BIAS)
+                           channels, channel_mask, tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
+                           WIDTH, HAS_BIAS)
 
 
 @triton.jit
@@ -581,97 +542,6 @@ def _causal_conv1d_walk_forward_kernel(
 
 
 @triton.jit
-def _walk_backward_rows(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-                        r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7,
-                        w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, base, dilation, seq_len, chunk_first, chunk_end,
-                        grad_x_row, stride_gx_l, channels, dim, WIDTH: tl.constexpr, SILU: tl.constexpr,
-                        GRAD_X: tl.constexpr, GRAD_PARAMS: tl.constexpr, GROUP: tl.constexpr, MASKED: tl.constexpr):
-    """The walk backward's GROUP rows at t = base − u·dilation (u < GROUP), from the group's loaded rows r (x) and h
-    (grad_out): the x and g windows moved down a row each, grad_x stored, the grad_w / grad_b sums grown. MASKED
-    (a group with rows outside [chunk_first, chunk_end)): a row that is not owned adds nothing to grad_w / grad_b, not
-    0 · x (nan for an inf x), and with silu a g past L is 0, not 0 · silu'(pre) (nan where the recomputed pre is
-    ±inf); without MASKED every row is owned and below L, so neither select is made."""
-    zero = tl.zeros_like(acc0)
-    for u in tl.static_range(GROUP):
-        t = base - u * dilation
-        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _window_down(
-            x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, _at(r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, u).to(tl.float32),
-            WIDTH)
-        grad = _at(h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, u).to(tl.float32)
-        if SILU:
-            pre = acc0
-            for k in tl.static_range(WIDTH):
-                pre += _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, k) * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6,
-                                                                            x_7, WIDTH - 1 - k)
-            sig = tl.sigmoid(pre)
-            grad = grad * sig * (1.0 + pre * (1.0 - sig))  # grad_out is masked to 0 past L and below the chunk
-            if MASKED:
-                grad = tl.where(t < seq_len, grad, 0.0)
-        # down one step: g_s <- g_{s-1}, g_0 <- g[t]
-        g_7, g_6, g_5, g_4, g_3, g_2, g_1, g_0 = g_6, g_5, g_4, g_3, g_2, g_1, g_0, grad
-        if GRAD_X:
-            grad_in = zero
-            for s in tl.static_range(WIDTH):
-                grad_in += (_at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
-                            * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s))
-            if not SILU:  # (with silu an inf tap makes its channel's g nan everywhere, as the reference's)
-                if t + (WIDTH - 1) * dilation >= seq_len:  # the last rows: a g past L adds nothing, not 0 · tap
-                    grad_in = zero
-                    for s in tl.static_range(WIDTH):
-                        grad_in += tl.where(t + s * dilation < seq_len,
-                                            _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
-                                            * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s), 0.0)
-            tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_row.dtype.element_ty),
-                     mask=_row_mask(channels, dim, t, chunk_first, chunk_end))
-        if GRAD_PARAMS:
-            if MASKED:
-                owned = (t >= chunk_first) & (t < chunk_end)  # not the warm-up above the chunk, nor the group's tail
-                for k in tl.static_range(WIDTH):
-                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
-                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
-                        tl.where(owned, g_0 * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), 0.0), k)
-                bias_sum += tl.where(owned, g_0, 0.0)
-            else:
-                for k in tl.static_range(WIDTH):
-                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
-                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
-                        g_0 * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), k)
-                bias_sum += g_0
-    return x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum
-
-
-@triton.jit
-def _walk_backward_group(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-                         tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-                         r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, base, x_base,
-                         w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, dilation, seq_len, chunk_first, chunk_end, lowest_x,
-                         x_row, grad_out_row, stride_x_l, stride_g_l, grad_x_row, stride_gx_l, channels, dim,
-                         WIDTH: tl.constexpr, SILU: tl.constexpr, GRAD_X: tl.constexpr, GRAD_PARAMS: tl.constexpr,
-                         GROUP: tl.constexpr, BLOCK_D: tl.constexpr, MASKED: tl.constexpr):
-    """One step of the walk backward's group loop: the next group's rows of x and grad_out loaded (a group ahead), this
-    group's GROUP rows computed (_walk_backward_rows), and the walk moved down a group."""
-    following, x_following = base - GROUP * dilation, x_base - GROUP * dilation
-    q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7 = _load_rows(x_row, x_following, -dilation, stride_x_l, lowest_x,
-                                                        seq_len, channels, dim, GROUP, BLOCK_D)
-    p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7 = _load_rows(grad_out_row, following, -dilation, stride_g_l,
-                                                        chunk_first, seq_len, channels, dim, GROUP, BLOCK_D)
-    (x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7,
-     g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-     tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum) = _walk_backward_rows(
-        x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-        r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7,
-        w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, base, dilation, seq_len, chunk_first, chunk_end,
-        grad_x_row, stride_gx_l, channels, dim, WIDTH, SILU, GRAD_X, GRAD_PARAMS, GROUP, MASKED)
-    return (x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7,
-            g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-            tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-            q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7,
-            p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7, following, x_following)
-
-
-@triton.jit
 def _causal_conv1d_walk_backward_kernel(
     x_ptr, weight_ptr, bias_ptr, grad_out_ptr, grad_x_ptr, grad_weight_partial_ptr, grad_bias_partial_ptr,
     seq_len, dim, dilation, steps,
@@ -718,51 +588,52 @@ def _causal_conv1d_walk_backward_kernel(
                                                         channels, dim, GROUP, BLOCK_D)
     h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7 = _load_rows(grad_out_row, base, -dilation, stride_g_l, chunk_first,
                                                         seq_len, channels, dim, GROUP, BLOCK_D)
-    # three runs of groups: the chunk's inside, whose rows are all owned (t in [chunk_first, chunk_end)), takes no
-    # select; before it (the warm-up above the chunk, rows past L) and after it (below the chunk) rows that are not
-    # owned add nothing to grad_w and, with silu, a g past L is 0 (a select a term cost +15% in session 55, a branch a
-    # group +14% in session 56's first version: the inside's loop has neither)
-    groups = tl.cdiv(steps + 2 * WIDTH - 2, GROUP)
-    span = GROUP * dilation
-    inside_begin = tl.minimum((top - chunk_end) // span + 1, groups)  # (top − chunk_end ≥ (2W − 3)·dilation > 0)
-    inside_end = tl.minimum(tl.maximum(tl.maximum(top - (GROUP - 1) * dilation - chunk_first + span, 0) // span,
-                                       inside_begin), groups)
-    for _ in range(0, inside_begin):
-        (x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7,
-         g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-         tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-         r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7,
-         h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, base, x_base) = _walk_backward_group(
-            x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-            tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-            r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, base, x_base,
-            w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, dilation, seq_len, chunk_first, chunk_end, lowest_x,
-            x_row, grad_out_row, stride_x_l, stride_g_l, grad_x_row, stride_gx_l, channels, dim,
-            WIDTH, SILU, GRAD_X, GRAD_PARAMS, GROUP, BLOCK_D, True)
-    for _ in range(inside_begin, inside_end):
-        (x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7,
-         g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-         tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-         r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7,
-         h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, base, x_base) = _walk_backward_group(
-            x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-            tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-            r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, base, x_base,
-            w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, dilation, seq_len, chunk_first, chunk_end, lowest_x,
-            x_row, grad_out_row, stride_x_l, stride_g_l, grad_x_row, stride_gx_l, channels, dim,
-            WIDTH, SILU, GRAD_X, GRAD_PARAMS, GROUP, BLOCK_D, False)
-    for _ in range(inside_end, groups):
-        (x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7,
-         g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-         tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-         r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7,
-         h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, base, x_base) = _walk_backward_group(
-            x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7,
-            tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7, bias_sum,
-            r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, base, x_base,
-            w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, acc0, dilation, seq_len, chunk_first, chunk_end, lowest_x,
-            x_row, grad_out_row, stride_x_l, stride_g_l, grad_x_row, stride_gx_l, channels, dim,
-            WIDTH, SILU, GRAD_X, GRAD_PARAMS, GROUP, BLOCK_D, True)
+    for _ in range(0, tl.cdiv(steps + 2 * WIDTH - 2, GROUP)):
+        following, x_following = base - GROUP * dilation, x_base - GROUP * dilation
+        q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7 = _load_rows(x_row, x_following, -dilation, stride_x_l, lowest_x,
+                                                            seq_len, channels, dim, GROUP, BLOCK_D)
+        p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7 = _load_rows(grad_out_row, following, -dilation, stride_g_l,
+                                                            chunk_first, seq_len, channels, dim, GROUP, BLOCK_D)
+        for u in tl.static_range(GROUP):
+            t = base - u * dilation
+            x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7 = _window_down(
+                x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, _at(r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7, u).to(tl.float32),
+                WIDTH)
+            grad = _at(h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7, u).to(tl.float32)
+            if SILU:
+                pre = acc0
+                for k in tl.static_range(WIDTH):
+                    pre += _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, k) * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6,
+                                                                                x_7, WIDTH - 1 - k)
+                sig = tl.sigmoid(pre)
+                grad = grad * sig * (1.0 + pre * (1.0 - sig))  # 0 past L and below the chunk (grad_out masked)
+            # down one step: g_s <- g_{s-1}, g_0 <- g[t]
+            g_7, g_6, g_5, g_4, g_3, g_2, g_1, g_0 = g_6, g_5, g_4, g_3, g_2, g_1, g_0, grad
+            owned = (t >= chunk_first) & (t < chunk_end)  # not the warm-up above the chunk, nor the group's tail
+            if GRAD_X:
+                grad_in = zero
+                for s in tl.static_range(WIDTH):
+                    grad_in += (_at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
+                                * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s))
+                if not SILU:  # (with silu an inf tap makes its channel's g nan everywhere, as the reference's)
+                    if t + (WIDTH - 1) * dilation >= seq_len:  # the last rows: a g past L adds nothing, not 0 · tap
+                        grad_in = zero
+                        for s in tl.static_range(WIDTH):
+                            grad_in += tl.where(t + s * dilation < seq_len,
+                                                _at(w_0, w_1, w_2, w_3, w_4, w_5, w_6, w_7, WIDTH - 1 - s)
+                                                * _at(g_0, g_1, g_2, g_3, g_4, g_5, g_6, g_7, s), 0.0)
+                tl.store(grad_x_row + t * stride_gx_l, grad_in.to(grad_x_ptr.dtype.element_ty),
+                         mask=_row_mask(channels, dim, t, chunk_first, chunk_end))
+            if GRAD_PARAMS:
+                owned_grad = tl.where(owned, g_0, 0.0)
+                for k in tl.static_range(WIDTH):
+                    tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7 = _add_to_tap(
+                        tap_0, tap_1, tap_2, tap_3, tap_4, tap_5, tap_6, tap_7,
+                        owned_grad * _at(x_0, x_1, x_2, x_3, x_4, x_5, x_6, x_7, WIDTH - 1 - k), k)
+                bias_sum += owned_grad
+        r_0, r_1, r_2, r_3, r_4, r_5, r_6, r_7 = q_0, q_1, q_2, q_3, q_4, q_5, q_6, q_7
+        h_0, h_1, h_2, h_3, h_4, h_5, h_6, h_7 = p_0, p_1, p_2, p_3, p_4, p_5, p_6, p_7
+        base, x_base = following, x_following
     if GRAD_PARAMS:  # rows of contiguous (rows, D, W) and (rows, D)
         row = batch * tl.num_programs(2) + tl.program_id(2)
         partial = grad_weight_partial_ptr + (row * dim + channels) * WIDTH
