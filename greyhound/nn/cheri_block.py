@@ -51,6 +51,8 @@ class CheriBlock(nn.Module):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not is_real(eps) or not (math.isfinite(eps) and eps > 0):
             raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
+        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(f"dtype must be None or a floating-point torch.dtype (the parameters'), got {dtype!r}")
         self.fp32_dot = fp32_dot  # (checked, and the cast cache key cleared, by the property's setter)
         n_filters, kernel_size, dilation, expansion = int(n_filters), int(kernel_size), int(dilation), int(expansion)
         self.n_filters, self.kernel_size, self.dilation, self.expansion = n_filters, kernel_size, dilation, expansion

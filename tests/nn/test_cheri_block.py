@@ -457,6 +457,10 @@ def test_bad_inputs(device):
         CheriBlock(0)
     with pytest.raises(ValueError, match="dilation must be a positive int"):
         CheriBlock(16, dilation=1.5)
+    for dtype in (torch.int32, torch.bool, "float32"):  # (session 56's fuzzing: torch's "Only Tensors of floating
+        # point ... can require gradients" named no argument)
+        with pytest.raises(TypeError, match="dtype must be None or a floating-point torch.dtype"):
+            CheriBlock(16, dtype=dtype)
     for eps in ("1e-5", -1e-5, 0.0, float("nan"), True):  # not left to a deep float() or a silent nan output
         with pytest.raises(ValueError, match="eps must be a positive finite float"):
             CheriBlock(16, eps=eps)
