@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 56. On an H200: planned-next-call.sh PART=sweeptests (asv of the tip's CheriBlockSweep, then the GPU tests
+# Session 56 (ran as logs 212 and 213; the causal_conv1d fix it times was reverted after 213, so its conv A/B now
+# compares 7081646's kernels with themselves). On an H200: planned-next-call.sh PART=sweeptests (asv of the tip's CheriBlockSweep, then the GPU tests
 # of the 16-bit defaults and of session 55's fixes). On any other GPU (or with AB=1): the GPU tests of session 56's
 # causal_conv1d fix (non-finite x: the tiled, gather, two-pass and walk backwards) and the file's other GPU tests, then
 # its A/B against 7081646's kernels (.carry/conv_old.py), sweep CLI, three rounds, order alternating: backward and full,
