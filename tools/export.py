@@ -56,9 +56,9 @@ params, is warned about and left out.
 it, a hash prefix of at least 4 hex digits. Exit status: 0 = everything read; 1 = a file or entry could not be read
 (a one-line warning names it; everything else is exported and written, so CI notices); 2 = the results directory or
 benchmarks.json is missing or unreadable (an entry other than its "version" that is not a benchmark object with
-param_names, type and unit, and a string or number version where it has one: named), a results directory is given twice, the existing CSV is unreadable or
-has unexpected columns, --commit is empty or matches no result file, or --noise is empty or the CSV (nothing is
-written).
+param_names, type and unit, and a string or number version where it has one: named), a results directory is given
+twice, the existing CSV is unreadable or has unexpected columns, --commit is empty or matches no result file, or
+--noise is empty or the CSV (nothing is written).
 """
 import argparse
 import ast
@@ -288,8 +288,7 @@ def param_repr(value):
 
 def parse_param(value_repr):
     """asv stores parameter values as repr strings: returns (display text, JSON value). "'bf16'" -> bf16, "8" -> 8.
-    A value stored otherwise reads as its param_repr, so the display text is always a string."""
-    value_repr = param_repr(value_repr)
+    (Every caller's values come through checked_entry, which has put a file's other forms into that one.)"""
     try:
         value = ast.literal_eval(value_repr)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
