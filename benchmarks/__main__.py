@@ -70,10 +70,8 @@ def _values(text, like=""):
         if not item:
             continue
         if isinstance(like, int):
-            try:
-                item = int(item)
-            except ValueError:
-                item = None
+            # ASCII digits only: int() also takes "1_000" and other scripts' digits ("٣"), which no one means here
+            item = int(item) if re.fullmatch(r"[+]?[0-9]+", item) else None
             if item is None or item < 1:
                 raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
             if item > MAX_SIZE:  # else torch's int64 overflow ends the combination in a C++ backtrace
@@ -245,6 +243,8 @@ def parse_options(kernel_name, argv):
     if not args.no_csv:  # a CSV the rows cannot merge into, or not be written, is refused before the sweep
         from tools._atomic import check_writable
         from tools.export import ExportError, read_csv_rows
+        if not args.csv:  # Path("") is the current directory: "--csv: . is a directory" named no mistake
+            parser.error("--csv is empty, expected the CSV file to merge the rows into (or --no-csv)")
         try:
             check_writable(args.csv)  # before: found only after measuring ("rows not merged: [Errno 30] ...")
             read_csv_rows(Path(args.csv))

@@ -70,14 +70,17 @@ def csv_records(text, columns, where, hint=""):
 
 def read_csv_records(path):
     """The rows of a benchmark CSV as dicts (CSV_COLUMNS), none when the file is empty; CsvFormatError naming the file
-    as csv_records does (a header of the schema before asv_machine/asv_environment says so). OSError /
+    as csv_records does (a header of an earlier schema, CSV_COLUMNS cut short, says so). OSError /
     UnicodeDecodeError as raised."""
     text = Path(path).read_text(encoding="utf-8")
     if not text.strip():
         return []
     try:
-        old_schema = next(csv.reader(io.StringIO(text)), None) == list(CSV_COLUMNS[:-2])
+        header = tuple(next(csv.reader(io.StringIO(text)), None) or ())
     except csv.Error:  # (csv_records names the line)
-        old_schema = False
-    return csv_records(text, CSV_COLUMNS, path, " (the schema before asv_machine/asv_environment: export into a new "
-                                                "file)" if old_schema else "")
+        header = ()
+    # an earlier schema of this CSV: CSV_COLUMNS cut after a column (15: before asv_machine / asv_environment, 17:
+    # before achieved / achieved_unit / ceiling_share)
+    older = 0 < len(header) < len(CSV_COLUMNS) and header == CSV_COLUMNS[:len(header)]
+    hint = f" (an earlier schema of this CSV, without {list(CSV_COLUMNS[len(header):])}: export into a new file)"
+    return csv_records(text, CSV_COLUMNS, path, hint if older else "")

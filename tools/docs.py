@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE
+from tools import CSV_COLUMNS, SWEEP_CLI_MACHINE, x_value_order
 from tools._atomic import write_atomic
 
 MARKER = re.compile(r"(<!-- tools\.docs (?P<args>[^\n]*?) -->\n)(?P<body>.*?)(<!-- /tools\.docs -->)", re.S)
@@ -53,6 +53,15 @@ GOALS_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "met
                  "config", "goal", "source")
 WIDE_SPREAD = 0.25  # a goal's status says so when its p20-p80 spans more than this share of the p50
 MODE_ORDER = {"full": 0, "forward": 1, "backward": 2}
+_RUN_KEYS = ("gpu", "machine", "env")
+# each kind's marker keys (and `extra.KEY` where the kind filters on the config) and the ones it cannot do without: a
+# misspelt key (kernal=) would otherwise be dropped and the table drawn from rows it never meant
+KIND_KEYS = {"table": (_RUN_KEYS + ("kernel", "metric", "commit", "x"), True, ()),
+             "roofline": (_RUN_KEYS + ("kernel", "commit", "x"), True, ()),
+             "headline": (_RUN_KEYS, False, ()),
+             "goals": (_RUN_KEYS + ("kernel", "file"), False, ("kernel",)),
+             "plotly": (("kernel", "dir", "prefix"), False, ("kernel",)),
+             "cross-gpu": ((), False, ())}
 
 
 class DocsError(Exception):
@@ -82,13 +91,26 @@ def load(csv_path):
     return frame
 
 
-def parse_args(text):
+def parse_args(text, kind=None):
+    """A marker's `key=value` words as a dict; with `kind`, DocsError naming a key that kind does not take (KIND_KEYS)
+    or one it needs and was not given, or a key given twice."""
     args = {}
     for token in text.split():
         if "=" not in token:
             raise DocsError(f"tools.docs marker argument {token!r} is not key=value")
         key, value = token.split("=", 1)
+        if key in args:
+            raise DocsError(f"tools.docs marker key {key!r} is given twice ({args[key]!r} and {value!r})")
         args[key] = value
+    if kind in KIND_KEYS:
+        keys, extra, needed = KIND_KEYS[kind]
+        for key in args:
+            if key not in keys and not (extra and key.startswith("extra.") and len(key) > len("extra.")):
+                takes = ", ".join(keys + (("extra.KEY",) if extra else ())) or "no key"
+                raise DocsError(f"tools.docs {kind} marker: unknown key {key!r} (it takes {takes})")
+        for key in needed:
+            if not args.get(key):
+                raise DocsError(f"tools.docs {kind} marker: {key}= is missing or empty, expected {key}=NAME")
     return args
 
 
@@ -150,12 +172,18 @@ def _commit_rows(frame, args, kind):
     if rows.empty:
         raise DocsError(f"no CSV rows match {args}")
     commit = args.get("commit", "latest")
+    if not commit:
+        raise DocsError(f"commit= is empty, expected a commit hash (or its prefix) or latest, in {args}")
     if commit == "latest":
         newest = rows.sort_values(["timestamp", "git_commit"]).iloc[-1]
         commit = newest["git_commit"]
     matching = rows[rows["git_commit"].str.startswith(commit)]
     if matching.empty:
         raise DocsError(f"no CSV rows of commit {commit} match {args}")
+    commits = sorted(matching["git_commit"].unique())
+    if len(commits) > 1:  # one table, one commit: a short prefix shared by two would mix their figures
+        raise DocsError(f"commit={commit} matches {len(commits)} commits ({', '.join(commits)}), expected one: give "
+                        f"more of its hash")
     _one_run(matching, args, f"commit {matching['git_commit'].iloc[0][:8]}")
     return matching, matching["git_commit"].iloc[0]
 
@@ -167,7 +195,7 @@ def render_table(frame, args):
     providers = _providers(rows["kernel_provider"].unique())
     x_name = rows["x_name"].iloc[0]
     keys = sorted({(r.x_value, r.kernel_operation_mode, r.extra_benchmark_config_str) for r in rows.itertuples()},
-                  key=lambda k: (MODE_ORDER.get(k[1], 9), k[2], float(k[0]) if k[0].replace(".", "").isdigit() else 0))
+                  key=lambda k: (MODE_ORDER.get(k[1], 9), k[1], k[2], x_value_order(k[0])))
     varying_extra = len({k[2] for k in keys}) > 1
     header = [x_name, "mode"] + (["config"] if varying_extra else []) + providers
     lines = [f"{_where(args)}, commit {commit[:8]}: asv p50 {unit}"
@@ -209,7 +237,8 @@ def render_headline(frame, args):
     for kernel in sorted(rows["kernel_name"].unique()):
         mine = rows[rows["kernel_name"] == kernel]
         keys = sorted({(r.extra_benchmark_config_str, r.x_name, r.x_value, r.kernel_operation_mode)
-                       for r in mine.itertuples()}, key=lambda k: (k[0], MODE_ORDER.get(k[3], 9), k[2]))
+                       for r in mine.itertuples()}, key=lambda k: (k[0], MODE_ORDER.get(k[3], 9), k[3], k[1],
+                                                                   x_value_order(k[2])))
         for extra, x_name, x_value, mode in keys:
             # each shape and mode at its own newest commit: a run of the tracked tier alone (the per-commit run)
             # leaves the sweep's shapes at the commit that last measured them, not out of the table
@@ -242,7 +271,8 @@ def render_roofline(frame, args):
              f"(device copy, bf16 GEMM; `device_ceilings`), from the same asv p50 (generated by `python -m tools.docs`).",
              "", "| mode | shape | provider | p50 ms | achieved | share of ceiling |", "|---|---|---|---|---|---|"]
     ordered = sorted(rows.itertuples(), key=lambda r: (MODE_ORDER.get(r.kernel_operation_mode, 9),
-                                                       r.extra_benchmark_config_str, r.x_value,
+                                                       r.kernel_operation_mode, r.extra_benchmark_config_str,
+                                                       x_value_order(r.x_value),
                                                        not r.kernel_provider.startswith("greyhound"), r.kernel_provider))
     for r in ordered:
         shape = ", ".join([f"{r.x_name}={r.x_value}"] + [f"{k}={v}" for k, v in
@@ -313,7 +343,12 @@ def render_plotly(frame, args):
 def load_goals(path):
     """The goals file's rows as dicts, `config` parsed (a JSON object), `goal` a positive float; DocsError naming
     the file, the row and the column otherwise."""
-    goals = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        goals = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise DocsError(f"{path} is empty, expected a header with the columns {list(GOALS_COLUMNS)}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise DocsError(f"cannot read {path}: {err}") from None
     if tuple(goals.columns) != GOALS_COLUMNS:
         raise DocsError(f"{path} has columns {list(goals.columns)}, expected {list(GOALS_COLUMNS)}")
     out = []
@@ -422,7 +457,7 @@ def update_text(text, frame, source="document"):
         if kind not in RENDERERS:
             raise DocsError(f"{where}: unknown tools.docs kind {kind!r} (one of {', '.join(RENDERERS)})")
         try:
-            return match.group(1) + RENDERERS[kind](frame, parse_args(rest)) + match.group(4)
+            return match.group(1) + RENDERERS[kind](frame, parse_args(rest, kind)) + match.group(4)
         except DocsError as err:
             raise DocsError(f"{where}: {err}") from None
     return MARKER.sub(replace, text)
@@ -451,7 +486,10 @@ def main(argv=None):
         stale, rendered = [], []
         # every file rendered before any is written: a bad marker in a later file leaves the earlier ones as they were
         for path in [Path(f) for f in args.files] or files_of(DEFAULT_FILES):
-            text = path.read_text(encoding="utf-8")
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as err:
+                raise DocsError(f"{path} is not UTF-8 text ({err})") from None
             new = update_text(text, frame, str(path))
             if new != text:
                 stale.append(str(path))

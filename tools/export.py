@@ -646,12 +646,13 @@ def _git_commit(ref):
 
 
 def hash_prefix(ref, option="--commit"):
-    """`ref` lower-cased when it can be a commit hash prefix (MIN_HASH_PREFIX to 40 hex digits); ValueError naming
-    `option`, what it takes and what it got otherwise."""
+    """`ref` lower-cased when it can be a commit hash prefix (MIN_HASH_PREFIX to 64 hex digits: a SHA-256
+    repository's hashes are 64, as the result files' may be); ValueError naming `option`, what it takes and what it
+    got otherwise."""
     text = (ref or "").strip().lower()
-    if not (MIN_HASH_PREFIX <= len(text) <= 40 and all(c in "0123456789abcdef" for c in text)):
+    if not (MIN_HASH_PREFIX <= len(text) <= 64 and all(c in "0123456789abcdef" for c in text)):
         raise ValueError(f"{option} {ref!r}: git does not resolve it to a commit here, and it is not a hash prefix "
-                         f"of {MIN_HASH_PREFIX} to 40 hex digits")
+                         f"of {MIN_HASH_PREFIX} to 64 hex digits")
     return text
 
 

@@ -35,6 +35,7 @@ Exit status: 0 merged; 1 merged, with archive members left out (named); 2 error 
 import argparse
 import json
 import math
+import os
 import sys
 import tarfile
 import tempfile
@@ -138,7 +139,7 @@ def merge_result_file(ours, theirs, log=print, label=""):
         else:
             merged["results"][name] = entry
     merged["durations"] = {**theirs.get("durations", {}), **ours.get("durations", {})}
-    merged["date"] = min(d for d in (ours.get("date"), theirs.get("date")) if d is not None)
+    merged["date"] = min((d for d in (ours.get("date"), theirs.get("date")) if d is not None), default=None)
     return merged, replaced
 
 
@@ -167,6 +168,35 @@ def _check_format(path, document, kind):
     if "version" in document and document["version"] != expected:
         raise MergeError(f"{path}: cannot read: an asv {kind} of format version {document['version']!r}, expected "
                          f"version {expected} (asv 0.6's)")
+    return document
+
+
+def _check_document(path, document, kind, root):
+    """MergeError naming `path` unless it sits where asv puts its kind of file in the results folder `root`
+    (benchmarks.json at the top, <machine>/machine.json, <machine>/<commit>-<env>.json) and has that kind's shape: a
+    result file's `results` an object, `result_columns` (where given) a list and `params` an object, and the machine a
+    result file or machine.json names (params.machine, machine) the folder's. Anything else would be copied into
+    results/ as it is, where tools.export and asv then trip over it."""
+    depth = len(path.relative_to(root).parts)
+    if kind == "benchmarks.json":
+        return document
+    if depth != 2:
+        raise MergeError(f"{path}: not an asv results file (expected benchmarks.json at the top, <machine>/machine.json "
+                         f"or <machine>/<commit>-<environment>.json, got {path.relative_to(root)})")
+    machine = path.parent.name
+    if kind == "machine.json":
+        named = document.get("machine", machine)
+    else:
+        for key, wanted in (("results", dict), ("result_columns", list), ("params", dict)):
+            if key in document and not isinstance(document[key], wanted):
+                raise MergeError(f"{path}: {key} must be a JSON {'object' if wanted is dict else 'list'}, got "
+                                 f"{type(document[key]).__name__}")
+        if not isinstance(document.get("results"), dict):
+            raise MergeError(f"{path}: not an asv result file (no `results` object)")
+        named = (document.get("params") or {}).get("machine", machine)
+    if named != machine:
+        raise MergeError(f"{path}: names machine {named!r} but sits in the folder {machine!r}: asv reads each "
+                         f"machine's results from the folder of its name")
     return document
 
 
@@ -253,12 +283,12 @@ def _merge_tree(source, into, log):
     for path in sorted(source.rglob("*.json")):
         target = into / path.relative_to(source)
         kind = _kind_of(path, source)
-        theirs = _check_format(path, _read_json(path), kind)
+        theirs = _check_document(path, _check_format(path, _read_json(path), kind), kind, source)
         if not target.exists():
             writes.append((target, path.read_bytes()))  # never a half-copied file in results/
             summary["copied"] += 1
             continue
-        ours = _check_format(target, _read_json(target), kind)
+        ours = _check_document(target, _check_format(target, _read_json(target), kind), kind, into)
         if "results" in ours and "result_columns" in ours:
             try:
                 merged, replaced = merge_result_file(ours, theirs, log, str(target))
@@ -390,8 +420,11 @@ def main(argv=None):
                     print(f"tools.merge_results: warning: {source}: {len(dropped)} archive member(s) left out, whose "
                           f"path would land outside the archive's folder: {_names(dropped)}", file=sys.stderr)
                     status = 1
-                _check_not_empty(source, folder)
-                summary = merge_tree(folder, args.into)
+                try:
+                    _check_not_empty(source, folder)
+                    summary = merge_tree(folder, args.into)
+                except MergeError as err:  # an archive's files named as its members, not by the scratch folder's path
+                    raise MergeError(str(err).replace(f"{scratch}{os.sep}", f"{source}:")) from None
             print(f"{source}: {summary['copied']} file(s) copied, {summary['merged']} merged, "
                   f"{summary['unchanged']} unchanged, {summary['replaced']} parameter combination(s) replaced")
     except (MergeError, json.JSONDecodeError) as exc:

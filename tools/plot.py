@@ -73,9 +73,12 @@ def read_benchmark_csv(path):
     frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS), dtype=str)
     for column in Y_COLUMNS:
         numbers = pd.to_numeric(frame[column].replace("", np.nan), errors="coerce")
-        frame[column] = numbers.where(np.isfinite(numbers))  # inf: no figure to draw, like NaN
+        # inf: no figure to draw, like NaN; nor past PLOTTABLE, where matplotlib's axis arithmetic overflows
+        frame[column] = numbers.where(np.isfinite(numbers) & (numbers.abs() <= PLOTTABLE))
     return frame
 
+
+PLOTTABLE = 1e300  # the largest |y| drawn: an axis up to ~1.7e308 overflows matplotlib's tick arithmetic to inf
 
 RUN = "_run"  # the column plot_all adds: which asv machine and environment a row comes from, where that varies
 
@@ -232,8 +235,10 @@ def plot_sweeps(latest, colors, plots_dir, namer):
             high = rows["y_value_80"].fillna(rows["y_value_50"])
             if len(x_values) == 1:  # one point (a benchmark without params): a band of no width would not show,
                 # so p20-p80 is an error bar
-                ax.errorbar(rows["_x"], rows["y_value_50"], yerr=[rows["y_value_50"] - low, high - rows["y_value_50"]],
-                            fmt="o", capsize=5, color=color, label=label)
+                # (clipped at 0: a row whose p20 / p80 lie on the wrong side of its p50 draws no bar on that side
+                # rather than failing the whole run)
+                ax.errorbar(rows["_x"], rows["y_value_50"], fmt="o", capsize=5, color=color, label=label,
+                            yerr=[(rows["y_value_50"] - low).clip(lower=0), (high - rows["y_value_50"]).clip(lower=0)])
             else:
                 ax.plot(rows["_x"], rows["y_value_50"], marker="o", color=color, label=label)
                 if banded.any():
@@ -252,7 +257,8 @@ def plot_sweeps(latest, colors, plots_dir, namer):
             ax.set_yscale("log")
         elif all(y >= 0 for y in all_y):  # from 0, with room above the highest p80 (one point sat on the top edge)
             top = max([y for y in tops if y == y] + all_y, default=0)
-            ax.set_ylim(0, top * 1.08 if top > 0 else None)
+            room = top * 1.08
+            ax.set_ylim(0, room if 0 < room < math.inf else (top if top > 0 else None))  # (1.08 x 1.7e308 is inf)
         x_label = group["x_label"].iloc[0] or x_name
         ax.set_xlabel(f"{x_label}{' (log2 scale)' if log2_x else ''}")
         ax.set_ylabel(f"{metric_axis_label(metric, unit)}: p50, band p20-p80")
@@ -467,8 +473,8 @@ def main(argv=None):
         return 2
     unusable = frame["y_value_50"].isna() if len(frame) else pd.Series(dtype=bool)
     if unusable.any():
-        print(f"tools.plot: note: {int(unusable.sum())} rows without a finite numeric y_value_50 left out",
-              file=sys.stderr)
+        print(f"tools.plot: note: {int(unusable.sum())} rows without a finite numeric y_value_50 left out (empty, "
+              f"NaN, inf or larger than {PLOTTABLE:g})", file=sys.stderr)
         frame = frame[~unusable]
     if frame.empty:
         print(f"tools.plot: {args.csv} has no rows to plot; nothing written")

@@ -97,6 +97,9 @@ def test_a_kernel_only_the_sweep_tier_measures_is_reachable_and_tracked_suites_t
     (["--seq-len", "100,1.5"], "argument --seq-len/--seq-lens: expected positive integers, got '100,1.5'"),
     (["--dim", "-8"], "argument --dim/--dims: expected positive integers, got '-8'"),
     (["--width", "0"], "argument --width/--widths: expected positive integers, got '0'"),
+    # before: int() took them, as 1000 and 3
+    (["--batch-size", "1_000"], "argument --batch-size/--batch-sizes: expected positive integers, got '1_000'"),
+    (["--batch-size", "\u0663"], "argument --batch-size/--batch-sizes: expected positive integers, got '\u0663'"),
     (["--mode", ","], "argument --mode/--modes: expected one value or a comma-separated list, got ','"),
     (["--providers", " , "], "argument --providers/--provider: expected one value or a comma-separated list"),
     (["--dtype", "float32,float64"], "--dtype: float64 not one of float32, bfloat16, float16"),
@@ -133,6 +136,13 @@ def test_bad_option_values_are_refused_by_name_before_anything_runs(argv, messag
     assert exit_info.value.code == 2
     captured = capsys.readouterr()
     assert message in captured.err and "combinations" not in captured.out
+
+
+def test_an_empty_csv_path_is_named_as_empty(capsys):
+    with pytest.raises(SystemExit) as exit_info:  # before: "--csv: cannot write .: . is a directory"
+        cli.main(["causal_conv1d", "--csv", ""])
+    assert exit_info.value.code == 2
+    assert "--csv is empty, expected the CSV file to merge the rows into" in capsys.readouterr().err
 
 
 def test_a_repeated_value_is_measured_once_and_does_not_make_a_sweep_axis(tmp_path, capsys):

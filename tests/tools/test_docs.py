@@ -1,6 +1,7 @@
 """tools.docs: the committed docs tables are what the CSV gives, and a table typed by hand is caught."""
 import csv
 import json
+import os
 import random
 import subprocess
 import sys
@@ -304,3 +305,53 @@ def test_a_goal_missed_by_under_one_percent_keeps_a_decimal(tmp_path):
                               f"k,greyhound,full,speed,vocab_size,128256,{config},1.2,issue 9"])
     text = docs.update_text(f"<!-- tools.docs goals kernel=k file={goals} -->\n<!-- /tools.docs -->\n", frame)
     assert "| missed by 0.3% | issue 14 |" in text and "| missed by 8% | issue 9 |" in text
+
+
+def test_row_order_does_not_depend_on_the_hash_seed(tmp_path):
+    # before: text, negative or "1" / "1.0" x values, and modes other than full/forward/backward, tied in the sort of a
+    # set, so the table came out in the process's hash order and --check failed at random
+    xs = ["alpha", "beta", "-1", "-2", "1", "1.0", "1.2.3", "64", "8"]
+    rows = [_row("greyhound", "forward", random.uniform(1, 2), "a" * 40, "2026-11-01T00:00:00Z", x=x) for x in xs]
+    rows += [_row("greyhound", mode, random.uniform(1, 2), "a" * 40, "2026-11-01T00:00:00Z", x="8")
+             for mode in ("prefill", "decode", "verify")]
+    page = "<!-- tools.docs table kernel=k -->\n<!-- /tools.docs -->\n<!-- tools.docs headline -->\n<!-- /tools.docs -->\n"
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        random.shuffle(rows)
+        path = _csv(tmp_path, rows)
+        (tmp_path / "p.md").write_text(page)
+        done = subprocess.run([sys.executable, "-m", "tools.docs", "--csv", str(path), str(tmp_path / "p.md")],
+                              cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        assert done.returncode == 0, done.stderr
+        outputs.add((tmp_path / "p.md").read_text())
+    assert len(outputs) == 1
+    table = outputs.pop().split("<!-- /tools.docs -->")[0]
+    order = [line.split(" | ")[0][2:] for line in table.splitlines() if line.startswith("| ") and "forward" in line]
+    assert order == ["-2", "-1", "1", "1.0", "8", "64", "1.2.3", "alpha", "beta"]  # numbers in order, then text
+
+
+def test_a_marker_with_an_unknown_key_an_ambiguous_commit_or_no_kernel_is_an_error(tmp_path, capsys):
+    path = _csv(tmp_path, [_row("greyhound", "full", 1.0, "aaaa1111" + "0" * 32, "2026-11-01T00:00:00Z"),
+                           _row("greyhound", "full", 2.0, "aaaa2222" + "0" * 32, "2026-11-02T00:00:00Z")])
+    page = tmp_path / "p.md"
+    for marker, message in (("table kernal=k metric=speed", "unknown key 'kernal'"),
+                            ("table kernel=k commit=aaaa", "matches 2 commits"),
+                            ("table kernel=k commit=", "commit= is empty"),
+                            ("table kernel=k kernel=k", "given twice"),
+                            ("goals", "kernel= is missing"), ("plotly", "kernel= is missing"),
+                            ("cross-gpu gpu=x", "unknown key 'gpu'")):
+        page.write_text(f"<!-- tools.docs {marker} -->\n<!-- /tools.docs -->\n")
+        assert docs.main(["--csv", str(path), str(page)]) == 2, marker
+        assert message in capsys.readouterr().err, marker
+        assert page.read_text() == f"<!-- tools.docs {marker} -->\n<!-- /tools.docs -->\n"
+    page.write_text("<!-- tools.docs table kernel=k commit=aaaa2 extra.batch_size=8192 -->\n<!-- /tools.docs -->\n")
+    assert docs.main(["--csv", str(path), str(page)]) == 0
+    assert "commit aaaa2222" in page.read_text()
+    empty = tmp_path / "goals.csv"
+    empty.write_text("")
+    page.write_text(f"<!-- tools.docs goals kernel=k file={empty} -->\n<!-- /tools.docs -->\n")
+    assert docs.main(["--csv", str(path), str(page)]) == 2
+    assert f"{empty} is empty" in capsys.readouterr().err
+    page.write_bytes(b"\xff\xfe<!-- tools.docs headline -->\n<!-- /tools.docs -->\n")
+    assert docs.main(["--csv", str(path), str(page)]) == 2
+    assert f"{page} is not UTF-8" in capsys.readouterr().err

@@ -5,6 +5,7 @@ import itertools
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -1096,3 +1097,26 @@ def test_parameter_values_stored_as_numbers_or_null_read_as_asvs_reprs(tmp_path,
             extra = json.dumps({"batch_size": 8, "flag": json.loads(flag)}, sort_keys=True)
             assert keyed[(commit, vocab, extra)] == pytest.approx(value * 1e3)
     assert run_export(root, csv_path) == 0 and csv_path.read_bytes() == first
+
+
+def test_commit_option_takes_a_sha256_hash_as_result_files_may_carry():
+    # before: result files of 4 to 64 hex digits were read, but --commit refused more than 40
+    full = "".join(random.choice("0123456789abcdef") for _ in range(64))
+    assert export.hash_prefix(full.upper()) == full
+    with pytest.raises(ValueError, match="4 to 64 hex digits"):
+        export.hash_prefix(full + "0")
+
+
+@pytest.mark.parametrize("columns", [15, 17, 19])
+def test_a_csv_of_an_earlier_schema_is_named_so(tmp_path, columns):
+    # before: the hint compared the header with an 18-column schema that never was; the real 15 (before
+    # asv_machine / asv_environment) and 17 (before the roofline columns) got none
+    from tools import CsvFormatError, read_csv_records
+    path = tmp_path / "old.csv"
+    path.write_text(",".join(CSV_COLUMNS[:columns]) + "\n")
+    with pytest.raises(CsvFormatError, match=f"an earlier schema of this CSV, without .*{CSV_COLUMNS[-1]}"):
+        read_csv_records(path)
+    path.write_text(",".join(reversed(CSV_COLUMNS[:columns])) + "\n")
+    with pytest.raises(CsvFormatError) as err:
+        read_csv_records(path)
+    assert "earlier schema" not in str(err.value)

@@ -766,8 +766,8 @@ def test_a_ref_git_resolves_wins_over_a_hash_prefix_and_an_empty_ref_is_refused(
     runs = {first: gate.Run(first, 1, {}), other: gate.Run(other, 2, {})}
     assert gate.resolve(runs, "dbc9", repo=tmp_path / "repo") == first
     assert gate.resolve(runs, other[:6], repo=tmp_path / "repo") == other  # git does not know it: the prefix
-    for ref, message in (("", "expected a git ref or a hash prefix"), ("d", "not a hash prefix of 4 to 40 hex"),
-                         ("0", "not a hash prefix of 4 to 40 hex")):
+    for ref, message in (("", "expected a git ref or a hash prefix"), ("d", "not a hash prefix of 4 to 64 hex"),
+                         ("0", "not a hash prefix of 4 to 64 hex")):
         with pytest.raises(gate.GateError, match=message):
             gate.resolve(runs, ref, repo=tmp_path / "repo")
 

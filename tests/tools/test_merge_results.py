@@ -392,3 +392,37 @@ def test_a_file_of_another_asv_format_version_is_named_unreadable(tmp_path, caps
     err = capsys.readouterr().err
     assert f"{source / name}: cannot read: an asv {kind} of format version 99, expected version" in err
     assert sorted(p.relative_to(into) for p in into.rglob("*") if p.name != ".benchmarks.json.lock") == before
+
+
+def test_a_new_file_is_checked_before_it_is_copied(tmp_path, capsys):
+    # before: any *.json the source had and results/ lacked was copied as it was: a result file naming another machine
+    # than its folder, an object that is no asv file, a .json at any depth (every later export then warned)
+    into = tmp_path / "into"
+    into.mkdir()
+    cases = {"gpu/abc123-env.json": ({**_document({}), "params": {"machine": "other"}}, "names machine 'other'"),
+             "gpu/def456-env.json": ({"hello": "world"}, "no `results` object"),
+             "gpu/deep/x.json": (_document({}), "not an asv results file"),
+             "gpu/aaa111-env.json": ({**_document({}), "params": []}, "params must be a JSON object"),
+             "gpu/machine.json": ({"machine": "other", "version": 1}, "names machine 'other'")}
+    for name, (document, message) in cases.items():
+        src = tmp_path / f"src-{random.getrandbits(32):08x}" / "results"
+        (src / name).parent.mkdir(parents=True)
+        (src / name).write_text(json.dumps(document))
+        assert merge_results.main([str(src), "--into", str(into)]) == 2, name
+        assert message in capsys.readouterr().err, name
+        assert not list(into.rglob("*.json")), name
+
+
+def test_an_archive_member_is_named_by_the_archive_not_a_scratch_folder(tmp_path, capsys):
+    archive = _tar_of(tmp_path / "run.tar.gz", {"results/gpu/machine.json": b'{"machine": "gpu", "version": 7}'})
+    into = tmp_path / "into"
+    into.mkdir()
+    assert merge_results.main([str(archive), "--into", str(into)]) == 2
+    assert f"{archive}:results/gpu/machine.json: cannot read" in capsys.readouterr().err
+
+
+def test_two_result_files_without_a_date_merge():
+    ours, theirs = _document({"s.time_x": _entry([1.0, None], 100)}), _document({"s.time_x": _entry([None, 2.0], 200)})
+    del ours["date"], theirs["date"]
+    merged, _ = merge_results.merge_result_file(ours, theirs, log=lambda *_: None)
+    assert merged["date"] is None and merged["results"]["s.time_x"][0] == [1.0, 2.0]

@@ -1,6 +1,7 @@
 """tools.plot: CSV -> sweep PNGs, memory-speed Pareto PNGs and plotly HTML for 2-D sweeps."""
 import csv
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -310,3 +311,19 @@ def test_an_empty_out_is_refused_and_nothing_is_written(tmp_path, monkeypatch, c
     assert capsys.readouterr().err == ("tools.plot: error: --out is empty, expected the folder to write plots/ and "
                                        "plots_html/ under\n")
     assert list(work.iterdir()) == []
+
+
+def test_a_band_on_the_wrong_side_of_its_p50_and_huge_figures_do_not_stop_the_plot(tmp_path, capsys):
+    # before: one x point whose p80 lay below its p50 ended the run in matplotlib's "'yerr' must not contain negative
+    # values" (plots before it rewritten, the rest not), and figures near 1.7e308 in "Axis limits cannot be NaN or Inf"
+    y = random.uniform(0.5, 2.0)
+    odd = make_row("k1", "greyhound", "speed", 8, y, {"dtype": "bf16"})
+    odd["y_value_80"] = repr(y * 0.9)  # p80 under p50
+    odd["y_value_20"] = repr(y * 1.1)  # p20 over it
+    huge = [make_row("k2", "greyhound", "speed", x, 1.5e308 * random.uniform(0.9, 1.0), {}) for x in (1, 2)]
+    fine = [make_row("k3", "greyhound", "speed", x, random.uniform(1, 2), {}) for x in (1, 2)]
+    out = tmp_path / "assets"
+    assert plot.main(["--csv", str(write_csv(tmp_path / "data.csv", [odd] + huge + fine)), "--out", str(out)]) == 0
+    assert "2 rows without a finite numeric y_value_50 left out" in capsys.readouterr().err
+    names = sorted(p.name.split("__")[0] for p in (out / "plots").glob("*.png"))
+    assert names == ["k1", "k3"]
