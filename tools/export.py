@@ -193,6 +193,9 @@ def _checked(result):
         raise ValueError(f"date is {result.date!r}, not a JavaScript timestamp (ms)")
     if not isinstance(result.params, dict):
         raise ValueError(f"params is {type(result.params).__name__}, not an object")
+    if not isinstance(result.env_name, str) or not result.env_name:  # every series and file is keyed by it
+        raise ValueError(f"env_name is {result.env_name!r:.80}, expected the asv environment's name (a non-empty "
+                         f"string)")
     return result
 
 

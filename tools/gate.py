@@ -12,8 +12,9 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
 * the series' noise is sigma = the robust spread (1.4826 x MAD) of the successive differences of its log-medians
   over the history of that machine (every run of it but HEAD's, in commit-date order; every commit is a separate
   process, so this is the between-process spread, within-process noise included), never less than what the two
-  runs' own samples give (standard error of each median); with fewer than MIN_HISTORY differences a prior of
-  PRIOR_BETWEEN per process is added to the samples' part;
+  runs' own samples give (standard error of each median); with fewer than MIN_HISTORY differences (a machine new to
+  the results) the series' noise and toggle on the other machines of the --results directories stand in (the
+  noisiest machine's with enough history), else a prior of PRIOR_BETWEEN per process is added to the samples' part;
 * a series regressed when r > max(Z x sigma, FLOOR, FLOOR_SECONDS, toggle) (memory: FLOOR_MEMORY and 1 MiB), i.e.
   beyond Z standard deviations of its own A/A differences and beyond a minimum effect, relative and absolute: a
   few-µs call is launch latency, which differs by ~1.3 µs between H200 machines on unchanged code;
@@ -91,6 +92,7 @@ FLOOR_MEMORY = 0.01  # memory: 1% ...
 FLOOR_MEMORY_BYTES = 2**20  # ... and 1 MiB
 MIN_HISTORY = 3  # successive differences needed to trust a series' own noise estimate
 TOGGLE_WINDOW = 12  # a series' last runs searched for a move made both ways
+TOGGLE_MARGIN = 1.0  # standard deviations of the series' noise allowed past the move it made both ways
 PRIOR_BETWEEN = 0.01  # between-process noise per run assumed where the history is too short (1%)
 CONTROL_MAJORITY = 0.5  # this share of controls moving the same way is machine or environment drift
 Z_CONTROL = 2.0  # a control beyond this many of its standard deviations has moved (and explains what moved with it)
@@ -135,7 +137,8 @@ class Series:
             else self.combo
 
     def label(self):
-        return f"{self.benchmark.split('.', 1)[-1]}({', '.join(self.combo)})"
+        """asv's full name and the combination: two modules' `time_sum` are two series."""
+        return f"{self.benchmark}({', '.join(self.combo)})"
 
     def unversioned(self):
         """The series whatever version of its benchmark measured it."""
@@ -168,6 +171,7 @@ class Verdict:
     control: str = ""
     control_change: float = float("nan")
     note: str = ""  # what the samples themselves say (rise_within_run), for a reader; never changes the status
+    noise_from: str = ""  # the other machine whose history gave the noise (this machine's was short), if one did
 
 
 @dataclass
@@ -273,14 +277,8 @@ def _add_values(run, result, benchmarks, tier, path="", warnings=None, own=OWN_P
 
 
 # --- statistics ---------------------------------------------------------------------------------------------------
-def toggle_range(series, history, base):
-    """min(largest rise, largest fall) of the series' log-medians over its last TOGGLE_WINDOW runs of `history`
-    (runs in commit order) up to `base`'s: the largest move it made both ways before the change being judged; 0 with
-    fewer than MIN_HISTORY + 1 runs."""
-    logs = [math.log(run.values[series][0]) for run in history
-            if series in run.values and (run.date, run.commit) <= (base.date, base.commit)][-TOGGLE_WINDOW:]
-    if len(logs) <= MIN_HISTORY:
-        return 0.0
+def _both_ways(logs):
+    """min(largest rise, largest fall) of a sequence: the largest move it made both ways."""
     rise = fall = 0.0
     low = high = logs[0]
     for value in logs[1:]:
@@ -289,20 +287,73 @@ def toggle_range(series, history, base):
     return min(rise, fall)
 
 
-def series_threshold(series, base, head, history):
-    """(threshold on r, sigma, history size) of one series between two runs."""
+def toggle_range(series, history, base):
+    """The largest move both ways (min(largest rise, largest fall)) the series' log-medians made over its last
+    TOGGLE_WINDOW runs of `history` (runs in commit order) up to `base`'s, that any one of those runs left out still
+    shows: a series that has sat in another mode in two runs or more has toggled, one lone outlying run (a spike that
+    came back, a regression and its revert) has not; 0 with fewer than MIN_HISTORY + 1 runs. (One spike in
+    cross_entropy_with_grad's forward, whose noise is 0.34%, widened its threshold to +10.8% for twelve runs.)"""
+    logs = [math.log(run.values[series][0]) for run in history
+            if series in run.values and (run.date, run.commit) <= (base.date, base.commit)][-TOGGLE_WINDOW:]
+    if len(logs) <= MIN_HISTORY:
+        return 0.0
+    return min(_both_ways(logs[:i] + logs[i + 1:]) for i in range(len(logs)))
+
+
+def other_machine_noise(runs_by_machine):
+    """{(benchmark, combo): (sigma, toggle, machine)} over other machines' runs ({machine: {commit: Run}}): per series
+    the largest sigma (history_noise) among machines with at least MIN_HISTORY differences of it, with the largest
+    toggle (toggle_range up to that machine's last run) of those machines. What a machine new to the results
+    (fewer than MIN_HISTORY differences of its own) borrows: the same benchmark, combination and code on another
+    machine, whatever its environment name and benchmark version."""
+    noise = {}
+    for machine, runs in sorted(runs_by_machine.items()):
+        history = history_for(runs)
+        if not history:
+            continue
+        by_key = {}
+        for run in history:
+            for series in run.values:
+                by_key.setdefault((series.benchmark, series.combo), set()).add(series)
+        for key, variants in by_key.items():
+            for series in variants:
+                sigma, n = history_noise(series, history)
+                if n < MIN_HISTORY:
+                    continue
+                toggle = toggle_range(series, history, history[-1])
+                old = noise.get(key)
+                if old is None:
+                    noise[key] = (sigma, toggle, machine)
+                else:
+                    noise[key] = (max(old[0], sigma), max(old[1], toggle), machine if sigma > old[0] else old[2])
+    return noise
+
+
+def series_threshold(series, base, head, history, absolute_floors=True, borrowed=None):
+    """(threshold on r, sigma, history size) of one series between two runs. `absolute_floors`: FLOOR_SECONDS and
+    FLOOR_MEMORY_BYTES apply (greyhound's GPU suite; sized for a GPU's launch latency and allocator, they would hide a
+    CPU project's 0.1 µs benchmark slowing tenfold), else the relative floors alone. `borrowed`: other_machine_noise's
+    {(benchmark, combo): (sigma, toggle, machine)}, used where this machine's history of the series is short."""
     _, base_samples, unit = base.values[series]
     head_samples = head.values[series][1]
     sampled = math.hypot(median_standard_error(base_samples), median_standard_error(head_samples))
     sigma, n = history_noise(series, history)
-    sigma = max(sigma, sampled) if n >= MIN_HISTORY else math.hypot(sampled, math.sqrt(2) * PRIOR_BETWEEN)
+    toggle = toggle_range(series, history, base)
+    other = (borrowed or {}).get((series.benchmark, series.combo)) if n < MIN_HISTORY else None
+    if n >= MIN_HISTORY:
+        sigma = max(sigma, sampled)
+    elif other is not None:  # a machine new to the results: the series' noise on the machines that have a history
+        sigma, toggle = max(other[0], sampled), max(toggle, other[1])
+    else:
+        sigma = math.hypot(sampled, math.sqrt(2) * PRIOR_BETWEEN)
     if unit == "bytes":
-        floor = max(FLOOR_MEMORY, math.log1p(FLOOR_MEMORY_BYTES / base.values[series][0]))
+        floor = max(FLOOR_MEMORY, math.log1p(FLOOR_MEMORY_BYTES / base.values[series][0]) if absolute_floors else 0)
     elif unit == "seconds":
-        floor = max(FLOOR, math.log1p(FLOOR_SECONDS / base.values[series][0]))
+        floor = max(FLOOR, math.log1p(FLOOR_SECONDS / base.values[series][0]) if absolute_floors else 0)
     else:  # a track_ benchmark's own unit: the relative floor only (asv's convention: lower is better)
         floor = FLOOR
-    return max(Z * sigma, floor, toggle_range(series, history, base)), sigma, n
+    # (a toggle is read off noisy runs: the next visit to the other mode can land TOGGLE_MARGIN sigma past it)
+    return max(Z * sigma, floor, toggle + TOGGLE_MARGIN * sigma if toggle else 0.0), sigma, n
 
 
 def _enough_to_rise(samples):
@@ -331,19 +382,22 @@ def controls_of(series, base, head):
 
 
 # --- the gate -----------------------------------------------------------------------------------------------------
-def judge(base, head, history):
-    """Compare two runs of one machine; `history` are the runs (in commit order) that calibrate each series' noise."""
+def judge(base, head, history, absolute_floors=True, borrowed=None):
+    """Compare two runs of one machine; `history` are the runs (in commit order) that calibrate each series' noise
+    (`absolute_floors`, `borrowed`: series_threshold's)."""
     verdicts, control_moves, drifted = [], {}, {}
     change = {}
     for series in sorted(set(base.values) & set(head.values), key=lambda s: (s.label(), s.env)):
         r = math.log(head.values[series][0] / base.values[series][0])
-        threshold, sigma, n = series_threshold(series, base, head, history)
+        threshold, sigma, n = series_threshold(series, base, head, history, absolute_floors, borrowed)
         change[series] = (r, threshold, sigma, n)
         if not series.is_greyhound:
             control_moves[series] = r if abs(r) > Z_CONTROL * sigma else 0.0
             drifted[series] = r if abs(r) > threshold else 0.0
     for series, (r, threshold, sigma, n) in change.items():
         verdict = Verdict(series, "ok", r, threshold, sigma, n)
+        if n < MIN_HISTORY and (series.benchmark, series.combo) in (borrowed or {}):
+            verdict.noise_from = borrowed[(series.benchmark, series.combo)][2]
         # a control explains a move greyhound made beyond its own threshold; it never convicts a level series (a
         # host-bound peer can jump alone: fla's causal_conv1d forward read 45.7% faster on unchanged code)
         controls = controls_of(series, base, head) if series.is_greyhound and abs(r) > threshold else []
@@ -371,15 +425,24 @@ def judge(base, head, history):
                                 f"ms{against}): a host that fell behind the GPU, or a falling clock, reads so on "
                                 f"unchanged code; its first samples are the device's time")
         verdicts.append(verdict)
+    # a series of the project's own that BASE measured at 0 (0 bytes of peak memory) has no ratio: beyond the absolute
+    # floor at HEAD it grew from nothing, which is a regression, not a series set aside
+    for series in sorted(base.unjudged & set(head.values), key=lambda s: (s.label(), s.env)):
+        value, _, unit = head.values[series]
+        floor = {"bytes": FLOOR_MEMORY_BYTES, "seconds": FLOOR_SECONDS}.get(unit, 0) if absolute_floors else 0
+        if series.is_greyhound and value > floor:
+            verdicts.append(Verdict(series, "regression", math.inf, 0.0, 0.0, 0,
+                                    note=f"BASE measured 0, HEAD {value:.4g} {unit}: it grew from nothing"))
     report = Report(verdicts)
     # a benchmark BASE and HEAD measured under different versions (its code changed) is never compared: its series
     # are named instead (asv compare marks them "x", not comparable)
     shared = set(base.versions) & set(head.versions)
-    changed = {key for key in shared if base.versions[key] != head.versions[key]}
+    stale = {key for key in shared if isinstance(base.versions[key], tuple) and isinstance(head.versions[key], tuple)}
+    changed = {key for key in shared - stale if base.versions[key] != head.versions[key]}
     report.version_changed = sorted({s.unversioned() for run in (base, head) for s in run.values
                                      if (s.benchmark, s.env) in changed}, key=lambda s: (s.label(), s.env))
-    report.stale = sorted(key for key in shared if base.versions[key] == head.versions[key]
-                          and isinstance(base.versions[key], tuple))
+    # (under one such version or two different ones: either way nothing of theirs is read, and they are named)
+    report.stale = sorted(stale)
     # the project's series BASE measured and HEAD did not: failed there (a benchmark that crashes is not judged
     # faster), or not run in an environment HEAD ran (a partial run cannot vouch for what it left out; an environment
     # HEAD did not run at all is simply not compared)
@@ -497,6 +560,20 @@ def resolve(runs, ref, repo=".", unreadable=(), machine=None):
                     + (f"; {len(hint)} result file(s) could not be read: {'; '.join(hint[:3])}" if hint else ""))
 
 
+def borrowed_noise(runs, base, head, history, results_dirs, tier, own):
+    """other_machine_noise of the --results directories' other machines, where a series BASE and HEAD share has fewer
+    than MIN_HISTORY differences of history on this machine (a machine new to the results); None otherwise."""
+    shared = set(runs[base].values) & set(runs[head].values)
+    if all(history_noise(series, history)[1] >= MIN_HISTORY for series in shared):
+        return None
+    here = {runs[base].params.get("machine"), runs[head].params.get("machine")}
+    others = {}
+    for name in machine_names(results_dirs):
+        if name not in here:
+            others[name] = load_runs(results_dirs, name, tier=tier, warnings=[], own=own)  # (read as best it can)
+    return other_machine_noise(others)
+
+
 def check_machine(results_dirs, machine):
     """GateError when `results_dirs` hold no result files, or none of --machine `machine` (naming the machines they
     do hold)."""
@@ -549,7 +626,7 @@ def stale_line(report, shown=5):
 def short_history_line(report, least=MIN_HISTORY):
     """The line counting the flagged series whose noise came from fewer than `least` successive differences: their
     threshold rests mostly on the prior, which suits a GPU's run-to-run noise, not a noisy shared runner."""
-    short = [v for v in report.verdicts if v.status != "ok" and v.history < least]
+    short = [v for v in report.verdicts if v.status != "ok" and v.history < least and not v.noise_from]
     if not short:
         return ""
     return (f"{len(short)} of the series flagged above had fewer than {least} successive differences of history "
@@ -569,8 +646,9 @@ def format_report(report, base, head, scope="tracked"):
         control = (f"  control {verdict.control} {math.expm1(verdict.control_change):+.1%}"
                    if verdict.control else "")
         lines.append(f"  {verdict.status.upper():11s} {math.expm1(verdict.change):+7.2%}  (threshold "
-                     f"{math.expm1(verdict.threshold):.2%}, noise {verdict.sigma:.2%} from {verdict.history} "
-                     f"diffs)  {verdict.series.label()}{control}"
+                     f"{math.expm1(verdict.threshold):.2%}, noise {verdict.sigma:.2%} from "
+                     + (f"machine {verdict.noise_from}'s history" if verdict.noise_from else f"{verdict.history} diffs")
+                     + f")  {verdict.series.label()}{control}"
                      + (f"  [{verdict.series.env}]" if several_envs else ""))
         if verdict.note:
             lines.append(f"      {verdict.note}")
@@ -663,16 +741,20 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
 
 
 def check_own(runs, own, given):
-    """--own (`given`) that names no provider of the results' benchmarks would judge none of them as the project's
-    own code, every regression reading as a peer's drift: refused, naming the providers there are."""
-    if not given:
-        return
+    """Own providers (--own `given`, else greyhound's) that name no provider of the results' benchmarks would judge
+    none of their series as the project's own code, every regression reading as a peer's drift: refused, naming the
+    providers there are (without --own: another project's results with a `provider` param, which must say which of
+    its providers are its own)."""
     providers = {series.provider for run in runs.values()
                  for series in set(run.values) | run.failed | run.skipped | run.unjudged if series.has_provider}
     if providers and not any(provider.startswith(own) for provider in providers):
-        raise GateError(f"--own {', '.join(given)}: no provider of the results starts with "
-                        f"{'it' if len(given) == 1 else 'any of them'}, so nothing would be judged as the project's "
-                        f"own code; the providers there: {', '.join(sorted(providers))}")
+        if given:
+            raise GateError(f"--own {', '.join(given)}: no provider of the results starts with "
+                            f"{'it' if len(given) == 1 else 'any of them'}, so nothing would be judged as the "
+                            f"project's own code; the providers there: {', '.join(sorted(providers))}")
+        raise GateError(f"no provider of the results is greyhound's (the default --own), so every series with a "
+                        f"provider would be judged a peer (a control), never the project's own code: name the "
+                        f"project's own providers with --own (the providers there: {', '.join(sorted(providers))})")
 
 
 def check_repo(repo):
@@ -795,9 +877,13 @@ def main(argv=None):
             broken = unreadable_of(warnings, commit)
             if broken:  # judging on part of a side's results could pass a regression in the part left out
                 raise GateError(f"{side} {commit[:8]}'s results are not all readable: {broken[0]}")
-        report = judge(runs[base], runs[head], history_for(runs, exclude={head}))
+        # benchmarks that declare tiers are greyhound's GPU suite, whose absolute floors (launch latency, the
+        # allocator) suit them; another project's (no tiers) are judged on the relative floors and their own noise
+        tiers = any("tier" in meta for meta in metas.values())
+        history = history_for(runs, exclude={head})
+        report = judge(runs[base], runs[head], history, tiers, borrowed_noise(runs, base, head, history, results, tier,
+                                                                              own))
         if not report.verdicts:
-            tiers = any("tier" in meta for meta in metas.values())
             envs = [sorted({s.env for s in set(run.values) | run.failed | run.skipped | run.unjudged})
                     for run in (runs[base], runs[head])]
             disjoint = envs[0] and envs[1] and not set(envs[0]) & set(envs[1])
