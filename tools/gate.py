@@ -761,7 +761,7 @@ def check_repo(repo):
     """--repo must be a git repository (refs resolve there, --evaluate reads its trees)."""
     import git
     try:
-        git.Repo(repo, search_parent_directories=False)
+        git.Repo(repo, search_parent_directories=True)  # (a folder inside the clone, as refs resolve from it)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
         raise GateError(f"--repo must be a git repository (the results' commits' own), got {repo!r} "
                         f"({type(err).__name__})") from None
@@ -816,13 +816,14 @@ def main(argv=None):
               "judge that pair", file=sys.stderr)
         return 2
     empty = [name for name, value in (("BASE", args.base), ("HEAD", args.head), ("--machine", args.machine),
-                                      ("--repo", args.repo)) if value is not None and not value.strip()]
+                                      ("--repo", args.repo), *(("--results", r) for r in args.results or ()))
+             if value is not None and not value.strip()]
     if empty:
         print(f"tools.gate: error: {', '.join(empty)} must not be empty (a commit, a machine name, a path)",
               file=sys.stderr)
         return 2
     slowdown = 1.05 if args.slowdown is None else args.slowdown
-    code_path = args.code_path or "greyhound"
+    code_path = (args.code_path or "greyhound").strip("/") or "greyhound"  # (greyhound/ is the same tree)
     warnings = []
     tier = None if args.all_tiers else "tracked"
     own = tuple(args.own or OWN_PROVIDERS)
