@@ -1,4 +1,5 @@
 """Argument checks shared by every op: errors name the argument, what was expected and what was given."""
+import math
 import numbers
 import os
 
@@ -19,6 +20,15 @@ def is_int(value) -> bool:
 def is_real(value) -> bool:
     """A Python or numpy integer or float, not a bool (callers convert with float())."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def as_float(value) -> float:
+    """float(value) of a real number (is_real), +-inf for an int past a float's range, where float() and math.isfinite
+    raise a bare OverflowError that names no argument."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def check_tensor(name, t, *, dtypes=None, ndim=None, like=None):

@@ -181,8 +181,9 @@ def _check_document(path, document, kind, root):
     if kind == "benchmarks.json":
         return document
     if depth != 2:
-        raise MergeError(f"{path}: not an asv results file (expected benchmarks.json at the top, <machine>/machine.json "
-                         f"or <machine>/<commit>-<environment>.json, got {path.relative_to(root)})")
+        raise MergeError(f"{path}: not an asv results file (expected benchmarks.json at the top, "
+                         f"<machine>/machine.json or <machine>/<commit>-<environment>.json, got "
+                         f"{path.relative_to(root)})")
     machine = path.parent.name
     if kind == "machine.json":
         named = document.get("machine", machine)

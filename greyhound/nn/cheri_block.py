@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, is_int, is_real
+from greyhound._validate import FLOAT_DTYPES, as_float, check_choice, check_tensor, is_int, is_real
 from greyhound.ops.cheri_conv_norm import (
     FP32_DOT_MODES,
     MlpDotWeights,
@@ -49,7 +49,7 @@ class CheriBlock(nn.Module):
                             ("expansion", expansion)):
             if not is_int(value) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not is_real(eps) or not (math.isfinite(eps) and eps > 0):
+        if not is_real(eps) or not (math.isfinite(as_float(eps)) and eps > 0):
             raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise TypeError(f"dtype must be None or a floating-point torch.dtype (the parameters'), got {dtype!r}")

@@ -33,7 +33,7 @@ from greyhound import _library, _tuning
 from greyhound.ops import _cheri_gluon
 from greyhound.ops._cheri_gluon import ERFC_LOG2_POLY, ERFC_LOG2_TERMS
 from greyhound._launch import FastLaunch, cdiv, multiprocessor_count, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, is_int, is_real, triton_interpreting
+from greyhound._validate import FLOAT_DTYPES, as_float, check_choice, check_tensor, is_int, is_real, triton_interpreting
 
 FP32_DOT_MODES = ("bf16x3", "tf32x3", "ieee", "bf16")
 # MLP operand modes (a tl.constexpr): one bf16 dot, three bf16 dots on hi/lo splits, fp32 dots, or one fp16 dot.
@@ -533,7 +533,7 @@ def _check_conv_norm_args(x, conv_weight, conv_bias, norm_weight, norm_bias, dil
                          f"{tuple(x.shape)}, got {tuple(conv_weight.shape)}")
     if not is_int(dilation) or dilation < 1:
         raise ValueError(f"dilation must be a positive int, got {dilation!r}")
-    if not is_real(eps) or not (math.isfinite(eps) and eps > 0):
+    if not is_real(eps) or not (math.isfinite(as_float(eps)) and eps > 0):
         raise ValueError(f"eps must be a positive finite float (the LayerNorm's), got {eps!r}")
     if channels * max(length, 1) >= 2**31:
         raise ValueError(f"x must have C * L < 2**31 (in-row offsets are int32), got shape {tuple(x.shape)}")

@@ -756,8 +756,9 @@ def _check_options(reduction, ignore_index, label_smoothing, softcap, lse_square
             raise TypeError(f"{name} must be a float, got {type(value).__name__}")
     if not 0.0 <= label_smoothing <= 1.0:  # (1.0, the uniform target alone, as F.cross_entropy allows)
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-    if not 0.0 <= lse_square_scale < float("inf"):
-        raise ValueError(f"lse_square_scale must be a finite float >= 0, got {lse_square_scale}")
+    if not 0.0 <= lse_square_scale <= FP32_MAX:  # (the kernels take it as an fp32: above FLT_MAX it is inf there)
+        raise ValueError(f"lse_square_scale must be a finite float >= 0 that fits fp32 (at most {FP32_MAX:.5g}), "
+                         f"got {lse_square_scale!r:.40}")
     if softcap is not None:
         if not is_real(softcap):
             raise TypeError(f"softcap must be None or a float, got {type(softcap).__name__}")

@@ -20,7 +20,7 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_bool, check_tensor, check_triton_device, is_int, is_real
+from greyhound._validate import FLOAT_DTYPES, as_float, check_bool, check_tensor, check_triton_device, is_int, is_real
 from greyhound.ops._fp32_gemm import _addmm_into_fp32_
 
 LOG2E = 1.4426950408889634
@@ -277,7 +277,7 @@ def _flat_grad(grad):
 def _check_temperature(temperature):
     if not is_real(temperature):
         raise TypeError(f"temperature must be a positive float, got {type(temperature).__name__}")
-    if not (math.isfinite(temperature) and temperature > 0):
+    if not (math.isfinite(as_float(temperature)) and temperature > 0):
         raise ValueError(f"temperature must be a positive finite float, got {temperature!r}")
     if temperature < MIN_TEMPERATURE:  # (the kernels' scale overflows to inf and every output is nan)
         raise ValueError(f"temperature must be >= {MIN_TEMPERATURE:.4g} (log2(e) / temperature must be finite in "
@@ -288,10 +288,10 @@ def _check_temperature(temperature):
     return float(temperature)
 
 
-def _check_target(target, expected_shape, like):
+def _check_target(target, expected_shape, like, like_name="the logits"):
     check_tensor("target", target, dtypes=TARGET_DTYPES, like=like)
     if tuple(target.shape) != tuple(expected_shape):
-        raise ValueError(f"target must have shape {tuple(expected_shape)} (the logits' leading dims), "
+        raise ValueError(f"target must have shape {tuple(expected_shape)} (the leading dims of {like_name}), "
                          f"got {tuple(target.shape)}")
 
 
@@ -556,7 +556,7 @@ def linear_logprobs(hidden, weight, target, bias=None, *, temperature=1.0, retur
         check_tensor("bias", bias, dtypes=(hidden.dtype,), ndim=1, like=hidden)
         if bias.shape[0] != weight.shape[0]:
             raise ValueError(f"bias must have shape [{weight.shape[0]}] (weight's V), got {tuple(bias.shape)}")
-    _check_target(target, hidden.shape[:-1], like=hidden)
+    _check_target(target, hidden.shape[:-1], like=hidden, like_name="hidden")
     temperature = _check_temperature(temperature)
     check_bool("return_entropy", return_entropy)
     check_bool("check_target", check_target)

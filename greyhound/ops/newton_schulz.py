@@ -22,9 +22,10 @@ import triton.language as tl
 
 from greyhound import _library, _tuning
 from greyhound._launch import FastLaunch, cdiv, next_power_of_2
-from greyhound._validate import FLOAT_DTYPES, check_choice, check_tensor, check_triton_device, is_int, is_real
+from greyhound._validate import FLOAT_DTYPES, as_float, check_choice, check_tensor, check_triton_device, is_int, is_real
 
 DEFAULT_STEPS = 5
+MAX_STEPS = 1000  # steps a call may take (Muon takes 5, Polar Express 8): more is a mistake, not a request
 # Keller Jordan's Muon (github.com/KellerJordan/Muon, zeropower_via_newtonschulz5): the same polynomial every step.
 MUON_COEFFICIENTS = ((3.4445, -4.7750, 2.0315),)
 # Amsel, Persson, Musco, Gower, "The Polar Express" (arXiv 2505.16932), Algorithm 1: one polynomial per step, all
@@ -378,8 +379,9 @@ def _check_matrices(G):
 def _check_steps(steps):
     if not is_int(steps):
         raise TypeError(f"steps must be a positive int (or None for the default), got {type(steps).__name__}")
-    if steps < 1:
-        raise ValueError(f"steps must be a positive int (or None for the default), got {steps!r}")
+    if not 1 <= steps <= MAX_STEPS:  # (10**7 built a schedule for seconds before any launch; 10**400 never returned)
+        raise ValueError(f"steps must be a positive int of at most {MAX_STEPS} (or None for the default), got "
+                         f"{steps!r:.40}")
     return int(steps)
 
 
@@ -399,7 +401,7 @@ def _coefficient_schedule(coefficients, steps):
     schedule = []
     for i, triple in enumerate(coefficients):
         if not isinstance(triple, (list, tuple)) or len(triple) != 3 or not all(
-                is_real(v) and math.isfinite(v) for v in triple):
+                is_real(v) and math.isfinite(as_float(v)) for v in triple):
             raise ValueError(f"coefficients[{i}] must be an (a, b, c) tuple of 3 finite numbers, got {triple!r}")
         schedule.append(tuple(float(v) for v in triple))
     if steps is not None and _check_steps(steps) != len(schedule):
@@ -411,7 +413,7 @@ def _coefficient_schedule(coefficients, steps):
 def _check_eps(eps):
     if not is_real(eps):
         raise TypeError(f"eps must be a finite float >= 0, got {type(eps).__name__}")
-    if not (math.isfinite(eps) and eps >= 0):
+    if not (math.isfinite(as_float(eps)) and eps >= 0):
         raise ValueError(f"eps must be a finite float >= 0, got {eps!r}")
     return float(eps)
 

@@ -461,7 +461,7 @@ def test_bad_inputs(device):
         # point ... can require gradients" named no argument)
         with pytest.raises(TypeError, match="dtype must be None or a floating-point torch.dtype"):
             CheriBlock(16, dtype=dtype)
-    for eps in ("1e-5", -1e-5, 0.0, float("nan"), True):  # not left to a deep float() or a silent nan output
+    for eps in ("1e-5", -1e-5, 0.0, float("nan"), True, 10**400):  # not left to a deep float() or a silent nan output
         with pytest.raises(ValueError, match="eps must be a positive finite float"):
             CheriBlock(16, eps=eps)
     twin = CheriBlock(16, device=device, dtype=torch.float64)  # an fp64 oracle: reference_forward only

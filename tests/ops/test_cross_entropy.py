@@ -477,6 +477,9 @@ def test_bad_arguments(device):
         (ValueError, "softcap", dict(softcap=0.0)),
         (ValueError, "softcap", dict(softcap=-2.0)),
         (ValueError, "lse_square_scale", dict(lse_square_scale=-1e-4)),
+        # session 57: 1e39 is inf in the kernels' fp32 (an inf loss, no error); 10**400 a bare OverflowError
+        (ValueError, "lse_square_scale must be a finite float >= 0 that fits fp32", dict(lse_square_scale=1e39)),
+        (ValueError, "lse_square_scale must be a finite float >= 0 that fits fp32", dict(lse_square_scale=10**400)),
         (TypeError, "ignore_index", dict(ignore_index=-100.0)),
         (ValueError, "ignore_index", dict(ignore_index=2**64)),
     ]

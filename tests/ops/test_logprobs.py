@@ -426,6 +426,15 @@ def test_temperature_whose_kernel_scales_underflow_fp32_is_refused(device):
             with pytest.raises(ValueError, match=r"temperature must be <= 8.507e\+37 \(1 / temperature and log2\(e\) / "
                                r"temperature must be normal fp32 numbers\), got " + re.escape(repr(temperature))):
                 call()
+    for call in both_forms(device, temperature=10**400):  # session 57: a bare OverflowError, naming no argument
+        with pytest.raises(ValueError, match="temperature must be a positive finite float"):
+            call()
+
+
+def test_linear_logprobs_names_hidden_in_a_target_shape_error(device):
+    hidden, weight = torch.randn(3, 8, device=device), torch.randn(7, 8, device=device)
+    with pytest.raises(ValueError, match=r"target must have shape \(3,\) \(the leading dims of hidden\), got \(4,\)"):
+        linear_logprobs(hidden, weight, torch.randint(0, 7, (4,), device=device))
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy (-FLT_MAX - max)

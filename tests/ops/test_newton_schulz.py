@@ -253,6 +253,12 @@ def test_any_finite_eps(device, eps):
     (dict(coefficients=[(3.0, -3.0, 1.0)] * 3, steps=5), ValueError, r"steps must be None or len\(coefficients\) = 3"),
     (dict(eps=-1e-7), ValueError, "eps must be a finite float >= 0"),
     (dict(eps="1e-7"), TypeError, "eps must be"),
+    # session 57's fuzzing: 10**7 steps built a schedule for seconds, 10**400 never returned; ints past a float's
+    # range raised a bare OverflowError naming no argument
+    (dict(steps=10**7), ValueError, "steps must be a positive int of at most 1000"),
+    (dict(steps=10**400), ValueError, "steps must be a positive int of at most 1000"),
+    (dict(eps=10**400), ValueError, "eps must be a finite float >= 0"),
+    (dict(coefficients=[(10**400, 0, 0)]), ValueError, r"coefficients\[0\] must be .* finite"),
     (dict(compute_dtype=torch.float64), TypeError, "compute_dtype must be None or one of"),
     (dict(compute_dtype="bfloat16"), TypeError, "compute_dtype must be None or one of"),
     (dict(method="polar"), ValueError, "method must be one of .*'gram'.* got 'polar'"),

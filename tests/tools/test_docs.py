@@ -314,7 +314,8 @@ def test_row_order_does_not_depend_on_the_hash_seed(tmp_path):
     rows = [_row("greyhound", "forward", random.uniform(1, 2), "a" * 40, "2026-11-01T00:00:00Z", x=x) for x in xs]
     rows += [_row("greyhound", mode, random.uniform(1, 2), "a" * 40, "2026-11-01T00:00:00Z", x="8")
              for mode in ("prefill", "decode", "verify")]
-    page = "<!-- tools.docs table kernel=k -->\n<!-- /tools.docs -->\n<!-- tools.docs headline -->\n<!-- /tools.docs -->\n"
+    page = ("<!-- tools.docs table kernel=k -->\n<!-- /tools.docs -->\n"
+            "<!-- tools.docs headline -->\n<!-- /tools.docs -->\n")
     outputs = set()
     for seed in ("1", "2", "3"):
         random.shuffle(rows)
