@@ -55,7 +55,8 @@ neither fail nor refuse the gate, and the exit status is that of the series comp
 own that failed at HEAD still fails it).
 
 Other projects' asv results: the `provider` param is found by name wherever it is among a benchmark's params; the
-providers named by --own (default: greyhound's) are the project's own code and the others its peers (controls); a
+providers named by --own (default: greyhound's) are the project's own code and the others its peers (controls);
+where none is greyhound's and --own is not given, every provider is judged as the project's own (a note says so); a
 benchmark without a `provider` param is judged as the project's own code (there is no peer to control it), and when
 no benchmark declares a `tier` every one is judged; each asv environment (python, requirements) is a series of its
 own. Units: seconds take the FLOOR and FLOOR_SECONDS floors, bytes the memory floors, any other unit of a `track_`
@@ -741,20 +742,23 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
 
 
 def check_own(runs, own, given):
-    """Own providers (--own `given`, else greyhound's) that name no provider of the results' benchmarks would judge
-    none of their series as the project's own code, every regression reading as a peer's drift: refused, naming the
-    providers there are (without --own: another project's results with a `provider` param, which must say which of
-    its providers are its own)."""
+    """The own providers to judge with: `own`, unless no provider of the results' benchmarks starts with it, which
+    would judge none of their series as the project's own code (every regression a peer's drift). With --own
+    (`given`) that is refused, naming the providers there are; without it (another project's results with a
+    `provider` param, none of them greyhound's) every provider is judged as the project's own, with no control, as a
+    benchmark without a provider param is (a note says so: --own names the own ones, and the rest become controls)."""
     providers = {series.provider for run in runs.values()
                  for series in set(run.values) | run.failed | run.skipped | run.unjudged if series.has_provider}
-    if providers and not any(provider.startswith(own) for provider in providers):
-        if given:
-            raise GateError(f"--own {', '.join(given)}: no provider of the results starts with "
-                            f"{'it' if len(given) == 1 else 'any of them'}, so nothing would be judged as the "
-                            f"project's own code; the providers there: {', '.join(sorted(providers))}")
-        raise GateError(f"no provider of the results is greyhound's (the default --own), so every series with a "
-                        f"provider would be judged a peer (a control), never the project's own code: name the "
-                        f"project's own providers with --own (the providers there: {', '.join(sorted(providers))})")
+    if not providers or any(provider.startswith(own) for provider in providers):
+        return own
+    if given:
+        raise GateError(f"--own {', '.join(given)}: no provider of the results starts with "
+                        f"{'it' if len(given) == 1 else 'any of them'}, so nothing would be judged as the "
+                        f"project's own code; the providers there: {', '.join(sorted(providers))}")
+    print(f"tools.gate: note: no provider of the results is greyhound's (the default --own): every provider "
+          f"({', '.join(sorted(providers))}) is judged as the project's own code, none is a control; name the "
+          f"project's own with --own to judge the others as its peers", file=sys.stderr)
+    return tuple(sorted(providers))
 
 
 def check_repo(repo):
@@ -844,7 +848,9 @@ def main(argv=None):
             names = [args.machine] if args.machine else names
             for name in names:
                 runs = load_runs(results, name, tier=tier, warnings=warnings, own=own)
-                check_own(runs, own, args.own)
+                judged_own = check_own(runs, own, args.own)
+                if judged_own != own:  # (the series carry their own providers: read again)
+                    runs = load_runs(results, name, tier=tier, warnings=[], own=judged_own)
                 _print_warnings(warnings)
                 warnings.clear()
                 pairs = identical_code_pairs(runs, code_path, args.repo)
@@ -864,7 +870,11 @@ def main(argv=None):
         else:
             runs = load_runs(results, args.machine, tier=tier, warnings=warnings, own=own, metas=metas)
         _print_warnings(warnings)
-        check_own(runs, own, args.own)
+        judged_own = check_own(runs, own, args.own)
+        if judged_own != own:  # (the series carry their own providers: read again, the same machine's)
+            machine = args.machine or next(iter({r.params.get("machine") for r in runs.values()} - {None}), None)
+            own = judged_own
+            runs = load_runs(results, machine, tier=tier, warnings=[], own=own, metas=metas)
         if not (args.base and args.head):
             raise GateError("give BASE and HEAD commits (or --evaluate)")
         if not runs:
