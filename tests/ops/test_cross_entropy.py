@@ -545,11 +545,13 @@ def test_gpu_beyond_int32_elements():
     with torch.no_grad():
         per_token = cross_entropy_with_grad(logits, target, reduction="none")
     assert rel_err(per_token[-64:], tail_ref) < 1e-5
-    logits.requires_grad_()
-    loss = cross_entropy_with_grad(logits, target, reduction="sum", inplace_backward=True)
+    # the gradient goes into a copy (a non-leaf): a leaf's own values would be lost, which inplace_backward refuses
+    # (session 57 on an H100: this test still wrote into the leaf and failed on that refusal)
+    leaf = logits.requires_grad_()
+    loss = cross_entropy_with_grad(leaf * 1, target, reduction="sum", inplace_backward=True)
     loss.backward()
     assert rel_err(loss, per_token.double().sum()) < 1e-5
-    assert rel_err(logits.grad[-64:], tail_logits.grad) < TOLERANCE[torch.bfloat16]
+    assert rel_err(leaf.grad[-64:], tail_logits.grad) < TOLERANCE[torch.bfloat16]
 
 
 # ------------------------------------------------------------------------------------------------------------------
