@@ -906,7 +906,10 @@ def main(argv=None):
                                f"{', '.join(envs[1])}): a series is compared only within one environment"
                                if disjoint else "")
                             + "".join(f"; {line}" for line in (version_changed_line(report), stale_line(report))
-                                      if line))
+                                      if line)
+                            + ("" if metas else "; no result of either run is of a benchmark that the --results "
+                               "directories' benchmarks.json describes (an empty or another project's "
+                               "benchmarks.json? `asv run --bench just-discover` writes it from the code)"))
     except GateError as err:
         print(f"tools.gate: error: {err}", file=sys.stderr)
         return 2

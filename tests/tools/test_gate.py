@@ -873,3 +873,10 @@ def test_a_machine_new_to_the_results_borrows_the_noise_of_the_others():
     assert alarms_borrowed == 0 and alarms_prior >= 10
     slow = _run("slow", rng, between=0.05, date=102, factor={"'greyhound'": 1.5})
     assert gate.judge(base, slow, [base], True, borrowed).regressions  # still caught beyond that noise
+
+
+def test_an_empty_benchmarks_json_is_named_when_nothing_is_compared(tmp_path, capsys):
+    results, commits = _write_foreign(tmp_path, 3)
+    (results / "benchmarks.json").write_text(json.dumps({"version": 2}))
+    assert gate.main([commits[1], commits[2], "--results", str(results)]) == 2
+    assert "benchmarks.json describes" in capsys.readouterr().err
