@@ -9,9 +9,10 @@ benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, G
 * within_process_cv: the median over runs of the samples' robust coefficient of variation (IQR / 1.349 / median);
 * between_process_cv: the spread of one run's median around the next on the same GPU: 1.4826 x MAD of the
   successive differences of log-medians, divided by sqrt(2) (a commit that really changed the series is an outlier
-  the MAD ignores);
+  the MAD ignores); empty where no GPU has two differences of the series (the spread of one is 0 by construction);
 * between_machine_cv: the standard deviation of the per-GPU median of the log-medians, where runs of two or more
-  GPUs are known (`results/<machine>/gpus.csv`: commit, gpu_uuid, written by scripts/h200_asv.sh); empty otherwise.
+  GPUs are known (`results/<machine>/gpus.csv`: commit, gpu_uuid, written by scripts/h200_asv.sh; each machine's
+  runs told apart by its own file); empty otherwise.
 tools.gate reads the same statistics (history_noise, median_standard_error) to set each series' threshold.
 
 The table is merged, like the benchmark CSV: the series these results give replace their rows (NOISE_KEY), the rows of
@@ -20,7 +21,8 @@ atomic write hold the table's lock (tools._atomic.locked). A table whose columns
 (an error).
 
 Exit status, as tools.export's: 0 = everything read; 1 = a result file, benchmark entry or machine.json could not be
-read (a one-line warning names it, as the export's does; the table is written from the rest); 2 = a results directory
+read, or a machine's gpus.csv (a one-line warning names it, as the export's does; the table is written from the rest);
+2 = a results directory
 or its benchmarks.json is missing or unreadable, a directory is given twice, or the table cannot be read or written
 (nothing is written).
 """
@@ -111,7 +113,7 @@ def noise_rows(runs, gpus, benchmarks, machine_info=None, machine=""):
         n_diffs, weighted = 0, 0.0
         for gpu_runs in by_gpu.values():
             sigma, n = history_noise(series, gpu_runs)
-            if n:
+            if n >= 2:  # (the spread of one difference about itself is 0 by construction: no figure, not a zero)
                 weighted += sigma * n
                 n_diffs += n
         between = weighted / n_diffs / math.sqrt(2) if n_diffs else float("nan")
@@ -156,7 +158,6 @@ def compute_noise_rows(results_dirs, tier=None, warnings=None):
     benchmarks = {}
     for d in results_dirs:
         benchmarks.update(load_benchmarks(d))
-    gpus = read_gpus(results_dirs)
     rows = []
     machines = sorted({p.name for d in results_dirs for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")})
     for machine in machines:
@@ -165,6 +166,11 @@ def compute_noise_rows(results_dirs, tier=None, warnings=None):
         warnings += summary.warnings
         metas = dict(benchmarks)
         runs = load_runs(results_dirs, machine, tier=tier, warnings=warnings, metas=metas)
+        try:  # this machine's own record of which GPU ran which commit (a commit two machines ran has two GPUs)
+            gpus = read_gpus(results_dirs, {machine})
+        except ValueError as err:  # only the between-machine figures need it: a warning, as in tools.gate
+            warnings.append(f"{err}; machine {machine}'s runs not told apart by GPU")
+            gpus = {}
         rows += noise_rows(runs, gpus, metas, next((info for info in infos if info), {}), machine)
     return rows
 
@@ -222,6 +228,10 @@ def main(argv=None):
     parser.add_argument("--results", action="append", help="asv results directory (repeatable; default results)")
     parser.add_argument("--out", default="docs/data/noise.csv", help="the side table (default docs/data/noise.csv)")
     args = parser.parse_args(argv)
+    if not args.out.strip() or Path(args.out).is_dir():  # ("" is the current directory: its lock file landed above it)
+        print(f"tools.noise: error: --out must name the table's file, got {args.out!r}"
+              f"{' (a directory)' if args.out.strip() else ''}", file=sys.stderr)
+        return 2
     from tools.export import ExportError
     from tools.gate import GateError
     warnings = []

@@ -880,3 +880,37 @@ def test_an_empty_benchmarks_json_is_named_when_nothing_is_compared(tmp_path, ca
     (results / "benchmarks.json").write_text(json.dumps({"version": 2}))
     assert gate.main([commits[1], commits[2], "--results", str(results)]) == 2
     assert "benchmarks.json describes" in capsys.readouterr().err
+
+
+def test_the_noise_table_reads_each_machines_own_gpus_and_no_spread_from_one_difference(tmp_path, capsys):
+    # fuzzing, session 57: tools.noise merged every machine's gpus.csv into one commit -> GPU map, so a commit two
+    # machines ran took the other machine's GPU (all 255 H100 rows of the repo's table were off), and a GPU with one
+    # difference of a series added a spread of exactly 0 (476 of 800 rows read 0.00000)
+    from tools import noise
+    results, commits = _write_foreign(tmp_path, 4)
+    other = results / "box2"
+    other.mkdir()
+    for path in (results / "box").glob("*.json"):
+        document = json.loads(path.read_text())
+        if path.name == "machine.json":
+            document["machine"] = "box2"
+        else:
+            document["params"]["machine"] = "box2"
+        (other / path.name).write_text(json.dumps(document))
+    (results / "box" / "gpus.csv").write_text("commit,gpu_uuid\n" + "".join(f"{c},GPU-a{i % 2}\n"
+                                                                          for i, c in enumerate(commits)))
+    (other / "gpus.csv").write_text("commit,gpu_uuid\n" + "".join(f"{c},GPU-b{i}\n" for i, c in enumerate(commits)))
+    rows = noise.compute_noise_rows([results])
+    by_machine = {}
+    for row in rows:
+        by_machine.setdefault(row["gpus"], []).append(row)
+    assert set(by_machine) == {2, 4}  # box: its own two GPUs; box2: its own four, never the other's
+    assert all(row["between_process_cv"] == "" for row in by_machine[4])  # one run a GPU: no difference at all
+    assert all(row["between_process_cv"] == "" for row in by_machine[2])  # two runs a GPU: one difference each
+    (other / "gpus.csv").write_text("sha,uuid\nx,y\n")  # a damaged one: a warning, the table still written
+    out = tmp_path / "noise.csv"
+    assert noise.main(["--results", str(results), "--out", str(out)]) == 1
+    assert "gpus.csv: cannot read" in capsys.readouterr().err and out.exists()
+    for bad in ("", str(tmp_path)):
+        assert noise.main(["--results", str(results), "--out", bad]) == 2
+        assert "--out must name the table's file" in capsys.readouterr().err
