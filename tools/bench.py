@@ -81,6 +81,14 @@ def check_outputs(csv_path, out):
         read_csv_rows(Path(csv_path))
     except (ExportError, OSError) as err:
         return f"--csv: {err}"
+    from tools.export import noise_path_of
+    from tools.noise import read_noise_table
+    try:  # the export writes the noise side table beside the CSV: checked too, before asv measures anything
+        noise = noise_path_of(csv_path, None)
+        check_writable(noise)
+        read_noise_table(noise)
+    except (ExportError, OSError, ValueError) as err:
+        return f"--csv: the noise table beside it: {err}"
     try:
         check_writable_folder(out)  # the plot writes under OUT/plots and OUT/plots_html
     except OSError as err:
@@ -112,6 +120,8 @@ def main(argv=None):
     if args.print_selection:
         print("\n".join(regexes))
         return 0
+    if args.machine is not None and not args.machine.strip():  # (before: the default name, in silence)
+        parser.error("--machine is empty, expected an asv machine name (or leave it out for the default)")
     problem = check_outputs(args.csv, args.out)
     if problem:
         parser.error(problem)

@@ -37,7 +37,7 @@ from tools.export import ExportError
 ROOT = Path(__file__).resolve().parents[1]
 REMOTE_ROOT = "/repo"
 REMOTE_CSV = "/tmp/greyhound-rows.csv"
-GPU_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*[!+]?(:[1-9][0-9]*)?$")  # Modal's H100, A100-80GB, H100!, H200:2
+GPU_TYPE = re.compile(r"\A[A-Za-z][A-Za-z0-9-]*[!+]?(:[1-9][0-9]*)?\Z")  # Modal's H100, A100-80GB, H100!, H200:2
 # The GPU types Modal's `gpu=` takes (case-insensitive; modal.com/docs/guide/gpu) and the most of each one container
 # gets (`TYPE:COUNT`): up to 8, an A10 up to 4. H100! is an H100 never upgraded to an H200; B200+ a B200 or a B300.
 MODAL_GPUS = {"T4": 8, "L4": 8, "A10": 4, "A10G": 4, "L40S": 8, "A100": 8, "A100-40GB": 8, "A100-80GB": 8,
@@ -64,7 +64,8 @@ def benchmark_argv(spec, kernels=None):
     if kernels is not None and kernel not in kernels:
         raise RunnerError(f"--benchmark {spec!r}: unknown kernel {kernel!r} (one of {', '.join(sorted(kernels))})")
     if kernels is not None:
-        if "--no-csv" in words:
+        # (argparse takes any unambiguous prefix: --no-c is --no-csv)
+        if any(len(w) > len("--no") and "--no-csv".startswith(w) for w in words[1:]):
             raise RunnerError(f"--benchmark {spec!r}: --no-csv would bring no rows back")
         if any(w in ("-h", "--help") for w in words[1:]):  # before: planned, and each GPU would print help only
             raise RunnerError(f"--benchmark {spec!r}: --help would measure nothing (run it locally: "
@@ -276,7 +277,8 @@ def main(argv=None):
                 failed.append(gpu)
             try:
                 rows, files = merge_back(csv_text, blob, args.csv)
-            except (ExportError, OSError, ValueError) as err:  # the other GPUs' rows and results are still merged
+            except (ExportError, OSError, ValueError, EOFError, tarfile.TarError) as err:  # (a damaged archive too)
+                # the other GPUs' rows and results are still merged
                 print(f"[{gpu}] error: not merged: {err}", file=sys.stderr)
                 failed.append(gpu)
                 continue

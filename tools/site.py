@@ -36,12 +36,21 @@ class SiteError(Exception):
 
 
 def localise(html_dir):
-    """Point every page of `html_dir` at the vendored files; returns the number of URLs replaced."""
+    """Point every page of `html_dir` at the vendored files; returns the number of URLs replaced. Every page is read
+    and rewritten in memory first: a page that cannot be (not UTF-8, a CDN URL without a local copy) leaves every page
+    as it was."""
+    if not str(html_dir).strip():  # ("" is the current directory: its pages would be rewritten)
+        raise SiteError("--html is empty, expected asv's html_dir (the published site's folder)")
     html_dir = Path(html_dir)
+    if not html_dir.is_dir():
+        raise SiteError(f"--html {html_dir} is not a folder, expected asv's html_dir (run asv publish first)")
     (html_dir / "vendor").mkdir(exist_ok=True)
-    replaced = 0
+    replaced, rewritten = 0, []
     for page in sorted(html_dir.glob("*.html")):
-        text = page.read_text(encoding="utf-8")
+        try:
+            text = page.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise SiteError(f"{page}: not UTF-8 text ({err})") from None
 
         def local(match):
             nonlocal replaced
@@ -57,7 +66,9 @@ def localise(html_dir):
 
         new = _ASSET.sub(local, text)
         if new != text:
-            write_atomic(page, new)
+            rewritten.append((page, new))
+    for page, new in rewritten:
+        write_atomic(page, new)
     return replaced
 
 

@@ -103,3 +103,18 @@ def test_benchmarks_that_failed_in_asv_run_still_get_exported(tmp_path, steps, c
     assert bench.main(_outputs(tmp_path)) == 2
     assert steps == ["tools.asv_machine", "asv", "tools.export", "tools.plot", "tools.docs", "tools.site"]
     assert "some benchmarks failed (exit status 2" in capsys.readouterr().err
+
+
+def test_the_noise_table_beside_the_csv_and_an_empty_machine_are_refused_before_asv(tmp_path, capsys):
+    # fuzzing, session 57: a directory or a foreign table named noise.csv beside --csv passed the checks, asv measured
+    # the whole tier, and only the export failed; --machine '' silently took the default name
+    from tools import bench
+    for make in (lambda p: p.mkdir(), lambda p: p.write_text("a,b\n1,2\n")):
+        folder = tmp_path / f"case-{random.getrandbits(32):08x}"
+        folder.mkdir()
+        make(folder / "noise.csv")
+        problem = bench.check_outputs(folder / "data.csv", tmp_path / "out")
+        assert problem and "the noise table beside it" in problem
+    with pytest.raises(SystemExit):
+        bench.main(["--machine", "", "--csv", str(tmp_path / "ok" / "data.csv"), "--out", str(tmp_path / "out")])
+    assert "--machine is empty" in capsys.readouterr().err

@@ -82,6 +82,8 @@ def test_defaults_run_every_kernel_and_skip_thirdparty_drops_the_group(capsys):
     (["--benchmark", "logprobs --vocab-sizes 128k", "--dry-run"], "argument --vocab-size/--vocab-sizes: expected "
                                                                   "positive integers, got '128k'"),
     (["--benchmark", "logprobs --no-csv", "--dry-run"], "--no-csv would bring no rows back"),
+    (["--benchmark", "logprobs --no-c", "--dry-run"], "--no-csv would bring no rows back"),  # (argparse's prefix)
+    (["--gpu", "H100:2\n", "--dry-run"], "--gpu: expected a GPU type"),  # before: `$` let the newline through
     # before: accepted; each GPU would print help, merge 0 rows, or write its rows where the runner never reads
     (["--benchmark", "causal_conv1d --help", "--dry-run"], "--benchmark 'causal_conv1d --help': --help would "
                                                            "measure nothing"),
@@ -256,3 +258,20 @@ def test_plot_after_propagates_a_failing_plot_or_docs_step(tmp_path, capsys, mon
         capsys.readouterr()
         assert modal_runner.main(argv) == 1 and ran == expect_ran
         assert f"--plot-after: exit status {failing}: python -m {step} --csv" in capsys.readouterr().err
+
+
+def test_a_site_page_that_is_not_utf8_or_an_empty_html_is_an_error_and_nothing_is_rewritten(tmp_path, capsys):
+    # fuzzing, session 57: a non-UTF-8 page was a traceback after earlier pages were rewritten; --html '' rewrote the
+    # current directory's pages
+    from tools import site
+    html = tmp_path / "html"
+    html.mkdir()
+    good = '<script src="https://code.jquery.com/jquery-3.3.1.min.js"></script>'
+    (html / "a.html").write_text(good)
+    (html / "b.html").write_bytes(b"\xff\xfe not utf-8")
+    assert site.main(["--html", str(html), "--no-publish"]) == 2
+    assert "b.html: not UTF-8 text" in capsys.readouterr().err
+    assert (html / "a.html").read_text() == good
+    for bad, message in (("", "--html is empty"), (str(tmp_path / "missing"), "is not a folder")):
+        assert site.main(["--html", bad, "--no-publish"]) == 2
+        assert message in capsys.readouterr().err
