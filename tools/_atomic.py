@@ -18,6 +18,9 @@ LOCK_NOTE_AFTER_S = 2.0  # a writer still waiting for the lock after this long s
 STALE_TMP_AFTER_S = 3600.0  # a temporary file without a process id (an older naming) is stale after an hour
 
 
+NAME_MAX = 255  # bytes in a file name (Linux, macOS)
+
+
 def real_path(path):
     """`path` with symbolic links resolved: writing through a link replaces its target and keeps the link."""
     return Path(os.path.realpath(path))
@@ -70,6 +73,12 @@ def check_writable(path):
     target = real_path(path)
     if target.is_dir():
         raise OSError(f"{given} is a directory, expected the path of a file")
+    # the temporary file (atomic_path) and the lock file beside it have longer names than the file itself
+    longest = max(len(lock_path(target).name.encode()),
+                  len(f".{target.stem}.tmp-{os.getpid()}-{'x' * 8}{target.suffix}".encode()))
+    if longest > NAME_MAX:
+        raise OSError(f"cannot write {given}: its name ({len(target.name.encode())} bytes) is too long for the "
+                      f"temporary and lock files written beside it ({longest} bytes, at most {NAME_MAX})")
     check_writable_folder(target.parent, given)
     lock_file = lock_path(target)
     if os.path.lexists(lock_file):

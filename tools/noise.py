@@ -182,7 +182,8 @@ def read_noise_table(path):
     if not path.exists():
         return []
     try:
-        return csv_records(path.read_text(encoding="utf-8"), COLUMNS, path)
+        text = path.read_text(encoding="utf-8-sig")  # (a byte-order mark, as a spreadsheet saves it, is not a column)
+        return csv_records(text, COLUMNS, path) if text.strip() else []
     except CsvFormatError as err:
         raise ValueError(f"{err}; left it untouched") from None
     except (OSError, UnicodeDecodeError) as err:

@@ -153,3 +153,12 @@ def test_check_writable_refuses_what_the_write_could_not_do_and_writes_nothing(t
     with pytest.raises(OSError, match="is a file, expected a folder there"):
         _atomic.check_writable_folder(blocker)
     assert sorted(tmp_path.rglob("*")) == before  # no probe, folder or lock file left behind
+
+
+def test_a_name_too_long_for_the_temporary_and_lock_files_is_refused_before_writing(tmp_path):
+    # fuzzing, session 57: names of ~236-250 bytes passed check_writable, and the write then failed on the longer name
+    # of its temporary or lock file
+    long_name = tmp_path / ("n" * 240 + ".csv")
+    with pytest.raises(OSError, match="is too long for the temporary and lock files"):
+        _atomic.check_writable(long_name)
+    _atomic.check_writable(tmp_path / ("n" * 200 + ".csv"))  # room for both

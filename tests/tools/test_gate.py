@@ -914,3 +914,13 @@ def test_the_noise_table_reads_each_machines_own_gpus_and_no_spread_from_one_dif
     for bad in ("", str(tmp_path)):
         assert noise.main(["--results", str(results), "--out", bad]) == 2
         assert "--out must name the table's file" in capsys.readouterr().err
+
+
+def test_a_blank_or_byte_order_marked_noise_table_is_read(tmp_path):
+    from tools import noise
+    results, _ = _write_foreign(tmp_path, 3)
+    for name, text in (("blank", "\n  \n"), ("bom", "\ufeff" + ",".join(noise.COLUMNS) + "\n")):
+        out = tmp_path / f"{name}.csv"
+        out.write_text(text, encoding="utf-8")
+        assert noise.main(["--results", str(results), "--out", str(out)]) == 0, name
+        assert out.read_text().startswith(",".join(noise.COLUMNS))
