@@ -68,17 +68,24 @@ class DocsError(Exception):
     pass
 
 
+def _read_table(path, columns):
+    """A CSV file's cells as strings, its header `columns`; DocsError naming the file when it is empty, cannot be
+    parsed or has other columns."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise DocsError(f"{path} is empty, expected a header with the columns {list(columns)}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise DocsError(f"cannot read {path}: {err}") from None
+    if tuple(frame.columns) != tuple(columns):
+        raise DocsError(f"{path} has columns {list(frame.columns)}, expected {list(columns)}")
+    return frame
+
+
 def load(csv_path):
     """The CSV, y columns as floats (NaN where not a number); DocsError naming the file (and the line) when it is
     empty, not ours, or a row's extra_benchmark_config_str is not a JSON object (every table reads it as one)."""
-    try:
-        frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:
-        raise DocsError(f"{csv_path} is empty, expected a header with the columns {list(CSV_COLUMNS)}") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise DocsError(f"cannot read {csv_path}: {err}") from None
-    if tuple(frame.columns) != CSV_COLUMNS:
-        raise DocsError(f"{csv_path} has columns {list(frame.columns)}, expected {list(CSV_COLUMNS)}")
+    frame = _read_table(csv_path, CSV_COLUMNS)
     for number, text in enumerate(frame["extra_benchmark_config_str"], start=2):  # line 1 is the header
         try:
             config = json.loads(text)
@@ -343,14 +350,7 @@ def render_plotly(frame, args):
 def load_goals(path):
     """The goals file's rows as dicts, `config` parsed (a JSON object), `goal` a positive float; DocsError naming
     the file, the row and the column otherwise."""
-    try:
-        goals = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:
-        raise DocsError(f"{path} is empty, expected a header with the columns {list(GOALS_COLUMNS)}") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise DocsError(f"cannot read {path}: {err}") from None
-    if tuple(goals.columns) != GOALS_COLUMNS:
-        raise DocsError(f"{path} has columns {list(goals.columns)}, expected {list(GOALS_COLUMNS)}")
+    goals = _read_table(path, GOALS_COLUMNS)
     out = []
     for number, row in enumerate(goals.to_dict("records"), start=2):  # line 1 is the header
         try:

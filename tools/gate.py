@@ -312,21 +312,16 @@ def other_machine_noise(runs_by_machine):
         history = history_for(runs)
         if not history:
             continue
-        by_key = {}
-        for run in history:
-            for series in run.values:
-                by_key.setdefault((series.benchmark, series.combo), set()).add(series)
-        for key, variants in by_key.items():
-            for series in variants:
-                sigma, n = history_noise(series, history)
-                if n < MIN_HISTORY:
-                    continue
-                toggle = toggle_range(series, history, history[-1])
-                old = noise.get(key)
-                if old is None:
-                    noise[key] = (sigma, toggle, machine)
-                else:
-                    noise[key] = (max(old[0], sigma), max(old[1], toggle), machine if sigma > old[0] else old[2])
+        for series in {series for run in history for series in run.values}:
+            sigma, n = history_noise(series, history)
+            if n < MIN_HISTORY:
+                continue
+            key, toggle = (series.benchmark, series.combo), toggle_range(series, history, history[-1])
+            old = noise.get(key)
+            if old is None:
+                noise[key] = (sigma, toggle, machine)
+            else:
+                noise[key] = (max(old[0], sigma), max(old[1], toggle), machine if sigma > old[0] else old[2])
     return noise
 
 

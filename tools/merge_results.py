@@ -177,10 +177,9 @@ def _check_document(path, document, kind, root):
     result file's `results` an object, `result_columns` (where given) a list and `params` an object, and the machine a
     result file or machine.json names (params.machine, machine) the folder's. Anything else would be copied into
     results/ as it is, where tools.export and asv then trip over it."""
-    depth = len(path.relative_to(root).parts)
     if kind == "benchmarks.json":
         return document
-    if depth != 2:
+    if len(path.relative_to(root).parts) != 2:
         raise MergeError(f"{path}: not an asv results file (expected benchmarks.json at the top, "
                          f"<machine>/machine.json or <machine>/<commit>-<environment>.json, got "
                          f"{path.relative_to(root)})")
