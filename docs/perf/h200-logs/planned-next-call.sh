@@ -1,4 +1,5 @@
 #!/bin/bash
+# Session 58: tags s58*, the same PART=sweeptests call as session 57 (no H200 came then).
 # Session 57: tags s57*; PART=sweeptests also runs the linear cross-entropy's and logprobs' GPU tests (none since 7f19910).
 # Session 56: the same call, tags s56*; PART=sweeptests: CheriBlockSweep (deadline 340 s), then GPU tests.
 # Session 55: the same call, tags s55*; PART=all on an H200 through h200-only.sh (ws_first_z A/B after the tests).
@@ -31,7 +32,7 @@ bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the goals' cells and the tracked tier, whose
 # host-bound series the head start of 81db6f9 should now read as the device's time), then the tests in what is left
-asv s57a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
+asv s58a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
 fi
 if [[ ${PART:-1} == all || ${PART:-1} == ab ]]; then
 # the GPU tests: ws_first_z's bit-equality (PART=ab), with the 16-bit defaults' and variants' (PART=all)
@@ -67,7 +68,7 @@ elif [[ ${PART:-1} == sweep || ${PART:-1} == sweeptests ]]; then  # CheriBlockSw
 # on session 50's H200): every goal cell of the Cheri table; PART=sweeptests: then the GPU tests in what is left (the
 # Cheri defaults' and session 55's two fixes': CE's +inf row, causal_conv1d's inf tap; none ran on an H200 since)
 D=$((${LIMIT:-585} - 20 - (SECONDS - S))); [[ ${PART:-1} == sweeptests ]] && (( D > 340 )) && D=340
-asv s57b $D "HEAD^! CheriBlockSweep"
+asv s58b $D "HEAD^! CheriBlockSweep"
 if [[ ${PART:-1} == sweeptests ]]; then  # the defaults' tests (the off-by-default variants' bit-equality ran on H100s)
 T="consumer_registers or shuffled_conv_taps or late_residual or training_path_and_megakernel_modes or default_inference or large_hidden or tuning_variants"
 (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 10 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
@@ -76,5 +77,5 @@ T="consumer_registers or shuffled_conv_taps or late_residual or training_path_an
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
 fi
 else
-asv s57 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+asv s58 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
