@@ -4,7 +4,8 @@
 
 Every commit's tracked tier is one process (benchmarks/harness.py), so the results history of a machine holds one
 process per commit and series. For each series (benchmark x parameter combination) this writes a side table of the
-benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, GPU):
+benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, GPU) and by the asv benchmark, environment,
+machine and benchmark version (NOISE_KEY):
 
 * within_process_cv: the median over runs of the samples' robust coefficient of variation (IQR / 1.349 / median);
 * between_process_cv: the spread of one run's median around the next on the same GPU: 1.4826 x MAD of the
@@ -17,7 +18,8 @@ tools.gate reads the same statistics (history_noise, median_standard_error) to s
 
 The table is merged, like the benchmark CSV: the series these results give replace their rows (NOISE_KEY), the rows of
 other series (another results directory's, e.g. docs/perf/h200-results-v1) stay where they are; the read, merge and
-atomic write hold the table's lock (tools._atomic.locked). A table whose columns are not COLUMNS is left untouched
+atomic write hold the table's lock (tools._atomic.locked). A table of the earlier schema (LEGACY_COLUMNS) is rewritten
+in this one, its rows of the series read replaced; a table whose columns are neither is left untouched
 (an error).
 
 Exit status, as tools.export's: 0 = everything read; 1 = a result file, benchmark entry or machine.json could not be
@@ -38,11 +40,17 @@ from pathlib import Path
 from tools import CsvFormatError, csv_records
 from tools._atomic import locked, write_atomic
 
-COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
-           "extra_benchmark_config_str", "gpu_name", "runs", "gpus", "within_process_cv", "between_process_cv",
-           "between_machine_cv", "benchmark", "asv_environment")
+# Until session 58 the table had neither asv_machine nor benchmark_version (LEGACY_COLUMNS): two machines with one GPU
+# name, or two versions of one benchmark, were one key, and re-running one machine dropped the other's rows. A table of
+# the earlier schema is read, its rows' two new cells empty, and rewritten in this one (merge_noise_rows).
+LEGACY_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
+                  "extra_benchmark_config_str", "gpu_name", "runs", "gpus", "within_process_cv", "between_process_cv",
+                  "between_machine_cv", "benchmark", "asv_environment")
+COLUMNS = LEGACY_COLUMNS + ("asv_machine", "benchmark_version")
 NOISE_KEY = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
-             "extra_benchmark_config_str", "gpu_name", "benchmark", "asv_environment")  # one series of the table
+             "extra_benchmark_config_str", "gpu_name", "benchmark", "asv_environment", "asv_machine",
+             "benchmark_version")  # one series of the table
+LEGACY_KEY = tuple(c for c in NOISE_KEY if c in LEGACY_COLUMNS)  # (what an earlier-schema row is matched on)
 GPUS_FILE = "gpus.csv"
 
 
@@ -118,10 +126,10 @@ def noise_rows(runs, gpus, benchmarks, machine_info=None, machine=""):
                 n_diffs += n
         between = weighted / n_diffs / math.sqrt(2) if n_diffs else float("nan")
         known = {gpu: runs_ for gpu, runs_ in by_gpu.items() if gpu != "?"}
-        machine = float("nan")
+        spread = float("nan")  # (between GPUs)
         if len(known) >= 2:
             medians = [statistics.median(math.log(r.values[series][0]) for r in runs_) for runs_ in known.values()]
-            machine = statistics.stdev(medians)
+            spread = statistics.stdev(medians)
         within = [robust_cv(run.values[series][1]) for run in present if run.values[series][1]]
         within = [w for w in within if not math.isnan(w)]
         named = {name: parse_param(value) for name, value in zip(meta.get("param_names") or [], series.combo)}
@@ -135,8 +143,9 @@ def noise_rows(runs, gpus, benchmarks, machine_info=None, machine=""):
             "gpu_name": gpu_name_of(present[-1].params, machine_info or {}, machine), "runs": len(present),
             "gpus": len(known),
             "within_process_cv": _fmt(statistics.median(within) if within else float("nan")),
-            "between_process_cv": _fmt(between), "between_machine_cv": _fmt(machine),
-            "benchmark": series.benchmark, "asv_environment": series.env,
+            "between_process_cv": _fmt(between), "between_machine_cv": _fmt(spread),
+            "benchmark": series.benchmark, "asv_environment": series.env, "asv_machine": machine,
+            "benchmark_version": "" if series.version is None else str(series.version),
         })
     return rows
 
@@ -176,14 +185,21 @@ def compute_noise_rows(results_dirs, tier=None, warnings=None):
 
 
 def read_noise_table(path):
-    """The rows of an existing noise table (none when it does not exist or is empty); ValueError naming the file when
-    its columns are not COLUMNS or a row is cut (tools.csv_records)."""
+    """The rows of an existing noise table (none when it does not exist or is empty), every row with COLUMNS' cells: a
+    table of the earlier schema (LEGACY_COLUMNS) reads with asv_machine and benchmark_version empty. ValueError naming
+    the file when its columns are neither or a row is cut (tools.csv_records)."""
     path = Path(path)
     if not path.exists():
         return []
     try:
         text = path.read_text(encoding="utf-8-sig")  # (a byte-order mark, as a spreadsheet saves it, is not a column)
-        return csv_records(text, COLUMNS, path) if text.strip() else []
+        if not text.strip():
+            return []
+        header = next(csv.reader(io.StringIO(text)), None)
+        if header is not None and tuple(header) == LEGACY_COLUMNS:
+            return [{**row, "asv_machine": "", "benchmark_version": ""}
+                    for row in csv_records(text, LEGACY_COLUMNS, path)]
+        return csv_records(text, COLUMNS, path)
     except CsvFormatError as err:
         raise ValueError(f"{err}; left it untouched") from None
     except (OSError, UnicodeDecodeError) as err:
@@ -192,16 +208,21 @@ def read_noise_table(path):
 
 def merge_noise_rows(out, rows):
     """Merge `rows` into the table at `out` (holding its lock; written atomically): each series (NOISE_KEY) of `rows`
-    replaces that series' rows where they stand, new series are appended, every other row stays. Returns the number
-    of rows in the table."""
-    new = {}
+    replaces that series' rows where they stand, new series are appended, every other row stays. A row of the
+    earlier schema (no asv_machine: read_noise_table) is that series' row of whichever machine and version: rows of
+    these results with its LEGACY_KEY replace it. Returns the number of rows in the table."""
+    new, legacy = {}, {}
     for row in rows:  # a carriage return becomes a line feed, which the writer quotes (as the export's rows)
         row = {c: str(v).replace("\r\n", "\n").replace("\r", "\n") for c, v in row.items()}
-        new.setdefault(tuple(row[c] for c in NOISE_KEY), []).append(row)
+        key = tuple(row[c] for c in NOISE_KEY)
+        new.setdefault(key, []).append(row)
+        legacy.setdefault(tuple(row[c] for c in LEGACY_KEY), []).append(key)
     with locked(out):
         merged, placed = [], set()
         for row in read_noise_table(out):
             key = tuple(row[c] for c in NOISE_KEY)
+            if not row["asv_machine"] and key not in new:  # an earlier-schema row: the first new row of its series
+                key = next(iter(legacy.get(tuple(row[c] for c in LEGACY_KEY), ())), key)  # takes its place
             if key not in new:
                 merged.append(row)
             elif key not in placed:

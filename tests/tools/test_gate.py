@@ -1,9 +1,11 @@
 """tools.gate on synthetic sample sets: A/A passes, a 5% shift at the measured noise is caught, a drift that moves
 every series (peers too) is named as drift, and the CLI reads real asv results files and exits accordingly."""
+import csv
 import itertools
 import json
 import math
 import random
+import shutil
 
 import pytest
 
@@ -888,15 +890,7 @@ def test_the_noise_table_reads_each_machines_own_gpus_and_no_spread_from_one_dif
     # difference of a series added a spread of exactly 0 (476 of 800 rows read 0.00000)
     from tools import noise
     results, commits = _write_foreign(tmp_path, 4)
-    other = results / "box2"
-    other.mkdir()
-    for path in (results / "box").glob("*.json"):
-        document = json.loads(path.read_text())
-        if path.name == "machine.json":
-            document["machine"] = "box2"
-        else:
-            document["params"]["machine"] = "box2"
-        (other / path.name).write_text(json.dumps(document))
+    other = _copy_box(results, "box2")
     (results / "box" / "gpus.csv").write_text("commit,gpu_uuid\n" + "".join(f"{c},GPU-a{i % 2}\n"
                                                                           for i, c in enumerate(commits)))
     (other / "gpus.csv").write_text("commit,gpu_uuid\n" + "".join(f"{c},GPU-b{i}\n" for i, c in enumerate(commits)))
@@ -924,3 +918,70 @@ def test_a_blank_or_byte_order_marked_noise_table_is_read(tmp_path):
         out.write_text(text, encoding="utf-8")
         assert noise.main(["--results", str(results), "--out", str(out)]) == 0, name
         assert out.read_text().startswith(",".join(noise.COLUMNS))
+
+
+def _copy_box(results, name, gpu_name=None):
+    """results/box copied as machine `name` (its result files and machine.json), every result's params given
+    `gpu_name` when set."""
+    folder = results / name
+    folder.mkdir(exist_ok=True)
+    for path in (results / "box").glob("*.json"):
+        document = json.loads(path.read_text())
+        if path.name == "machine.json":
+            document["machine"] = name
+        else:
+            document["params"]["machine"] = name
+            if gpu_name:
+                document["params"]["gpu_name"] = gpu_name
+        (folder / path.name).write_text(json.dumps(document))
+    return folder
+
+
+def test_the_noise_table_keeps_two_machines_of_one_gpu_name_apart(tmp_path):
+    # session 57's note: the table's key had no asv machine, so two machines with one GPU name were one series, and
+    # re-running one machine's noise dropped the other's rows. Session 58 added asv_machine and benchmark_version.
+    from tools import noise
+    results, _ = _write_foreign(tmp_path / "a", 4)
+    for path in (results / "box").glob("*.json"):  # box and box2 both an "NVIDIA L4"
+        document = json.loads(path.read_text())
+        if path.name != "machine.json":
+            document["params"]["gpu_name"] = "NVIDIA L4"
+            path.write_text(json.dumps(document))
+    _copy_box(results, "box2", gpu_name="NVIDIA L4")
+    out = tmp_path / "noise.csv"
+    assert noise.main(["--results", str(results), "--out", str(out)]) == 0
+    rows = noise.read_noise_table(out)
+    assert {row["gpu_name"] for row in rows} == {"NVIDIA L4"} and {row["benchmark_version"] for row in rows} == {"1"}
+    per_machine = {m: sum(row["asv_machine"] == m for row in rows) for m in ("box", "box2")}
+    assert per_machine["box"] == per_machine["box2"] > 0 and len(rows) == 2 * per_machine["box"]
+    # another results directory holding box2 alone, merged into the same table: box's rows stay
+    only_box2, _ = _write_foreign(tmp_path / "b", 4)
+    _copy_box(only_box2, "box2", gpu_name="NVIDIA L4")
+    shutil.rmtree(only_box2 / "box")
+    assert noise.main(["--results", str(only_box2), "--out", str(out)]) == 0
+    again = noise.read_noise_table(out)
+    assert len(again) == len(rows) and sum(row["asv_machine"] == "box" for row in again) == per_machine["box"]
+
+
+def test_a_noise_table_of_the_earlier_schema_is_migrated_without_duplicates(tmp_path):
+    from tools import noise
+    results, _ = _write_foreign(tmp_path, 4)
+    out = tmp_path / "noise.csv"
+    current = noise.compute_noise_rows([results])
+    stale = {"kernel_name": "other", "kernel_provider": "default", "kernel_operation_mode": "full",
+             "metric_name": "speed", "x_name": "size", "x_value": "8", "extra_benchmark_config_str": "{}",
+             "gpu_name": "box", "runs": "3", "gpus": "0", "within_process_cv": "0.01000", "between_process_cv": "",
+             "between_machine_cv": "", "benchmark": "other.time_other", "asv_environment": "py3.10"}
+    legacy_rows = [stale] + [{c: str(row[c]) for c in noise.LEGACY_COLUMNS} | {"runs": "1"} for row in current]
+    with open(out, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=noise.LEGACY_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(legacy_rows)
+    assert len(noise.read_noise_table(out)) == len(legacy_rows)  # the earlier schema reads, its new cells empty
+    assert noise.main(["--results", str(results), "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[0] == ",".join(noise.COLUMNS)  # rewritten in the new schema
+    migrated = noise.read_noise_table(out)
+    assert len(migrated) == len(current) + 1  # each series' legacy row replaced where it stood, none twice
+    assert migrated[0]["benchmark"] == "other.time_other" and migrated[0]["asv_machine"] == ""  # another series stays
+    assert all(row["asv_machine"] == "box" and row["runs"] == "4" for row in migrated[1:])
+
