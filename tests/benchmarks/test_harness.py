@@ -368,6 +368,9 @@ def test_each_batch_spins_for_the_host_pace_the_previous_one_measured(monkeypatc
         def record(self):
             self.at = len(spins)
 
+        def query(self):
+            return False  # (the device still spinning when the host is done: the host kept ahead)
+
         def elapsed_time(self, end):
             return 0.5  # ms
 
@@ -399,6 +402,60 @@ def test_each_batch_spins_for_the_host_pace_the_previous_one_measured(monkeypatc
     fast = suite.host_seconds_per_call
     suite.sample_times(4)
     assert fast < slow and spins[3] == harness.head_start_cycles(4, fast) < spins[1]  # a fast host: a short spin
+
+
+def test_a_batch_the_host_fell_behind_in_is_measured_again_behind_a_longer_spin(monkeypatch):
+    """The GPU timer (with CUDA stood in for): where the event after the spin had completed once the host had queued
+    the batch (the device caught up with the host, so samples may read the host's pace), the batch is measured again
+    behind twice the spin, up to `retries` times and HEAD_START_RETRY_MAX_SECONDS of spin; the samples returned are
+    the last batch's, and host_ahead / head_start_retries say how it went. Without retries (the warm-up) one batch."""
+    spins, caught_up = [], []  # caught_up: per batch, whether the device had left its spin when the host was done
+    batch_value = {}
+
+    class _Event:
+        def __init__(self, enable_timing=False):
+            self.batch = None
+
+        def record(self):
+            self.batch = len(spins)
+
+        def query(self):
+            return caught_up[self.batch - 1]
+
+        def elapsed_time(self, end):
+            return float(self.batch)  # ms: each batch's samples tell which batch they came from
+
+    monkeypatch.setattr(harness, "ON_GPU", True)
+    monkeypatch.setattr(harness.torch.cuda, "Event", _Event)
+    monkeypatch.setattr(harness.torch.cuda, "_sleep", spins.append)
+    monkeypatch.setattr(harness.torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(harness, "_l2_flush_buffer", lambda: torch.empty(16, dtype=torch.int8))
+
+    class _Timed(_Suite):
+        def _before_call(self):
+            pass
+
+        def _call(self):
+            pass
+
+    suite = _Timed()
+    caught_up[:] = [True, True, False]  # behind twice, ahead on the third batch
+    assert suite.sample_times(4, retries=3) == [3e-3] * 4
+    assert suite.host_ahead and suite.head_start_retries == 2
+    assert spins == [harness.HEAD_START_CYCLES, 2 * harness.HEAD_START_CYCLES, 4 * harness.HEAD_START_CYCLES]
+    spins.clear()
+    caught_up[:] = [True] * 10  # never ahead: stops after `retries` re-measures, and says so
+    assert suite.sample_times(4, retries=3) == [4e-3] * 4
+    assert not suite.host_ahead and suite.head_start_retries == 3 and len(spins) == 4
+    spins.clear()
+    assert suite.sample_times(4) == [1e-3] * 4 and len(spins) == 1 and not suite.host_ahead  # no retries asked
+    spins.clear()
+    monkeypatch.setattr(harness, "HEAD_START_RETRY_MAX_SECONDS", 3 * harness.HEAD_START_CYCLES
+                        / harness.SLEEP_CYCLES_PER_SECOND)
+    suite.sample_times(4, retries=10)  # the spin's ceiling ends the re-measures before the count does
+    most = int(harness.HEAD_START_RETRY_MAX_SECONDS * harness.SLEEP_CYCLES_PER_SECOND)
+    assert spins == [harness.HEAD_START_CYCLES, 2 * harness.HEAD_START_CYCLES, most]
+    assert suite.head_start_retries == 2
 
 
 def test_the_l2_flush_buffer_is_allocated_once():
