@@ -148,7 +148,11 @@ def check_image_options(gpus, torch_version):
 def plan(args, kernels):
     check_image_options(args.gpu or [], args.torch)
     packages = image_packages(args.extra, args.group, args.skip_thirdparty)
-    return {"gpus": list(dict.fromkeys(args.gpu or ["H100"])), "torch": args.torch, "packages": packages,
+    gpus = {}  # one call per GPU type and count, as first spelt: h100, H100 and H100:1 are one (Modal reads them alike)
+    for gpu in args.gpu or ["H100"]:
+        name, _, count = gpu.partition(":")
+        gpus.setdefault((name.upper(), int(count or 1)), gpu)
+    return {"gpus": list(gpus.values()), "torch": args.torch, "packages": packages,
             "commands": commands(args.benchmark, args.asv, kernels)}
 
 

@@ -119,6 +119,17 @@ def test_gpu_types_and_torch_versions_modal_takes_pass(capsys):
     assert "torch==2.11.0+cu128" in out and all(f"[{gpu}] python -m benchmarks" in out for gpu in gpus)
 
 
+def test_one_gpu_type_named_twice_runs_once(capsys):
+    # before (session 57's fuzzing): --gpu h100 --gpu H100 spawned two H100 calls (Modal reads both as one type), and
+    # both merged their rows under one GPU name
+    argv = ["--gpu", "h100", "--gpu", "H100", "--gpu", "H100:1", "--gpu", "H100:2", "--gpu", "h200", "--dry-run",
+            "--benchmark", "logprobs --mode forward"]
+    assert modal_runner.main(argv) == 0
+    out = capsys.readouterr().out
+    assert list(dict.fromkeys(line.split("]")[0] + "]" for line in out.splitlines() if line.startswith("["))) == \
+        ["[h100]", "[H100:2]", "[h200]"]
+
+
 def _rows_text(gpu, value):
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
