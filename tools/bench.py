@@ -122,6 +122,8 @@ def main(argv=None):
         return 0
     if args.machine is not None and not args.machine.strip():  # (before: the default name, in silence)
         parser.error("--machine is empty, expected an asv machine name (or leave it out for the default)")
+    if not args.range.strip() or args.range.startswith("-"):  # (before: --range=--help reached asv as its option)
+        parser.error(f"--range must name commits for asv run (e.g. HEAD^! or HEAD~10..HEAD), got {args.range!r}")
     problem = check_outputs(args.csv, args.out)
     if problem:
         parser.error(problem)

@@ -118,3 +118,12 @@ def test_the_noise_table_beside_the_csv_and_an_empty_machine_are_refused_before_
     with pytest.raises(SystemExit):
         bench.main(["--machine", "", "--csv", str(tmp_path / "ok" / "data.csv"), "--out", str(tmp_path / "out")])
     assert "--machine is empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("commits", ["--help", "-b", "", "  "])
+def test_a_range_that_is_an_option_or_empty_is_refused_before_asv(commits, tmp_path, capsys, steps):
+    # session 57's note: --range=--help reached asv run as its own option
+    from tools import bench
+    with pytest.raises(SystemExit):
+        bench.main([f"--range={commits}", "--csv", str(tmp_path / "data.csv"), "--out", str(tmp_path / "out")])
+    assert "--range must name commits for asv run" in capsys.readouterr().err and steps == []
