@@ -722,10 +722,11 @@ def scaled(run, factor):
     return copy
 
 
-def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0):
+def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0, absolute_floors=True):
     """False alarms over A/A pairs and the share of greyhound time series caught at `slowdown`. With `history_size`
     k, each pair is judged `resamples` times against BASE plus k other runs drawn at random (seeded), as on a machine
-    with a short history, instead of against every other run."""
+    with a short history, instead of against every other run. `absolute_floors`: judge's (off for another project's
+    benchmarks, which declare no tier, as when a pair of them is judged)."""
     rng = random.Random(seed)
     alarms = flagged_runs = compared = caught = greyhound_time = 0
     per_series_missed = {}
@@ -737,11 +738,11 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
             histories = [sorted(rng.sample(others, min(history_size, len(others))) + [runs[base_commit]],
                                 key=lambda r: (r.date, r.commit)) for _ in range(resamples)]
         for history in histories:
-            report = judge(runs[base_commit], runs[head_commit], history)
+            report = judge(runs[base_commit], runs[head_commit], history, absolute_floors)
             compared += len(report.verdicts)
             alarms += len(report.regressions)
             flagged_runs += bool(report.regressions)
-            slow = judge(runs[base_commit], scaled(runs[head_commit], slowdown), history)
+            slow = judge(runs[base_commit], scaled(runs[head_commit], slowdown), history, absolute_floors)
             for verdict in slow.verdicts:
                 if verdict.series.is_greyhound and runs[base_commit].values[verdict.series][2] == "seconds":
                     greyhound_time += 1
@@ -863,7 +864,8 @@ def main(argv=None):
             names = check_machine(results, args.machine)
             names = [args.machine] if args.machine else names
             for name in names:
-                runs = load_runs(results, name, tier=tier, warnings=warnings, own=own)
+                machine_metas = {}
+                runs = load_runs(results, name, tier=tier, warnings=warnings, own=own, metas=machine_metas)
                 judged_own = check_own(runs, own, args.own)
                 if judged_own != own:  # (the series carry their own providers: read again)
                     runs = load_runs(results, name, tier=tier, warnings=[], own=judged_own)
@@ -877,7 +879,9 @@ def main(argv=None):
                                     "its code's folder)")
                 if len(names) > 1:
                     print(f"machine: {name}")
-                result = evaluate(runs, pairs, slowdown, args.history_size)
+                # (as a pair is judged: the absolute floors only where benchmarks declare tiers, greyhound's suite)
+                result = evaluate(runs, pairs, slowdown, args.history_size,
+                                  absolute_floors=any("tier" in meta for meta in machine_metas.values()))
                 for key, value in result.items():
                     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
             return 0

@@ -554,10 +554,10 @@ def test_evaluate_against_short_random_histories(monkeypatch):
     seen = []
     real_judge = gate.judge
 
-    def spying_judge(base, head, history):
+    def spying_judge(base, head, history, absolute_floors=True):
         seen.append(len(history))
         assert base in history and head not in history
-        return real_judge(base, head, history)
+        return real_judge(base, head, history, absolute_floors)
 
     monkeypatch.setattr(gate, "judge", spying_judge)
     short = gate.evaluate(runs, pairs, 1.10, history_size=3, resamples=5)
@@ -863,6 +863,18 @@ def test_a_submicrosecond_benchmark_of_another_project_is_judged_on_its_relative
     results, commits = _write_provider_project(tmp_path, True, "'mine'", values=(1e-7, 1e-7))
     assert gate.main([commits[4], commits[5], "--results", str(results), "--own", "mine"]) == 1
     assert "REGRESSION" in capsys.readouterr().out
+
+
+def test_evaluate_judges_another_projects_benchmarks_on_their_relative_floor_as_a_pair_is(tmp_path, capsys,
+                                                                                         monkeypatch):
+    # session 57's note: judging a pair left the 2 µs floor out for benchmarks without tiers, --evaluate did not, so
+    # its rates for another project's 0.1 µs benchmarks said a x2 slowdown was never caught
+    results, _ = _write_provider_project(tmp_path, True, None, values=(1e-7, 1e-7))
+    monkeypatch.setattr(gate, "identical_code_pairs",
+                        lambda runs, path="greyhound", repo=".": list(zip(sorted(runs), sorted(runs)[1:])))
+    assert gate.main(["--evaluate", "--results", str(results), "--own", "mine", "--slowdown", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "greyhound_time_series: 5\n" in out and "caught: 5\n" in out and "false_alarms: 0\n" in out
 
 
 def test_memory_growing_from_zero_bytes_is_a_regression():
