@@ -92,11 +92,12 @@ HEAD_START_MARGIN = 1.5
 HEAD_START_MAX_SECONDS = 0.05
 # ... and checked: a CUDA event recorded after the spin tells whether the device was still spinning once the host had
 # queued the whole batch. Where it was not (the host fell behind: a hiccup, a pace slower than the previous batch's),
-# the samples' batch is measured again behind twice the spin, at most HEAD_START_RETRIES times and
-# HEAD_START_RETRY_MAX_SECONDS of spin. (Session 58: the sizing above is a forecast from the previous batch; the runs
+# the samples' batch is measured again once behind a longer spin (twice it, or HEAD_START_MARGIN times the host's pace
+# in the batch that fell behind, HEAD_START_RETRY_MAX_SECONDS at most). Once: a call that waits for the device inside
+# (a host synchronisation) is never ahead, and a spin does not change that. (Session 58: the sizing above is a forecast from the previous batch; the runs
 # since it (dcca289 on an H100, 4735bed on an H200) read every host-bound series at the device's time, and this check
 # makes a run that would not say so and measure again, instead of passing host time off as the device's.)
-HEAD_START_RETRIES = 3
+HEAD_START_RETRIES = 1
 HEAD_START_RETRY_MAX_SECONDS = 0.4
 # torch.cuda._sleep counts SM clock cycles; converted at 2 GHz (the H100's and H200's boost is 1.98 GHz) a duration
 # spins at least that long at any clock the device runs
@@ -567,10 +568,12 @@ class KernelSuite(abc.ABC):
         synchronisation at the end; a device spin first gives the host its head start, long enough for the host to
         queue all n at the pace it queued the previous batch (head_start_cycles). An event after the spin tells
         whether the device was still spinning when the last call was queued (`host_ahead`); where it was not, some
-        samples may have read the host's pace, and the batch is measured again behind twice the spin, up to
+        samples may have read the host's pace, and the batch is measured again behind a longer spin, up to
         `retries` times (HEAD_START_RETRY_MAX_SECONDS of spin at most; `head_start_retries` counts them).
         CPU: wall clock per call. With a `gpu` dict, gpu_state() is read into gpu["during"] once the calls are
         queued, before the synchronisation (the device is then still running them unless the host fell behind)."""
+        if n <= 0:  # (nothing to time; the GPU path would divide the host's time by n)
+            return []
         if not ON_GPU:
             times = []
             for _ in range(n):
