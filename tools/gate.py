@@ -310,12 +310,20 @@ def toggle_range(series, history, base):
     return min(_both_ways(logs[:i] + logs[i + 1:]) for i in range(len(logs)))
 
 
+def settled_runs(series, history):
+    """The runs of `history` whose samples of `series` are settled (`unsettled`), when they give MIN_HISTORY
+    differences of it; None otherwise."""
+    settled = [run for run in history if series in run.values and not unsettled(run.values[series][1])]
+    return settled if history_noise(series, settled)[1] >= MIN_HISTORY else None
+
+
 def other_machine_noise(runs_by_machine):
-    """{(benchmark, combo): (sigma, toggle, machine)} over other machines' runs ({machine: {commit: Run}}): per series
-    the largest sigma (history_noise) among machines with at least MIN_HISTORY differences of it, with the largest
-    toggle (toggle_range up to that machine's last run) of those machines. What a machine new to the results
-    (fewer than MIN_HISTORY differences of its own) borrows: the same benchmark, combination and code on another
-    machine, whatever its environment name and benchmark version."""
+    """{(benchmark, combo): (sigma, toggle, machine, settled sigma, settled toggle)} over other machines' runs
+    ({machine: {commit: Run}}): per series the largest sigma (history_noise) among machines with at least MIN_HISTORY
+    differences of it, with the largest toggle (toggle_range up to that machine's last run) of those machines; the
+    same over their settled runs alone (settled_runs; None where no machine has enough), which a settled pair
+    borrows. What a machine new to the results (fewer than MIN_HISTORY differences of its own) borrows: the same
+    benchmark, combination and code on another machine, whatever its environment name and benchmark version."""
     noise = {}
     for machine, runs in sorted(runs_by_machine.items()):
         history = history_for(runs)
@@ -326,11 +334,16 @@ def other_machine_noise(runs_by_machine):
             if n < MIN_HISTORY:
                 continue
             key, toggle = (series.benchmark, series.combo), toggle_range(series, history, history[-1])
+            settled = settled_runs(series, history)
+            quiet = (history_noise(series, settled)[0], toggle_range(series, settled, settled[-1])) if settled else None
             old = noise.get(key)
             if old is None:
-                noise[key] = (sigma, toggle, machine)
-            else:
-                noise[key] = (max(old[0], sigma), max(old[1], toggle), machine if sigma > old[0] else old[2])
+                noise[key] = (sigma, toggle, machine, *(quiet or (None, None)))
+                continue
+            if quiet and old[3] is not None:
+                quiet = (max(old[3], quiet[0]), max(old[4], quiet[1]))
+            noise[key] = (max(old[0], sigma), max(old[1], toggle), machine if sigma > old[0] else old[2],
+                          *(quiet or old[3:]))
     return noise
 
 
@@ -342,17 +355,17 @@ def series_threshold(series, base, head, history, absolute_floors=True, borrowed
     _, base_samples, unit = base.values[series]
     head_samples = head.values[series][1]
     sampled = math.hypot(median_standard_error(base_samples), median_standard_error(head_samples))
-    if SETTLED_HISTORY and not (unsettled(base_samples) or unsettled(head_samples)):
-        settled = [run for run in history if series in run.values and not unsettled(run.values[series][1])]
-        if history_noise(series, settled)[1] >= MIN_HISTORY:
-            history = settled
+    settled_base = SETTLED_HISTORY and not unsettled(base_samples)
+    if settled_base:  # (HEAD's state does not matter: a regression can itself unsettle HEAD; see judge)
+        history = settled_runs(series, history) or history
     sigma, n = history_noise(series, history)
     toggle = toggle_range(series, history, base)
     other = (borrowed or {}).get((series.benchmark, series.combo)) if n < MIN_HISTORY else None
     if n >= MIN_HISTORY:
         sigma = max(sigma, sampled)
     elif other is not None:  # a machine new to the results: the series' noise on the machines that have a history
-        sigma, toggle = max(other[0], sampled), max(toggle, other[1])
+        quiet = settled_base and len(other) > 3 and other[3] is not None  # (their settled runs, for a settled BASE)
+        sigma, toggle = max(other[3] if quiet else other[0], sampled), max(toggle, other[4] if quiet else other[1])
     else:
         sigma = math.hypot(sampled, math.sqrt(2) * PRIOR_BETWEEN)
     if unit == "bytes":
@@ -366,11 +379,24 @@ def series_threshold(series, base, head, history, absolute_floors=True, borrowed
 
 
 def unsettled(samples):
-    """Whether a run's samples look like a run in another mode: they rose within the run (rise_within_run) or spread
-    wide (robust CV above UNSETTLED_CV)."""
-    if not _enough_to_rise(samples):
-        return True  # (nothing to tell by: as before, the toggle applies)
-    return bool(rise_within_run(samples)) or robust_cv(samples) > UNSETTLED_CV
+    """Whether a run's samples look like a run in another mode: they rose within the run (rise_within_run, or its last
+    RISE_FIRST samples beyond RISE_MIN above its first: the host fell behind late) or spread wide (robust CV above
+    UNSETTLED_CV). Too few samples, or any that is not a finite positive time, tell nothing:
+    unsettled (the whole history counts, as before the rule)."""
+    if not _enough_to_rise(samples) or not all(is_finite_number(s) and s > 0 for s in samples):
+        return True
+    tail = statistics.median(samples[-RISE_FIRST:]) / statistics.median(samples[:RISE_FIRST]) - 1  # (a late fall-behind)
+    return bool(rise_within_run(samples)) or tail > RISE_MIN or robust_cv(samples) > UNSETTLED_CV
+
+
+def device_part(base_samples, head_samples):
+    """HEAD's level where its samples rose within its run and BASE's are settled: the median of its first RISE_FIRST
+    samples, taken before the host fell behind (the device's time; a host-bound run of the old harness); else None."""
+    if not SETTLED_HISTORY or unsettled(base_samples) or not _enough_to_rise(head_samples):
+        return None
+    if not all(is_finite_number(s) and s > 0 for s in head_samples) or not rise_within_run(head_samples):
+        return None
+    return statistics.median(head_samples[:RISE_FIRST])
 
 
 def _enough_to_rise(samples):
@@ -404,8 +430,14 @@ def judge(base, head, history, absolute_floors=True, borrowed=None):
     (`absolute_floors`, `borrowed`: series_threshold's)."""
     verdicts, control_moves, drifted = [], {}, {}
     change = {}
+    device = {}  # series judged on HEAD's first samples (device_part): its samples rose within its run
     for series in sorted(set(base.values) & set(head.values), key=lambda s: (s.label(), s.env)):
-        r = math.log(head.values[series][0] / base.values[series][0])
+        head_value = head.values[series][0]
+        if series.is_greyhound and head.values[series][2] == "seconds":
+            first = device_part(base.values[series][1], head.values[series][1])
+            if first is not None:
+                device[series], head_value = (head_value, first), first
+        r = math.log(head_value / base.values[series][0])
         threshold, sigma, n = series_threshold(series, base, head, history, absolute_floors, borrowed)
         change[series] = (r, threshold, sigma, n)
         if not series.is_greyhound:
@@ -432,7 +464,11 @@ def judge(base, head, history, absolute_floors=True, borrowed=None):
             verdict.status = "regression" if series.is_greyhound else "drift"
         elif r < -threshold:
             verdict.status = "improvement" if series.is_greyhound else "drift"
-        if verdict.status == "regression":
+        if series in device:
+            median, first = device[series]
+            verdict.note = (f"HEAD's samples rose within its run (median {median * 1e3:.4g} ms): judged on its first "
+                            f"{RISE_FIRST} ({first * 1e3:.4g} ms), taken before the host fell behind the device")
+        elif verdict.status == "regression":
             rise, base_samples = rise_within_run(head.values[series][1]), base.values[series][1]
             base_read = _enough_to_rise(base_samples)
             if rise and not (base_read and rise_within_run(base_samples)):

@@ -4,8 +4,8 @@
 
 Every commit's tracked tier is one process (benchmarks/harness.py), so the results history of a machine holds one
 process per commit and series. For each series (benchmark x parameter combination) this writes a side table of the
-benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, GPU) and by the asv benchmark, environment,
-machine and benchmark version (NOISE_KEY):
+benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, GPU) and by the asv benchmark, environment
+and machine (NOISE_KEY), each row naming the benchmark version it was measured under:
 
 * within_process_cv: the median over runs of the samples' robust coefficient of variation (IQR / 1.349 / median);
 * between_process_cv: the spread of one run's median around the next on the same GPU: 1.4826 x MAD of the
@@ -47,9 +47,10 @@ LEGACY_COLUMNS = ("kernel_name", "kernel_provider", "kernel_operation_mode", "me
                   "extra_benchmark_config_str", "gpu_name", "runs", "gpus", "within_process_cv", "between_process_cv",
                   "between_machine_cv", "benchmark", "asv_environment")
 COLUMNS = LEGACY_COLUMNS + ("asv_machine", "benchmark_version")
+# One series of the table: a re-run replaces its rows, whatever their benchmark_version (a version the results no longer
+# hold is dropped with them; versions the results hold side by side are rows of one series, written together).
 NOISE_KEY = ("kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "x_name", "x_value",
-             "extra_benchmark_config_str", "gpu_name", "benchmark", "asv_environment", "asv_machine",
-             "benchmark_version")  # one series of the table
+             "extra_benchmark_config_str", "gpu_name", "benchmark", "asv_environment", "asv_machine")
 LEGACY_KEY = tuple(c for c in NOISE_KEY if c in LEGACY_COLUMNS)  # (what an earlier-schema row is matched on)
 GPUS_FILE = "gpus.csv"
 
