@@ -15,10 +15,12 @@ per series (benchmark x parameter combination) of the tracked tier, on one machi
   runs' own samples give (standard error of each median); with fewer than MIN_HISTORY differences (a machine new to
   the results) the series' noise and toggle on the other machines of the --results directories stand in (the
   noisiest machine's with enough history), else a prior of PRIOR_BETWEEN per process is added to the samples' part;
-  where BASE's and HEAD's samples are both settled (neither rose within the run nor spread beyond UNSETTLED_CV:
-  `unsettled`), the noise and toggle come from the history's settled runs of the series alone (given MIN_HISTORY
-  differences of them): a host-bound run of the old harness (its first samples the device's time, the rest the
-  host's pace) is another measurement, not the series' noise; with either side unsettled the whole history counts;
+  where BASE's samples are settled (they neither rose within the run nor spread beyond UNSETTLED_CV: `unsettled`),
+  the noise and toggle come from the history's settled runs of the series alone (given MIN_HISTORY differences of
+  them; borrowed noise likewise): a host-bound run of the old harness (its first samples the device's time, the
+  rest the host's pace) is another measurement, not the series' noise. HEAD's state does not choose (a regression
+  can unsettle HEAD); a HEAD whose samples rose within its run is judged on its first RISE_FIRST samples (the
+  device's time, before the host fell behind), and the report says so. With BASE unsettled the whole history counts;
 * a series regressed when r > max(Z x sigma, FLOOR, FLOOR_SECONDS, toggle) (memory: FLOOR_MEMORY and 1 MiB), i.e.
   beyond Z standard deviations of its own A/A differences and beyond a minimum effect, relative and absolute: a
   few-µs call is launch latency, which differs by ~1.3 µs between H200 machines on unchanged code;
@@ -97,7 +99,7 @@ FLOOR_MEMORY = 0.01  # memory: 1% ...
 FLOOR_MEMORY_BYTES = 2**20  # ... and 1 MiB
 MIN_HISTORY = 3  # successive differences needed to trust a series' own noise estimate
 TOGGLE_WINDOW = 12  # a series' last runs searched for a move made both ways
-# Session 58: between two settled runs, the noise and toggle of the settled runs alone. On the H200 history the
+# Session 58: for a settled BASE, the noise and toggle of the settled runs alone. On the H200 history the
 # host-bound runs had set causal_conv1d's greyhound backward at sigma 0.40 and a toggle of 0.63, so a x2 slowdown
 # from 4735bed passed; judged on its settled runs the same slowdown is caught (docs/benchmarking.md).
 SETTLED_HISTORY = True
