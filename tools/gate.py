@@ -103,6 +103,7 @@ TOGGLE_WINDOW = 12  # a series' last runs searched for a move made both ways
 # host-bound runs had set causal_conv1d's greyhound backward at sigma 0.40 and a toggle of 0.63, so a x2 slowdown
 # from 4735bed passed; judged on its settled runs the same slowdown is caught (docs/benchmarking.md).
 SETTLED_HISTORY = True
+HOST_BOUND_MAX_SECONDS = 2e-3  # a call this long is never host-bound here (a host queues one in at most ~1.5 ms)
 UNSETTLED_CV = 0.03  # a run whose samples spread wider is unsettled (most series: 0.1-0.5%; the lm-head GEMMs 3-6%)
 TOGGLE_MARGIN = 1.0  # standard deviations of the series' noise allowed past the move it made both ways
 PRIOR_BETWEEN = 0.01  # between-process noise per run assumed where the history is too short (1%)
@@ -393,12 +394,15 @@ def unsettled(samples):
 
 def device_part(base_samples, head_samples):
     """HEAD's level where its samples rose within its run and BASE's are settled: the median of its first RISE_FIRST
-    samples, taken before the host fell behind (the device's time; a host-bound run of the old harness); else None."""
+    samples, taken before the host fell behind (the device's time; a host-bound run of the old harness); else None.
+    Only for calls under HOST_BOUND_MAX_SECONDS: a longer call's rise is the GPU's own (the lm-head GEMMs' power-cap
+    waves read 45 -> 53 ms within one process), and its first samples would read faster than the code is."""
     if not SETTLED_HISTORY or unsettled(base_samples) or not _enough_to_rise(head_samples):
         return None
     if not all(is_finite_number(s) and s > 0 for s in head_samples) or not rise_within_run(head_samples):
         return None
-    return statistics.median(head_samples[:RISE_FIRST])
+    first = statistics.median(head_samples[:RISE_FIRST])
+    return first if first < HOST_BOUND_MAX_SECONDS else None
 
 
 def _enough_to_rise(samples):
