@@ -1,5 +1,8 @@
 #!/bin/bash
-# Session 58: tags s58*, the same PART=sweeptests call as session 57 (no H200 came then).
+# Session 59: PART=lce (new): asv of the linear cross-entropy's d_model x V sweep (ChunkedLinearCrossEntropy2DSweep,
+# every provider in one process; last run at 4311716, before the full mode reached 38.8 ms at d_model 4096), for issue
+# 14's "faster than torch.compile at d_model 4096 and 8192"; tags s59*. (Not yet run: update the tags each session.)
+# Session 58: tags s58*, the same PART=sweeptests call as session 57; it ran as log 215 (the Cheri sweep of 23a23eb).
 # Session 57: tags s57*; PART=sweeptests also runs the linear cross-entropy's and logprobs' GPU tests (none since 7f19910).
 # Session 56: the same call, tags s56*; PART=sweeptests: CheriBlockSweep (deadline 340 s), then GPU tests.
 # Session 55: the same call, tags s55*; PART=all on an H200 through h200-only.sh (ws_first_z A/B after the tests).
@@ -64,6 +67,8 @@ for r in 1 2; do
       | cut -c1-260 | sed "s/^/r$r $dt /" | tee -a $OUT/call.log)
   done
 done
+elif [[ ${PART:-1} == lce ]]; then  # the lm-head sweep alone (d_model 4096 / 8192 x V 65536 / 128256, full/forward/backward)
+asv s59l $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! ChunkedLinearCrossEntropy2DSweep"
 elif [[ ${PART:-1} == sweep || ${PART:-1} == sweeptests ]]; then  # CheriBlockSweep alone (163-216 s on an H100, 262 s
 # on session 50's H200): every goal cell of the Cheri table; PART=sweeptests: then the GPU tests in what is left (the
 # Cheri defaults' and session 55's two fixes': CE's +inf row, causal_conv1d's inf tap; none ran on an H200 since)
