@@ -388,8 +388,8 @@ def unsettled(samples):
     unsettled (the whole history counts, as before the rule)."""
     if not _enough_to_rise(samples) or not all(is_finite_number(s) and s > 0 for s in samples):
         return True
-    tail = statistics.median(samples[-RISE_FIRST:]) / statistics.median(samples[:RISE_FIRST]) - 1  # (a late fall-behind)
-    return bool(rise_within_run(samples)) or tail > RISE_MIN or robust_cv(samples) > UNSETTLED_CV
+    late = statistics.median(samples[-RISE_FIRST:]) / statistics.median(samples[:RISE_FIRST]) - 1  # (fell behind late)
+    return bool(rise_within_run(samples)) or late > RISE_MIN or robust_cv(samples) > UNSETTLED_CV
 
 
 def device_part(base_samples, head_samples):

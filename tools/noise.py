@@ -4,8 +4,8 @@
 
 Every commit's tracked tier is one process (benchmarks/harness.py), so the results history of a machine holds one
 process per commit and series. For each series (benchmark x parameter combination) this writes a side table of the
-benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, GPU) and by the asv benchmark, environment
-and machine (NOISE_KEY), each row naming the benchmark version it was measured under:
+benchmark CSV, keyed like it (kernel, provider, mode, metric, x, extra config, GPU) and by the asv benchmark,
+environment and machine (NOISE_KEY), each row naming the benchmark version it was measured under:
 
 * within_process_cv: the median over runs of the samples' robust coefficient of variation (IQR / 1.349 / median);
 * between_process_cv: the spread of one run's median around the next on the same GPU: 1.4826 x MAD of the
