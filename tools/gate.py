@@ -225,7 +225,7 @@ def load_runs(results_dirs, machine=None, tier="tracked", warnings=None, own=OWN
         except OSError as err:
             raise GateError(f"cannot list {results_dir}: {err}") from None
     # another project's benchmarks declare no tiers: then every benchmark is tracked
-    tiers = any("tier" in meta for _, benchmarks, _ in directories for meta in benchmarks.values())
+    tiers = any(declares_tiers(benchmarks) for _, benchmarks, _ in directories)
     for results_dir, benchmarks, machine_dirs in directories:
         for machine_dir in machine_dirs:
             if machine and machine_dir.name != machine:
@@ -381,12 +381,22 @@ def series_threshold(series, base, head, history, absolute_floors=True, borrowed
     return max(Z * sigma, floor, toggle + TOGGLE_MARGIN * sigma if toggle else 0.0), sigma, n
 
 
+def _times(samples):
+    """Whether `samples` are enough for rise_within_run and every one a finite positive time."""
+    return _enough_to_rise(samples) and all(is_finite_number(s) and s > 0 for s in samples)
+
+
+def declares_tiers(metas):
+    """Whether any of these benchmarks.json entries declares a tier (greyhound's suite: the absolute floors apply)."""
+    return any("tier" in meta for meta in metas.values())
+
+
 def unsettled(samples):
     """Whether a run's samples look like a run in another mode: they rose within the run (rise_within_run, or its last
     RISE_FIRST samples beyond RISE_MIN above its first: the host fell behind late) or spread wide (robust CV above
     UNSETTLED_CV). Too few samples, or any that is not a finite positive time, tell nothing:
     unsettled (the whole history counts, as before the rule)."""
-    if not _enough_to_rise(samples) or not all(is_finite_number(s) and s > 0 for s in samples):
+    if not _times(samples):
         return True
     late = statistics.median(samples[-RISE_FIRST:]) / statistics.median(samples[:RISE_FIRST]) - 1  # (fell behind late)
     return bool(rise_within_run(samples)) or late > RISE_MIN or robust_cv(samples) > UNSETTLED_CV
@@ -397,9 +407,7 @@ def device_part(base_samples, head_samples):
     samples, taken before the host fell behind (the device's time; a host-bound run of the old harness); else None.
     Only for calls under HOST_BOUND_MAX_SECONDS: a longer call's rise is the GPU's own (the lm-head GEMMs' power-cap
     waves read 45 -> 53 ms within one process), and its first samples would read faster than the code is."""
-    if not SETTLED_HISTORY or unsettled(base_samples) or not _enough_to_rise(head_samples):
-        return None
-    if not all(is_finite_number(s) and s > 0 for s in head_samples) or not rise_within_run(head_samples):
+    if not SETTLED_HISTORY or unsettled(base_samples) or not _times(head_samples) or not rise_within_run(head_samples):
         return None
     first = statistics.median(head_samples[:RISE_FIRST])
     return first if first < HOST_BOUND_MAX_SECONDS else None
@@ -923,7 +931,7 @@ def main(argv=None):
                     print(f"machine: {name}")
                 # (as a pair is judged: the absolute floors only where benchmarks declare tiers, greyhound's suite)
                 result = evaluate(runs, pairs, slowdown, args.history_size,
-                                  absolute_floors=any("tier" in meta for meta in machine_metas.values()))
+                                  absolute_floors=declares_tiers(machine_metas))
                 for key, value in result.items():
                     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
             return 0
@@ -952,7 +960,7 @@ def main(argv=None):
                 raise GateError(f"{side} {commit[:8]}'s results are not all readable: {broken[0]}")
         # benchmarks that declare tiers are greyhound's GPU suite, whose absolute floors (launch latency, the
         # allocator) suit them; another project's (no tiers) are judged on the relative floors and their own noise
-        tiers = any("tier" in meta for meta in metas.values())
+        tiers = declares_tiers(metas)
         history = history_for(runs, exclude={head})
         report = judge(runs[base], runs[head], history, tiers, borrowed_noise(runs, base, head, history, results, tier,
                                                                               own))
@@ -976,7 +984,7 @@ def main(argv=None):
         print(f"tools.gate: error: {err}", file=sys.stderr)
         return 2
     # "tracked series" only where a tier selected them: benchmarks that declare no tier are all judged
-    scope = "tracked" if tier and any("tier" in meta for meta in metas.values()) else ""
+    scope = "tracked" if tier and declares_tiers(metas) else ""
     print("\n".join(format_report(report, base, head, scope)))
     if report.regressions or report.failed:
         return 1
