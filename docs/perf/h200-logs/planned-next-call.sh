@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 59: PART=lce (new): asv of the linear cross-entropy's d_model x V sweep (ChunkedLinearCrossEntropy2DSweep,
+# Session 59: PART=lce (through s59-call.sh on an H200): asv of the linear cross-entropy's d_model x V sweep (ChunkedLinearCrossEntropy2DSweep,
 # every provider in one process; last run at 4311716, before the full mode reached 38.8 ms at d_model 4096), for issue
 # 14's "faster than torch.compile at d_model 4096 and 8192"; tags s59*. (Not yet run: update the tags each session.)
 # Session 58: tags s58*, the same PART=sweeptests call as session 57; it ran as log 215 (the Cheri sweep of 23a23eb).
@@ -35,7 +35,7 @@ bash scripts/carry_repo.sh unpack /tmp/gh-t
 (cd /tmp/gh-t && git log --oneline -1 | tee -a $OUT/call.log)
 if [[ ${PART:-1} == all ]]; then  # both asv suites first, in one asv call (the goals' cells and the tracked tier, whose
 # host-bound series the head start of 81db6f9 should now read as the device's time), then the tests in what is left
-asv s58a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
+asv s59a $((${LIMIT:-585} - 170 - (SECONDS - S))) "HEAD^! CheriBlockSweep" "HEAD^! @tracked"
 fi
 if [[ ${PART:-1} == all || ${PART:-1} == ab ]]; then
 # the GPU tests: ws_first_z's bit-equality (PART=ab), with the 16-bit defaults' and variants' (PART=all)
@@ -73,7 +73,7 @@ elif [[ ${PART:-1} == sweep || ${PART:-1} == sweeptests ]]; then  # CheriBlockSw
 # on session 50's H200): every goal cell of the Cheri table; PART=sweeptests: then the GPU tests in what is left (the
 # Cheri defaults' and session 55's two fixes': CE's +inf row, causal_conv1d's inf tap; none ran on an H200 since)
 D=$((${LIMIT:-585} - 20 - (SECONDS - S))); [[ ${PART:-1} == sweeptests ]] && (( D > 340 )) && D=340
-asv s58b $D "HEAD^! CheriBlockSweep"
+asv s59b $D "HEAD^! CheriBlockSweep"
 if [[ ${PART:-1} == sweeptests ]]; then  # the defaults' tests (the off-by-default variants' bit-equality ran on H100s)
 T="consumer_registers or shuffled_conv_taps or late_residual or training_path_and_megakernel_modes or default_inference or large_hidden or tuning_variants"
 (cd /tmp/gh-t && PYTHONPATH=/tmp/site:/tmp/gh-t timeout $(( ${LIMIT:-585} - (SECONDS - S) - 10 )) python3 -m pytest -n 8 -q --tb=short -p no:cacheprovider -rfE \
@@ -82,5 +82,5 @@ T="consumer_registers or shuffled_conv_taps or late_residual or training_path_an
 grep -E "passed|failed" $OUT/pytest.log | tail -2 | cut -c1-250 | tee -a $OUT/call.log; grep " FAILED" $OUT/pytest.log | head | tee -a $OUT/call.log
 fi
 else
-asv s58 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
+asv s59 $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! @tracked" "HEAD^! CheriBlockSweep"
 fi
