@@ -97,7 +97,8 @@ HEAD_START_MAX_SECONDS = 0.05
 # (a host synchronisation) is never ahead, and a spin does not change that. (Session 58: the sizing above is a
 # forecast from the previous batch; the runs since it (dcca289 on an H100, 4735bed on an H200) read every host-bound
 # series at the device's time, and this check makes a run that would not say so and measure again, instead of passing
-# host time off as the device's. Its first H200 run, log 215: 72 of 72 combinations ahead, one after a re-measure.)
+# host time off as the device's. Its first H200 run, log 215: 72 of 72 combinations ahead, one after a re-measure;
+# on an H100, log 217: the samples' first batch starved to 1e4 cycles, 4 of 4 ahead after one, within 0.5%.)
 HEAD_START_RETRIES = 1
 HEAD_START_RETRY_MAX_SECONDS = 0.4
 # torch.cuda._sleep counts SM clock cycles; converted at 2 GHz (the H100's and H200's boost is 1.98 GHz) a duration
