@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 59: PART=lce (through s59-call.sh on an H200): asv of the linear cross-entropy's d_model x V sweep (ChunkedLinearCrossEntropy2DSweep,
+# Session 59: PART=tracked (new: the tracked tier alone); PART=lce (through s59-call.sh on an H200): asv of the linear cross-entropy's d_model x V sweep (ChunkedLinearCrossEntropy2DSweep,
 # every provider in one process; last run at 4311716, before the full mode reached 38.8 ms at d_model 4096), for issue
 # 14's "faster than torch.compile at d_model 4096 and 8192"; tags s59*. (Not yet run: update the tags each session.)
 # Session 58: tags s58*, the same PART=sweeptests call as session 57; it ran as log 215 (the Cheri sweep of 23a23eb).
@@ -67,6 +67,9 @@ for r in 1 2; do
       | cut -c1-260 | sed "s/^/r$r $dt /" | tee -a $OUT/call.log)
   done
 done
+elif [[ ${PART:-1} == tracked ]]; then  # the tracked tier alone (178 s on session 55's H200): the tip's H200 figures and
+# the gate's pair against the last tracked run of this GPU model
+asv s59t $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
 elif [[ ${PART:-1} == lce ]]; then  # the lm-head sweep alone (d_model 4096 / 8192 x V 65536 / 128256, full/forward/backward)
 asv s59l $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! ChunkedLinearCrossEntropy2DSweep"
 elif [[ ${PART:-1} == sweep || ${PART:-1} == sweeptests ]]; then  # CheriBlockSweep alone (163-216 s on an H100, 262 s
