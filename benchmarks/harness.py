@@ -51,6 +51,7 @@ import os
 import pkgutil
 import re
 import statistics
+import sys
 import time
 import traceback
 
@@ -571,7 +572,8 @@ class KernelSuite(abc.ABC):
         queue all n at the pace it queued the previous batch (head_start_cycles). An event after the spin tells
         whether the device was still spinning when the last call was queued (`host_ahead`); where it was not, some
         samples may have read the host's pace, and the batch is measured again behind a longer spin, up to
-        `retries` times (HEAD_START_RETRY_MAX_SECONDS of spin at most; `head_start_retries` counts them).
+        `retries` times (HEAD_START_RETRY_MAX_SECONDS of spin at most; `head_start_retries` counts them); a batch
+        of samples (retries asked) still behind after them is named on stderr, which asv shows with --show-stderr.
         CPU: wall clock per call. With a `gpu` dict, gpu_state() is read into gpu["during"] once the calls are
         queued, before the synchronisation (the device is then still running them unless the host fell behind)."""
         if n <= 0:  # (nothing to time; the GPU path would divide the host's time by n)
@@ -590,6 +592,12 @@ class KernelSuite(abc.ABC):
         while True:
             times = self._queued_batch(n, head_start, gpu)
             if self.host_ahead or self.head_start_retries >= retries or head_start >= most:
+                if retries and not self.host_ahead:  # (the timed samples, not a warm-up window: said, not hidden)
+                    print(f"greyhound harness: {self.kernel_name} {getattr(self, 'provider', '?')} "
+                          f"{getattr(self, 'mode', '?')}: the host fell behind the device in the timed batch after "
+                          f"{self.head_start_retries} re-measure(s) (host {self.host_seconds_per_call * 1e3:.3f} ms "
+                          f"a call, median sample {statistics.median(times) * 1e3:.4f} ms): the samples may read the "
+                          "host's pace, not the device's (host_ahead False in the profile)", file=sys.stderr)
                 return times
             self.head_start_retries += 1
             head_start = min(most, max(2 * head_start, head_start_cycles(n, self.host_seconds_per_call)))

@@ -404,7 +404,7 @@ def test_each_batch_spins_for_the_host_pace_the_previous_one_measured(monkeypatc
     assert fast < slow and spins[3] == harness.head_start_cycles(4, fast) < spins[1]  # a fast host: a short spin
 
 
-def test_a_batch_the_host_fell_behind_in_is_measured_again_behind_a_longer_spin(monkeypatch):
+def test_a_batch_the_host_fell_behind_in_is_measured_again_behind_a_longer_spin(monkeypatch, capsys):
     """The GPU timer (with CUDA stood in for): where the event after the spin had completed once the host had queued
     the batch (the device caught up with the host, so samples may read the host's pace), the batch is measured again
     behind twice the spin, up to `retries` times and HEAD_START_RETRY_MAX_SECONDS of spin; the samples returned are
@@ -443,12 +443,16 @@ def test_a_batch_the_host_fell_behind_in_is_measured_again_behind_a_longer_spin(
     assert suite.sample_times(4, retries=3) == [3e-3] * 4
     assert suite.host_ahead and suite.head_start_retries == 2
     assert spins == [harness.HEAD_START_CYCLES, 2 * harness.HEAD_START_CYCLES, 4 * harness.HEAD_START_CYCLES]
+    assert capsys.readouterr().err == ""  # ahead in the end: nothing to say
     spins.clear()
     caught_up[:] = [True] * 10  # never ahead: stops after `retries` re-measures, and says so
     assert suite.sample_times(4, retries=3) == [4e-3] * 4
     assert not suite.host_ahead and suite.head_start_retries == 3 and len(spins) == 4
+    err = capsys.readouterr().err  # on stderr, which asv shows (--show-stderr) and the sweep CLI prints
+    assert "host fell behind the device" in err and "after 3 re-measure(s)" in err and "4.0000 ms" in err
     spins.clear()
     assert suite.sample_times(4) == [1e-3] * 4 and len(spins) == 1 and not suite.host_ahead  # no retries asked
+    assert capsys.readouterr().err == ""  # (a warm-up window: its pace only sizes the next spin)
     spins.clear()
     monkeypatch.setattr(harness, "HEAD_START_RETRY_MAX_SECONDS", 3 * harness.HEAD_START_CYCLES
                         / harness.SLEEP_CYCLES_PER_SECOND)
