@@ -279,6 +279,16 @@ def measurement(samples=None, peak_bytes=None, error=None, skipped=None, phases=
             "gpu": gpu}
 
 
+def host_behind_message(kernel, provider, mode, retries, host_seconds_per_call, median_seconds):
+    """The line on stderr for timed samples the host was still behind the device in after `retries` re-measures
+    (sample_times, for the sweep CLI; replay_sample, for asv, whose --show-stderr shows a benchmark's stderr and
+    drops setup_cache's when it succeeds)."""
+    return (f"greyhound harness: {kernel} {provider} {mode}: the host fell behind the device in the timed batch after "
+            f"{retries} re-measure(s) (host {host_seconds_per_call * 1e3:.3f} ms a call, median sample "
+            f"{median_seconds * 1e3:.4f} ms): the samples may read the host's pace, not the device's (host_ahead False "
+            "in the profile)")
+
+
 class KernelSuite(abc.ABC):
     """Base of every kernel suite; abstract, so asv does not collect it as a benchmark itself."""
 
@@ -573,7 +583,8 @@ class KernelSuite(abc.ABC):
         whether the device was still spinning when the last call was queued (`host_ahead`); where it was not, some
         samples may have read the host's pace, and the batch is measured again behind a longer spin, up to
         `retries` times (HEAD_START_RETRY_MAX_SECONDS of spin at most; `head_start_retries` counts them); a batch
-        of samples (retries asked) still behind after them is named on stderr, which asv shows with --show-stderr.
+        of samples (retries asked) still behind after them is named on stderr (host_behind_message; asv's `time_`
+        says it again in the benchmark's process, whose stderr asv shows with --show-stderr: replay_sample).
         CPU: wall clock per call. With a `gpu` dict, gpu_state() is read into gpu["during"] once the calls are
         queued, before the synchronisation (the device is then still running them unless the host fell behind)."""
         if n <= 0:  # (nothing to time; the GPU path would divide the host's time by n)
@@ -593,11 +604,9 @@ class KernelSuite(abc.ABC):
             times = self._queued_batch(n, head_start, gpu)
             if self.host_ahead or self.head_start_retries >= retries or head_start >= most:
                 if retries and not self.host_ahead:  # (the timed samples, not a warm-up window: said, not hidden)
-                    print(f"greyhound harness: {self.kernel_name} {getattr(self, 'provider', '?')} "
-                          f"{getattr(self, 'mode', '?')}: the host fell behind the device in the timed batch after "
-                          f"{self.head_start_retries} re-measure(s) (host {self.host_seconds_per_call * 1e3:.3f} ms "
-                          f"a call, median sample {statistics.median(times) * 1e3:.4f} ms): the samples may read the "
-                          "host's pace, not the device's (host_ahead False in the profile)", file=sys.stderr)
+                    print(host_behind_message(self.kernel_name, getattr(self, "provider", "?"),
+                                              getattr(self, "mode", "?"), self.head_start_retries,
+                                              self.host_seconds_per_call, statistics.median(times)), file=sys.stderr)
                 return times
             self.head_start_retries += 1
             head_start = min(most, max(2 * head_start, head_start_cycles(n, self.host_seconds_per_call)))
@@ -685,7 +694,17 @@ class KernelSuite(abc.ABC):
         self._next_sample = iter(result["samples"])
 
     def replay_sample(self):
-        """The body of `time_`: hand asv the next recorded sample through `replay_clock`."""
+        """The body of `time_`: hand asv the next recorded sample through `replay_clock`. The first sample of a
+        combination says on stderr (which asv shows with --show-stderr; setup_cache's it drops on success) when the
+        recorded samples ended with the host behind the device. (Here, not in `setup`: asv hashes setup's source into
+        every benchmark's version, and a new version would cut every series' history in the gate.)"""
+        if getattr(self, "_said", None) != self._replaying:
+            self._said = self._replaying
+            phases, samples = self._measurement["phases"], self._measurement["samples"]
+            if phases.get("host_ahead") is False and samples:
+                print(host_behind_message(self.kernel_name, *self._replaying[:2], phases.get("head_start_retries", 0),
+                                          phases.get("host_seconds_per_call", 0.0), statistics.median(samples)),
+                      file=sys.stderr)
         try:
             _replayed_seconds[0] += next(self._next_sample)
         except StopIteration:

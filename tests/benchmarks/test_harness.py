@@ -241,6 +241,33 @@ def test_time_replays_exactly_the_measured_samples_and_peak_is_na_on_cpu():
         suite.track_peakmem_cross_entropy_with_grad(measured, *combo)
 
 
+def test_asv_time_names_samples_the_host_was_behind_in_once_a_combination(capsys):
+    """asv drops setup_cache's stderr when it succeeds, so the benchmark's own time_ (whose stderr --show-stderr
+    shows) says when the recorded samples ended with the host behind the device: on its first sample only, though
+    asv calls setup and time_ for every sample; nothing for samples the host was ahead in, nor on a CPU (no head
+    start)."""
+    combo = ("greyhound", "forward", 16, 300, "float32")
+    samples = [2e-3, 4e-3, 3e-3]
+
+    def measured(**phases):
+        return {"_Suite": {combo: harness.measurement(samples=samples, phases=phases)}}
+
+    def replay(suite, cache, times):
+        for _ in range(times):
+            suite.setup(cache, *combo)
+            suite.time_cross_entropy_with_grad(cache, *combo)
+
+    behind = measured(host_ahead=False, head_start_retries=1, host_seconds_per_call=5e-3)
+    replay(_Suite(), behind, 3)
+    err = capsys.readouterr().err
+    assert err.count("host fell behind the device") == 1
+    assert "cross_entropy_with_grad greyhound forward" in err and "after 1 re-measure(s)" in err
+    assert "host 5.000 ms a call, median sample 3.0000 ms" in err
+    for phases in ({"host_ahead": True, "head_start_retries": 0, "host_seconds_per_call": 5e-3}, {}):
+        replay(_Suite(), measured(**phases), 3)
+        assert capsys.readouterr().err == ""
+
+
 def test_unknown_provider_is_a_clear_error():
     with pytest.raises(ValueError, match="provider must be one of"):
         providers.require("tourch-eager")
