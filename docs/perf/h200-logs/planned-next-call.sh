@@ -68,7 +68,7 @@ for r in 1 2; do
   done
 done
 elif [[ ${PART:-1} == tracked ]]; then  # the tracked tier alone (178 s on session 55's H200): the tip's H200 figures and
-# the gate's pair against the last tracked run of this GPU model
+# the gate's pair against the last tracked run of this GPU model; an H100 needs more than 200 s (log 219: cut off)
 asv s59t $((${LIMIT:-585} - 15 - (SECONDS - S))) "HEAD^! @tracked"
 elif [[ ${PART:-1} == lce ]]; then  # the lm-head sweep alone (d_model 4096 / 8192 x V 65536 / 128256, full/forward/backward)
 asv s59l $((${LIMIT:-585} - 20 - (SECONDS - S))) "HEAD^! ChunkedLinearCrossEntropy2DSweep"
