@@ -633,11 +633,14 @@ def borrowed_noise(runs, base, head, history, results_dirs, tier, own):
     shared = set(runs[base].values) & set(runs[head].values)
     if all(history_noise(series, history)[1] >= MIN_HISTORY for series in shared):
         return None
-    here = {runs[base].params.get("machine"), runs[head].params.get("machine")}
-    others = {}
-    for name in machine_names(results_dirs):
-        if name not in here:
-            others[name] = load_runs(results_dirs, name, tier=tier, warnings=[], own=own)  # (read as best it can)
+    return noise_of_other_machines(results_dirs, {runs[base].params.get("machine"), runs[head].params.get("machine")},
+                                   tier, own)
+
+
+def noise_of_other_machines(results_dirs, here, tier, own):
+    """other_machine_noise of the --results directories' machines not in `here` (each read as best it can)."""
+    others = {name: load_runs(results_dirs, name, tier=tier, warnings=[], own=own)
+              for name in machine_names(results_dirs) if name not in here}
     return other_machine_noise(others)
 
 
@@ -772,11 +775,13 @@ def scaled(run, factor):
     return copy
 
 
-def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0, absolute_floors=True):
+def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0, absolute_floors=True,
+             borrowed=None):
     """False alarms over A/A pairs and the share of greyhound time series caught at `slowdown`. With `history_size`
     k, each pair is judged `resamples` times against BASE plus k other runs drawn at random (seeded), as on a machine
-    with a short history, instead of against every other run. `absolute_floors`: judge's (off for another project's
-    benchmarks, which declare no tier, as when a pair of them is judged)."""
+    with a short history, instead of against every other run. `absolute_floors`, `borrowed`: judge's (the floors off
+    for another project's benchmarks, which declare no tier; the other machines' noise for series whose history here
+    is short), so that a pair is judged here as the gate judges it."""
     rng = random.Random(seed)
     alarms = flagged_runs = compared = caught = greyhound_time = 0
     per_series_missed = {}
@@ -788,11 +793,11 @@ def evaluate(runs, pairs, slowdown=1.05, history_size=None, resamples=20, seed=0
             histories = [sorted(rng.sample(others, min(history_size, len(others))) + [runs[base_commit]],
                                 key=lambda r: (r.date, r.commit)) for _ in range(resamples)]
         for history in histories:
-            report = judge(runs[base_commit], runs[head_commit], history, absolute_floors)
+            report = judge(runs[base_commit], runs[head_commit], history, absolute_floors, borrowed)
             compared += len(report.verdicts)
             alarms += len(report.regressions)
             flagged_runs += bool(report.regressions)
-            slow = judge(runs[base_commit], scaled(runs[head_commit], slowdown), history, absolute_floors)
+            slow = judge(runs[base_commit], scaled(runs[head_commit], slowdown), history, absolute_floors, borrowed)
             for verdict in slow.verdicts:
                 if verdict.series.is_greyhound and runs[base_commit].values[verdict.series][2] == "seconds":
                     greyhound_time += 1
@@ -930,8 +935,10 @@ def main(argv=None):
                 if len(names) > 1:
                     print(f"machine: {name}")
                 # (as a pair is judged: the absolute floors only where benchmarks declare tiers, greyhound's suite)
+                # (and with the other machines' noise where a series' history here is short, as the gate borrows it)
                 result = evaluate(runs, pairs, slowdown, args.history_size,
-                                  absolute_floors=declares_tiers(machine_metas))
+                                  absolute_floors=declares_tiers(machine_metas),
+                                  borrowed=noise_of_other_machines(results, {name}, tier, judged_own))
                 for key, value in result.items():
                     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
             return 0

@@ -594,10 +594,10 @@ def test_evaluate_against_short_random_histories(monkeypatch):
     seen = []
     real_judge = gate.judge
 
-    def spying_judge(base, head, history, absolute_floors=True):
+    def spying_judge(base, head, history, absolute_floors=True, borrowed=None):
         seen.append(len(history))
         assert base in history and head not in history
-        return real_judge(base, head, history, absolute_floors)
+        return real_judge(base, head, history, absolute_floors, borrowed)
 
     monkeypatch.setattr(gate, "judge", spying_judge)
     short = gate.evaluate(runs, pairs, 1.10, history_size=3, resamples=5)
@@ -970,6 +970,22 @@ def test_a_machine_new_to_the_results_borrows_the_noise_of_the_others():
     assert alarms_borrowed == 0 and alarms_prior >= 10
     slow = _run("slow", rng, between=0.05, date=102, factor={"'greyhound'": 1.5})
     assert gate.judge(base, slow, [base], True, borrowed).regressions  # still caught beyond that noise
+
+
+def test_evaluate_borrows_the_other_machines_noise_as_the_gate_does():
+    # session 59: --evaluate judged short histories on the 1% prior where the gate itself borrows the other machines'
+    # noise, so its rates were not the gate's (the H200 with --history-size 2: 65% caught, 70.8% with the borrowing)
+    rng = random.Random(13)
+    noisy = _history(rng, n=12, between=0.05, memory=False)
+    borrowed = gate.other_machine_noise({"old-gpu": {run.commit: run for run in noisy}})
+    runs = {run.commit: run for run in _history(rng, n=12, between=0.05, memory=False)}
+    commits = sorted(runs)
+    pairs = list(zip(commits[:-1], commits[1:]))
+    prior = gate.evaluate(runs, pairs, 2.0, history_size=0, resamples=3)
+    lent = gate.evaluate(runs, pairs, 2.0, history_size=0, resamples=3, borrowed=borrowed)
+    assert prior["false_alarms"] >= 5 and lent["false_alarms"] == 0
+    assert lent["sensitivity"] >= 0.95  # a doubling still caught beyond that noise
+    assert gate.evaluate(runs, pairs, 2.0) == gate.evaluate(runs, pairs, 2.0, borrowed=borrowed)  # (long enough here)
 
 
 def test_an_empty_benchmarks_json_is_named_when_nothing_is_compared(tmp_path, capsys):
