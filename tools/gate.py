@@ -71,7 +71,7 @@ on stderr; when it is BASE's or HEAD's, or when the two runs share no series, th
 pass on what is left; when they share no asv environment the refusal says so. --repo names the git repository of
 the commits (default: the current directory; another project's results: its clone): refs resolve there, and
 --evaluate finds its A/A pairs there (consecutive runs with an identical --code-path tree) and refuses (exit 2) where
-it finds none; --slowdown, --code-path and --history-size are --evaluate's and refused without it. A flagged series
+it finds none, and exits 2 after its rates where a machine's pairs share no series (nothing compared); --slowdown, --code-path and --history-size are --evaluate's and refused without it. A flagged series
 with fewer than MIN_HISTORY differences of history rests on the PRIOR_BETWEEN prior, sized for a GPU; the report
 counts them.
 
@@ -918,6 +918,7 @@ def main(argv=None):
                                 f"{slowdown}")
             names = check_machine(results, args.machine)
             names = [args.machine] if args.machine else names
+            status = 0
             for name in names:
                 machine_metas = {}
                 runs = load_runs(results, name, tier=tier, warnings=warnings, own=own, metas=machine_metas)
@@ -941,7 +942,13 @@ def main(argv=None):
                                   borrowed=noise_of_other_machines(results, {name}, tier, judged_own))
                 for key, value in result.items():
                     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
-            return 0
+                if not result["series_compared"]:  # (rates of nan: nothing compared, as a pair that shares no series)
+                    tiered = tier and declares_tiers(machine_metas)
+                    scope = " of the tracked tier (--all-tiers: the sweeps too)" if tiered else ""
+                    print(f"tools.gate: machine {name}: its {len(pairs)} identical-code pair(s) share no series"
+                          f"{scope}: nothing compared", file=sys.stderr)
+                    status = 2
+            return status
         if args.machine is None and args.base and args.head:
             runs = runs_of_pair(results, args.base, args.head, tier, warnings, own, metas, args.repo)
         else:

@@ -917,6 +917,24 @@ def test_evaluate_judges_another_projects_benchmarks_on_their_relative_floor_as_
     assert "greyhound_time_series: 5\n" in out and "caught: 5\n" in out and "false_alarms: 0\n" in out
 
 
+def test_evaluate_says_when_its_pairs_share_no_series(tmp_path, capsys, monkeypatch):
+    # session 59: the H100's two identical-code pairs share no tracked series; --evaluate printed rates of nan and
+    # exited 0, where a pair that shares no series is refused (exit 2)
+    results, commits = _write_foreign(tmp_path, 4)
+    _edit_head(results, commits[1], lambda document: document.__setitem__("results", {}))
+    monkeypatch.setattr(gate, "identical_code_pairs",
+                        lambda runs, path="greyhound", repo=".": [(commits[0], commits[1])])
+    assert gate.main(["--evaluate", "--results", str(results)]) == 2
+    captured = capsys.readouterr()
+    assert "series_compared: 0\n" in captured.out
+    assert "its 1 identical-code pair(s) share no series: nothing compared" in captured.err
+    assert "tracked tier" not in captured.err  # (another project's benchmarks declare no tier)
+    monkeypatch.setattr(gate, "identical_code_pairs",
+                        lambda runs, path="greyhound", repo=".": [(commits[2], commits[3])])
+    assert gate.main(["--evaluate", "--results", str(results)]) == 0
+    assert "nothing compared" not in capsys.readouterr().err
+
+
 def test_memory_growing_from_zero_bytes_is_a_regression():
     # before: a series BASE measured at 0 had no ratio and was set aside: 0 -> 2 GiB passed
     rng = random.Random(11)
