@@ -71,9 +71,9 @@ on stderr; when it is BASE's or HEAD's, or when the two runs share no series, th
 pass on what is left; when they share no asv environment the refusal says so. --repo names the git repository of
 the commits (default: the current directory; another project's results: its clone): refs resolve there, and
 --evaluate finds its A/A pairs there (consecutive runs with an identical --code-path tree) and refuses (exit 2) where
-it finds none, and exits 2 after its rates where a machine's pairs share no series (nothing compared); --slowdown, --code-path and --history-size are --evaluate's and refused without it. A flagged series
-with fewer than MIN_HISTORY differences of history rests on the PRIOR_BETWEEN prior, sized for a GPU; the report
-counts them.
+it finds none, and exits 2 after its rates where a machine's pairs share no series (nothing compared); --slowdown,
+--code-path and --history-size are --evaluate's and refused without it. A flagged series with fewer than MIN_HISTORY
+differences of history rests on the PRIOR_BETWEEN prior, sized for a GPU; the report counts them.
 
 Exit status: 0 no regression; 1 a regression, or a benchmark of the project's own that failed at HEAD; 2 bad
 arguments, missing or unreadable results, series HEAD did not measure, nothing compared.
